@@ -1,0 +1,111 @@
+import type { JobStatus, TerminalJobStatus } from './status.ts';
+import type { AgentRequirements, ConcurrencyPolicy, DeadlineKind, InitFailure, JobTimeouts, WaitingReason } from './types.ts';
+
+/** Every event carries `at`: the time the host received it. Machines read time only from here. */
+interface Timed {
+  at: number;
+}
+interface FromAgent extends Timed {
+  agentId: string;
+  /** The wire `jobId` of one dispatch attempt (protocol.md §9.3). */
+  dispatchId: string;
+}
+interface JobScoped {
+  jobKey: string;
+}
+
+export type AgentKind = 'static' | 'scaler';
+
+export type JobTimerEvent =
+  | ({ type: 'timer.ack.expired' } & TimerFields)
+  | ({ type: 'timer.lease.expired' } & TimerFields)
+  | ({ type: 'timer.recovery.expired' } & TimerFields)
+  | ({ type: 'timer.queue.expired' } & TimerFields)
+  | ({ type: 'timer.cancel.expired' } & TimerFields)
+  | ({ type: 'timer.jobTimeout.expired' } & TimerFields);
+
+export interface TimerFields extends Timed {
+  deadlineId: string;
+  /** The `at` the deadline was armed with; a renewed deadline makes an older firing stale. */
+  dueAt: number;
+}
+
+/** Events a job actor accepts. The run actor forwards them by `jobKey`. */
+export type JobEvent = (
+  | ({ type: 'job.release' } & Timed)
+  | ({ type: 'job.gate'; reason: WaitingReason } & Timed)
+  | ({ type: 'job.skip'; reason: string } & Timed)
+  | ({ type: 'job.cancel.requested'; force: boolean; reason: string } & Timed)
+  | ({ type: 'concurrency.granted' } & Timed)
+  | ({ type: 'concurrency.queued'; position: number } & Timed)
+  | ({ type: 'placement.granted'; agentId: string; dispatchId: string; agentKind: AgentKind } & Timed)
+  | ({ type: 'placement.none'; reason: WaitingReason } & Timed)
+  | ({ type: 'placement.refused'; message: string } & Timed)
+  | ({ type: 'provision.failed'; message: string } & Timed)
+  | ({ type: 'agent.job.ack' } & FromAgent)
+  | ({ type: 'agent.job.reject'; reason: string } & FromAgent)
+  | ({ type: 'agent.job.status'; state: JobStatus; error?: string } & FromAgent)
+  | ({ type: 'agent.job.heartbeat' } & FromAgent)
+  | ({ type: 'agent.step.status' } & FromAgent)
+  | ({ type: 'agent.job.reclaim' } & FromAgent)
+  | ({ type: 'agent.disconnected'; agentId: string } & Timed)
+  | JobTimerEvent
+) &
+  Partial<JobScoped>;
+
+export const JOB_EVENT_TYPES = [
+  'job.gate',
+  'job.skip',
+  'job.cancel.requested',
+  'concurrency.granted',
+  'concurrency.queued',
+  'placement.granted',
+  'placement.none',
+  'placement.refused',
+  'provision.failed',
+  'agent.job.ack',
+  'agent.job.reject',
+  'agent.job.status',
+  'agent.job.heartbeat',
+  'agent.step.status',
+  'agent.job.reclaim',
+  'agent.disconnected',
+  'timer.ack.expired',
+  'timer.lease.expired',
+  'timer.recovery.expired',
+  'timer.queue.expired',
+  'timer.cancel.expired',
+  'timer.jobTimeout.expired',
+] as const satisfies readonly JobEvent['type'][];
+
+/** Events a job actor sends to its run. */
+export type JobReport =
+  | { type: 'job.started'; jobKey: string; at: number }
+  | { type: 'job.finished'; jobKey: string; status: TerminalJobStatus; reason: string | null; at: number };
+
+export interface JobInput {
+  runId: string;
+  jobKey: string;
+  baseName: string;
+  requirements: AgentRequirements;
+  timeouts: JobTimeouts;
+  maxAttempts: number;
+  /** Set when the job must wait for the run before anything else (needs, wave, approval). */
+  gate: WaitingReason | null;
+  concurrency: { key: string; policy: ConcurrencyPolicy } | null;
+  initFailure: InitFailure | null;
+  createdAt: number;
+}
+
+export interface Assignment {
+  agentId: string;
+  dispatchId: string;
+  agentKind: AgentKind;
+}
+
+export interface ArmedDeadline {
+  id: string;
+  at: number;
+}
+
+export type ArmedDeadlines = Partial<Record<DeadlineKind, ArmedDeadline>>;
