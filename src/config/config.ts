@@ -1,0 +1,121 @@
+import { randomBytes } from 'node:crypto';
+import { hostname } from 'node:os';
+import { resolve } from 'node:path';
+import { ConfigError } from './errors.ts';
+import { envSchema, type LogLevel, type RawEnv } from './env.ts';
+
+/** Everything the coordinator reads from its environment, validated and with defaults applied. */
+export interface CompiledConfig {
+  /** HTTP port (`PORT`). @default 8080 */
+  readonly port: number;
+  /** HTTP bind address (`HOST`). @default '127.0.0.1' */
+  readonly host: string;
+  /** Absolute data directory (`SWITCHYARD_DATA_DIR`), resolved against the working directory. @default './.switchyard' */
+  readonly dataDir: string;
+  /** External Postgres (`DATABASE_URL`); when absent an embedded Postgres runs in `<dataDir>/postgres`. @default undefined */
+  readonly databaseUrl: string | undefined;
+  /** Redis for the shared intake queue (`REDIS_URL`); when absent the embedded queue is used. @default undefined */
+  readonly redisUrl: string | undefined;
+  /**
+   * Accepted GitHub webhook secrets, comma-separated for rotation (`SWITCHYARD_GITHUB_WEBHOOK_SECRET`,
+   * or `GITHUB_WEBHOOK_SECRET` when the prefixed one is unset). @default []
+   */
+  readonly githubWebhookSecrets: readonly string[];
+  /** Bearer token for `/api/v1` (`SWITCHYARD_ADMIN_TOKEN`); generated at first start when absent. @default undefined */
+  readonly adminToken: string | undefined;
+  /** Identity of this coordinator's lease (`SWITCHYARD_COORDINATOR_ID`). @default `<hostname>-<pid>-<6 random hex>` */
+  readonly coordinatorId: string;
+  /** How often the lease is renewed (`SWITCHYARD_LEASE_RENEW_MS`). @default 2000 */
+  readonly leaseRenewMs: number;
+  /** Lease lifetime; must exceed `leaseRenewMs` (`SWITCHYARD_LEASE_TTL_MS`). @default 10000 */
+  readonly leaseTtlMs: number;
+  /** Most journal entries written in one group commit (`SWITCHYARD_COMMIT_MAX_BATCH`). @default 512 */
+  readonly commitMaxBatch: number;
+  /** Group commit across runs (`SWITCHYARD_COMMIT_BATCHING=on|off`); off commits each event alone. @default true */
+  readonly commitBatching: boolean;
+  /** Time an agent has to acknowledge a dispatch, at least 1000 (`SWITCHYARD_DISPATCH_ACK_TIMEOUT_MS`). @default 10000 */
+  readonly dispatchAckTimeoutMs: number;
+  /** Interval at which agents heartbeat running jobs (`SWITCHYARD_JOB_HEARTBEAT_INTERVAL_MS`). @default 60000 */
+  readonly jobHeartbeatIntervalMs: number;
+  /** A running job is stale after `jobHeartbeatIntervalMs * staleMultiplier` without a heartbeat (`SWITCHYARD_STALE_MULTIPLIER`). @default 2 */
+  readonly staleMultiplier: number;
+  /** How long a disconnected agent may take to reclaim its jobs (`SWITCHYARD_RECOVERY_WINDOW_MS`). @default 120000 */
+  readonly recoveryWindowMs: number;
+  /** How long a job may stay queued; 0 means never expire (`SWITCHYARD_QUEUE_TIMEOUT_MS`). @default 3600000 */
+  readonly queueTimeoutMs: number;
+  /** Dispatch attempts per job before it fails (`SWITCHYARD_MAX_DISPATCH_ATTEMPTS`). @default 5 */
+  readonly maxDispatchAttempts: number;
+  /** pino log level (`LOG_LEVEL`). @default 'info' */
+  readonly logLevel: LogLevel;
+}
+
+/**
+ * Reads and validates the environment once. Throws `ConfigError` naming the first bad variable.
+ * Pure apart from the random coordinator id suffix; call it from the composition root only.
+ */
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): CompiledConfig {
+  const raw = parseEnv(env);
+  const config = compile(raw);
+  if (config.leaseTtlMs <= config.leaseRenewMs) {
+    throw new ConfigError(
+      'SWITCHYARD_LEASE_TTL_MS',
+      `Invalid SWITCHYARD_LEASE_TTL_MS: must be greater than SWITCHYARD_LEASE_RENEW_MS (${config.leaseRenewMs}), got ${config.leaseTtlMs}`,
+    );
+  }
+  return config;
+}
+
+/** Never echoed in error messages: URLs may carry passwords. */
+const MAY_HOLD_SECRETS = new Set([
+  'DATABASE_URL',
+  'REDIS_URL',
+  'GITHUB_WEBHOOK_SECRET',
+  'SWITCHYARD_GITHUB_WEBHOOK_SECRET',
+  'SWITCHYARD_ADMIN_TOKEN',
+]);
+
+function parseEnv(env: NodeJS.ProcessEnv): RawEnv {
+  const parsed = envSchema.safeParse(env);
+  if (parsed.success) return parsed.data;
+  const issue = parsed.error.issues[0];
+  const key = String(issue?.path[0] ?? 'environment');
+  const value = env[key];
+  const shown = typeof value === 'string' && !MAY_HOLD_SECRETS.has(key) ? ` (got ${JSON.stringify(value)})` : '';
+  throw new ConfigError(key, `Invalid ${key}: ${issue?.message ?? 'invalid value'}${shown}`);
+}
+
+function compile(raw: RawEnv): CompiledConfig {
+  return {
+    port: raw.PORT ?? 8080,
+    host: raw.HOST ?? '127.0.0.1',
+    dataDir: resolve(raw.SWITCHYARD_DATA_DIR ?? './.switchyard'),
+    databaseUrl: raw.DATABASE_URL,
+    redisUrl: raw.REDIS_URL,
+    githubWebhookSecrets: splitSecrets(raw.SWITCHYARD_GITHUB_WEBHOOK_SECRET ?? raw.GITHUB_WEBHOOK_SECRET),
+    adminToken: raw.SWITCHYARD_ADMIN_TOKEN,
+    coordinatorId: raw.SWITCHYARD_COORDINATOR_ID ?? defaultCoordinatorId(),
+    leaseRenewMs: raw.SWITCHYARD_LEASE_RENEW_MS ?? 2_000,
+    leaseTtlMs: raw.SWITCHYARD_LEASE_TTL_MS ?? 10_000,
+    commitMaxBatch: raw.SWITCHYARD_COMMIT_MAX_BATCH ?? 512,
+    commitBatching: (raw.SWITCHYARD_COMMIT_BATCHING ?? 'on') === 'on',
+    dispatchAckTimeoutMs: raw.SWITCHYARD_DISPATCH_ACK_TIMEOUT_MS ?? 10_000,
+    jobHeartbeatIntervalMs: raw.SWITCHYARD_JOB_HEARTBEAT_INTERVAL_MS ?? 60_000,
+    staleMultiplier: raw.SWITCHYARD_STALE_MULTIPLIER ?? 2,
+    recoveryWindowMs: raw.SWITCHYARD_RECOVERY_WINDOW_MS ?? 120_000,
+    queueTimeoutMs: raw.SWITCHYARD_QUEUE_TIMEOUT_MS ?? 3_600_000,
+    maxDispatchAttempts: raw.SWITCHYARD_MAX_DISPATCH_ATTEMPTS ?? 5,
+    logLevel: raw.LOG_LEVEL ?? 'info',
+  };
+}
+
+function splitSecrets(value: string | undefined): string[] {
+  if (value === undefined) return [];
+  return value
+    .split(',')
+    .map((secret) => secret.trim())
+    .filter((secret) => secret.length > 0);
+}
+
+function defaultCoordinatorId(): string {
+  return `${hostname()}-${process.pid}-${randomBytes(3).toString('hex')}`;
+}

@@ -1,0 +1,70 @@
+import { z } from 'zod';
+
+/** Empty variables (`FOO=` in an env file) count as unset, so the default applies. */
+const optional = <T extends z.ZodType>(schema: T) =>
+  z.preprocess((value) => (typeof value === 'string' && value.trim() === '' ? undefined : value), schema.optional());
+
+const integer = (min: number, max = Number.MAX_SAFE_INTEGER) =>
+  optional(
+    z
+      .string()
+      .trim()
+      .regex(/^\d+$/, 'must be a whole number')
+      .transform(Number)
+      .pipe(z.number().int().min(min, `must be at least ${min}`).max(max, `must be at most ${max}`)),
+  );
+
+const positiveDecimal = optional(
+  z
+    .string()
+    .trim()
+    .regex(/^\d+(\.\d+)?$/, 'must be a number')
+    .transform(Number)
+    .pipe(z.number().min(1, 'must be at least 1')),
+);
+
+const url = (protocols: readonly string[]) =>
+  optional(
+    z
+      .string()
+      .trim()
+      .refine((value) => protocols.some((p) => value.startsWith(`${p}://`)), {
+        message: `must be a URL starting with ${protocols.map((p) => `${p}://`).join(' or ')}`,
+      }),
+  );
+
+const text = optional(z.string().trim());
+
+export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
+export type LogLevel = (typeof LOG_LEVELS)[number];
+
+/** The environment variables Switchyard reads, validated one by one (no defaults here). */
+export const envSchema = z.object({
+  PORT: integer(0, 65_535),
+  HOST: text,
+  SWITCHYARD_DATA_DIR: text,
+  DATABASE_URL: url(['postgres', 'postgresql']),
+  REDIS_URL: url(['redis', 'rediss']),
+  GITHUB_WEBHOOK_SECRET: text,
+  SWITCHYARD_GITHUB_WEBHOOK_SECRET: text,
+  SWITCHYARD_ADMIN_TOKEN: text,
+  SWITCHYARD_COORDINATOR_ID: optional(
+    z
+      .string()
+      .trim()
+      .regex(/^[A-Za-z0-9._:-]{1,200}$/, 'may hold only letters, digits and . _ : - (at most 200)'),
+  ),
+  SWITCHYARD_LEASE_RENEW_MS: integer(100),
+  SWITCHYARD_LEASE_TTL_MS: integer(200),
+  SWITCHYARD_COMMIT_MAX_BATCH: integer(1, 100_000),
+  SWITCHYARD_COMMIT_BATCHING: optional(z.enum(['on', 'off'], { message: 'must be "on" or "off"' })),
+  SWITCHYARD_DISPATCH_ACK_TIMEOUT_MS: integer(1_000),
+  SWITCHYARD_JOB_HEARTBEAT_INTERVAL_MS: integer(1_000),
+  SWITCHYARD_STALE_MULTIPLIER: positiveDecimal,
+  SWITCHYARD_RECOVERY_WINDOW_MS: integer(0),
+  SWITCHYARD_QUEUE_TIMEOUT_MS: integer(0),
+  SWITCHYARD_MAX_DISPATCH_ATTEMPTS: integer(1, 100),
+  LOG_LEVEL: optional(z.enum(LOG_LEVELS, { message: `must be one of ${LOG_LEVELS.join(', ')}` })),
+});
+
+export type RawEnv = z.infer<typeof envSchema>;

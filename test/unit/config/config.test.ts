@@ -1,0 +1,162 @@
+import { describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { isAbsolute, join } from 'node:path';
+import { ConfigError, loadConfig } from '../../../src/config/index.ts';
+
+function configError(env: NodeJS.ProcessEnv): ConfigError {
+  try {
+    loadConfig(env);
+  } catch (error) {
+    assert.ok(error instanceof ConfigError, `expected ConfigError, got ${String(error)}`);
+    return error;
+  }
+  assert.fail('expected loadConfig to throw');
+}
+
+describe('loadConfig', () => {
+  it('applies every default on an empty environment', () => {
+    const config = loadConfig({});
+    assert.equal(config.port, 8080);
+    assert.equal(config.host, '127.0.0.1');
+    assert.equal(config.dataDir, join(process.cwd(), '.switchyard'));
+    assert.equal(config.databaseUrl, undefined);
+    assert.equal(config.redisUrl, undefined);
+    assert.deepEqual(config.githubWebhookSecrets, []);
+    assert.equal(config.adminToken, undefined);
+    assert.equal(config.leaseRenewMs, 2000);
+    assert.equal(config.leaseTtlMs, 10000);
+    assert.equal(config.commitMaxBatch, 512);
+    assert.equal(config.commitBatching, true);
+    assert.equal(config.dispatchAckTimeoutMs, 10000);
+    assert.equal(config.jobHeartbeatIntervalMs, 60000);
+    assert.equal(config.staleMultiplier, 2);
+    assert.equal(config.recoveryWindowMs, 120000);
+    assert.equal(config.queueTimeoutMs, 3600000);
+    assert.equal(config.maxDispatchAttempts, 5);
+    assert.equal(config.logLevel, 'info');
+  });
+
+  it('generates a coordinator id from host, pid and random hex, different each time', () => {
+    const a = loadConfig({}).coordinatorId;
+    const b = loadConfig({}).coordinatorId;
+    assert.match(a, new RegExp(`-${process.pid}-[0-9a-f]{6}$`));
+    assert.notEqual(a, b);
+  });
+
+  it('reads every variable', () => {
+    const config = loadConfig({
+      PORT: '9090',
+      HOST: '0.0.0.0',
+      SWITCHYARD_DATA_DIR: '/var/lib/switchyard',
+      DATABASE_URL: 'postgres://u@db:5432/sy',
+      REDIS_URL: 'redis://cache:6379',
+      SWITCHYARD_ADMIN_TOKEN: 'tok',
+      SWITCHYARD_COORDINATOR_ID: 'coord-a',
+      SWITCHYARD_LEASE_RENEW_MS: '500',
+      SWITCHYARD_LEASE_TTL_MS: '1500',
+      SWITCHYARD_COMMIT_MAX_BATCH: '64',
+      SWITCHYARD_COMMIT_BATCHING: 'off',
+      SWITCHYARD_DISPATCH_ACK_TIMEOUT_MS: '1000',
+      SWITCHYARD_JOB_HEARTBEAT_INTERVAL_MS: '5000',
+      SWITCHYARD_STALE_MULTIPLIER: '2.5',
+      SWITCHYARD_RECOVERY_WINDOW_MS: '3000',
+      SWITCHYARD_QUEUE_TIMEOUT_MS: '0',
+      SWITCHYARD_MAX_DISPATCH_ATTEMPTS: '3',
+      LOG_LEVEL: 'debug',
+    });
+    assert.deepEqual(config, {
+      port: 9090,
+      host: '0.0.0.0',
+      dataDir: '/var/lib/switchyard',
+      databaseUrl: 'postgres://u@db:5432/sy',
+      redisUrl: 'redis://cache:6379',
+      githubWebhookSecrets: [],
+      adminToken: 'tok',
+      coordinatorId: 'coord-a',
+      leaseRenewMs: 500,
+      leaseTtlMs: 1500,
+      commitMaxBatch: 64,
+      commitBatching: false,
+      dispatchAckTimeoutMs: 1000,
+      jobHeartbeatIntervalMs: 5000,
+      staleMultiplier: 2.5,
+      recoveryWindowMs: 3000,
+      queueTimeoutMs: 0,
+      maxDispatchAttempts: 3,
+      logLevel: 'debug',
+    });
+  });
+
+  it('resolves a relative data dir to an absolute path', () => {
+    const config = loadConfig({ SWITCHYARD_DATA_DIR: 'some/dir' });
+    assert.ok(isAbsolute(config.dataDir));
+    assert.equal(config.dataDir, join(process.cwd(), 'some/dir'));
+  });
+
+  it('splits webhook secrets on commas, trimming and dropping blanks', () => {
+    assert.deepEqual(loadConfig({ GITHUB_WEBHOOK_SECRET: 'new, old ,,' }).githubWebhookSecrets, ['new', 'old']);
+  });
+
+  it('prefers SWITCHYARD_GITHUB_WEBHOOK_SECRET over GITHUB_WEBHOOK_SECRET', () => {
+    const config = loadConfig({ GITHUB_WEBHOOK_SECRET: 'plain', SWITCHYARD_GITHUB_WEBHOOK_SECRET: 'prefixed' });
+    assert.deepEqual(config.githubWebhookSecrets, ['prefixed']);
+  });
+
+  it('treats empty variables as unset', () => {
+    const config = loadConfig({ PORT: '', DATABASE_URL: '  ', LOG_LEVEL: '' });
+    assert.equal(config.port, 8080);
+    assert.equal(config.databaseUrl, undefined);
+    assert.equal(config.logLevel, 'info');
+  });
+
+  it('does not read process.env when given an explicit environment', () => {
+    const saved = process.env.PORT;
+    process.env.PORT = '1234';
+    try {
+      assert.equal(loadConfig({}).port, 8080);
+    } finally {
+      if (saved === undefined) delete process.env.PORT;
+      else process.env.PORT = saved;
+    }
+  });
+
+  const invalid: [string, string][] = [
+    ['PORT', 'eighty'],
+    ['PORT', '70000'],
+    ['PORT', '80.5'],
+    ['DATABASE_URL', 'mysql://db/x'],
+    ['REDIS_URL', 'http://cache'],
+    ['SWITCHYARD_COORDINATOR_ID', 'has spaces'],
+    ['SWITCHYARD_LEASE_RENEW_MS', '-1'],
+    ['SWITCHYARD_COMMIT_MAX_BATCH', '0'],
+    ['SWITCHYARD_COMMIT_BATCHING', 'yes'],
+    ['SWITCHYARD_DISPATCH_ACK_TIMEOUT_MS', '999'],
+    ['SWITCHYARD_STALE_MULTIPLIER', '0.5'],
+    ['SWITCHYARD_QUEUE_TIMEOUT_MS', '1h'],
+    ['SWITCHYARD_MAX_DISPATCH_ATTEMPTS', '0'],
+    ['LOG_LEVEL', 'verbose'],
+  ];
+  for (const [key, value] of invalid) {
+    it(`rejects ${key}=${value} with a ConfigError naming the variable`, () => {
+      const error = configError({ [key]: value });
+      assert.equal(error.name, 'ConfigError');
+      assert.equal(error.key, key);
+      assert.match(error.message, new RegExp(`^Invalid ${key}: `));
+      const secretBearing = key.endsWith('_URL');
+      assert.equal(error.message.includes(value), !secretBearing, error.message);
+    });
+  }
+
+  it('never echoes a database URL, which may carry a password', () => {
+    const error = configError({ DATABASE_URL: 'mysql://admin:hunter2@db/x' });
+    assert.equal(error.key, 'DATABASE_URL');
+    assert.ok(!error.message.includes('hunter2'), error.message);
+  });
+
+  it('requires the lease TTL to exceed the renew interval', () => {
+    const error = configError({ SWITCHYARD_LEASE_RENEW_MS: '5000', SWITCHYARD_LEASE_TTL_MS: '5000' });
+    assert.equal(error.key, 'SWITCHYARD_LEASE_TTL_MS');
+    assert.match(error.message, /greater than SWITCHYARD_LEASE_RENEW_MS \(5000\)/);
+    assert.equal(configError({ SWITCHYARD_LEASE_RENEW_MS: '20000' }).key, 'SWITCHYARD_LEASE_TTL_MS');
+  });
+});
