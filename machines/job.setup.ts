@@ -1,0 +1,296 @@
+import { assign, enqueueActions, setup } from 'xstate';
+import type { ParameterizedObject } from 'xstate';
+import type { ArmedDeadlines, Assignment, JobEvent, JobInput } from './job.events.ts';
+import { isTerminalJobStatus } from './status.ts';
+import type { TerminalJobStatus } from './status.ts';
+import type {
+  AgentRequirements,
+  ConcurrencyPolicy,
+  DeadlineKind,
+  DeadlineSpec,
+  InitFailure,
+  JobTimeouts,
+  WaitingReason,
+} from './types.ts';
+
+export interface JobContext {
+  runId: string;
+  jobKey: string;
+  baseName: string;
+  createdAt: number;
+  requirements: AgentRequirements;
+  timeouts: JobTimeouts;
+  maxAttempts: number;
+  concurrency: { key: string; policy: ConcurrencyPolicy } | null;
+  holdsConcurrency: boolean;
+  /** Dispatch attempts made so far; a new attempt starts on every `placement.granted`. */
+  attempt: number;
+  assignment: Assignment | null;
+  everStarted: boolean;
+  waiting: WaitingReason | null;
+  lastProvisioningError: string | null;
+  deadlines: ArmedDeadlines;
+  initFailure: InitFailure | null;
+  /** Why the job ended where it did, in words a user reads. */
+  outcome: string | null;
+  /** Time of the last entry into each projected status (DSP-1). */
+  enteredAt: Record<string, number>;
+}
+
+type TimerKind = Exclude<DeadlineKind, 'workflow' | 'approval'>;
+
+const STALE_BACKSTOP_MS = 60_000;
+
+function deadlineAt(context: JobContext, kind: TimerKind, now: number): number {
+  const t = context.timeouts;
+  switch (kind) {
+    case 'ack':
+      return now + t.ackMs;
+    case 'lease':
+      return now + t.leaseMs;
+    case 'recovery':
+      return now + t.recoveryMs;
+    case 'queue':
+      return now + t.queueMs;
+    case 'cancel':
+      return now + t.cancelGraceMs;
+    case 'jobTimeout':
+      return now + (t.jobTimeoutMs ?? 0) + t.cancelGraceMs + STALE_BACKSTOP_MS;
+  }
+}
+
+/** The host stamps every event with `at`; only xstate.init has none, and it happens at creation. */
+function timeOf(context: JobContext, event: { at?: number }): number {
+  return typeof event.at === 'number' ? event.at : context.createdAt;
+}
+
+function attemptsExhausted(context: JobContext): string {
+  return `re-dispatch attempts exhausted after ${context.attempt} attempts`;
+}
+
+type Ev = JobEvent;
+
+/** Intents a job records; the host provides their implementations (DESIGN.md §4). */
+export type JobIntent =
+  | { type: 'armDeadline'; params: DeadlineSpec }
+  | { type: 'disarmDeadline'; params: { id: string; jobKey: string } }
+  | { type: 'requestPlacement'; params: { jobKey: string; requirements: AgentRequirements; attempt: number } }
+  | { type: 'sendDispatch'; params: { jobKey: string; agentId: string; dispatchId: string; attempt: number } }
+  | { type: 'sendCancel'; params: { jobKey: string; agentId: string; dispatchId: string; force: boolean; reason: string } }
+  | { type: 'closeAgentConnection'; params: { agentId: string; code: number; reason: string } }
+  | { type: 'releaseSlot'; params: { agentId: string; dispatchId: string } }
+  | { type: 'requestConcurrency'; params: { jobKey: string; key: string; policy: ConcurrencyPolicy } }
+  | { type: 'releaseConcurrency'; params: { jobKey: string; key: string } };
+
+type Params = ParameterizedObject['params'] | undefined;
+
+/** enqueueActions, typed to enqueue the job's intents by name. */
+function compose<P extends Params = undefined>(
+  collect: Parameters<typeof enqueueActions<JobContext, Ev, P, Ev, never, JobIntent, never>>[0],
+) {
+  return enqueueActions<JobContext, Ev, P, Ev, never, JobIntent, never>(collect);
+}
+
+/** assign, typed for parameterized actions. */
+function update<P extends Params>(assignment: Parameters<typeof assign<JobContext, Ev, P, Ev, never>>[0]) {
+  return assign<JobContext, Ev, P, Ev, never>(assignment);
+}
+
+function isFromAssigned(context: JobContext, event: Ev): boolean {
+  return (
+    'dispatchId' in event &&
+    context.assignment !== null &&
+    event.agentId === context.assignment.agentId &&
+    event.dispatchId === context.assignment.dispatchId
+  );
+}
+
+function isAssignedAgentLost(context: JobContext, event: Ev): boolean {
+  return event.type === 'agent.disconnected' && context.assignment?.agentId === event.agentId;
+}
+
+const TERMINAL_REPORTS = ['success', 'failed', 'cancelled', 'skipped', 'drift_dropped', 'timed_out_stale'] as const;
+
+/** A terminal `job.status` from the agent that owns the attempt ends the job as reported (protocol.md §11). */
+export const endAsReported = TERMINAL_REPORTS.map((state) => ({
+  guard: { type: 'assignedReports' as const, params: { state } },
+  target: `#job.${state}`,
+  actions: 'outcomeFromEvent' as const,
+}));
+
+const jobBase = setup({
+  types: {
+    context: {} as JobContext,
+    events: {} as Ev,
+    input: {} as JobInput,
+  },
+  actions: {
+    // Host-provided intents (DESIGN.md §4). The defaults do nothing: machines perform no I/O.
+    armDeadline: (_, _params: DeadlineSpec) => {},
+    disarmDeadline: (_, _params: { id: string; jobKey: string }) => {},
+    requestPlacement: (_, _params: { jobKey: string; requirements: AgentRequirements; attempt: number }) => {},
+    sendDispatch: (_, _params: { jobKey: string; agentId: string; dispatchId: string; attempt: number }) => {},
+    sendCancel: (
+      _,
+      _params: { jobKey: string; agentId: string; dispatchId: string; force: boolean; reason: string },
+    ) => {},
+    closeAgentConnection: (_, _params: { agentId: string; code: number; reason: string }) => {},
+    releaseSlot: (_, _params: { agentId: string; dispatchId: string }) => {},
+    requestConcurrency: (_, _params: { jobKey: string; key: string; policy: ConcurrencyPolicy }) => {},
+    releaseConcurrency: (_, _params: { jobKey: string; key: string }) => {},
+  },
+  guards: {
+    hasInitFailure: ({ context }) => context.initFailure !== null,
+    isGated: ({ context }) => context.waiting !== null,
+    needsConcurrency: ({ context }) => context.concurrency !== null && !context.holdsConcurrency,
+    fromAssignedAgent: ({ context, event }) => isFromAssigned(context, event),
+    assignedAgentLost: ({ context, event }) => isAssignedAgentLost(context, event),
+    isCurrentDeadline: ({ context, event }, params: { kind: TimerKind }) => {
+      const armed = context.deadlines[params.kind];
+      return 'deadlineId' in event && armed !== undefined && armed.id === event.deadlineId && armed.at === event.dueAt;
+    },
+    assignedReports: ({ context, event }, params: { state: string }) =>
+      event.type === 'agent.job.status' && event.state === params.state && isFromAssigned(context, event),
+    assignedReportsProgress: ({ context, event }) =>
+      event.type === 'agent.job.status' && !isTerminalJobStatus(event.state) && isFromAssigned(context, event),
+    lostScalerAgent: ({ context, event }) => isAssignedAgentLost(context, event) && context.assignment?.agentKind === 'scaler',
+    lostStartedScalerAgent: ({ context, event }) =>
+      isAssignedAgentLost(context, event) && context.assignment?.agentKind === 'scaler' && context.everStarted,
+    reclaimOfStarted: ({ context, event }) => isFromAssigned(context, event) && context.everStarted,
+    isForced: ({ event }) => event.type === 'job.cancel.requested' && event.force,
+    attemptsLeft: ({ context }) => context.attempt < context.maxAttempts,
+    attemptsLeftAfterThis: ({ context }) => context.attempt + 1 < context.maxAttempts,
+    everDispatched: ({ context }) => context.attempt > 0,
+    everStarted: ({ context }) => context.everStarted,
+    queueExpires: ({ context }) => context.timeouts.queueMs > 0,
+  },
+});
+
+export const jobSetup = jobBase.extend({
+  actions: {
+    arm: compose<{ kind: TimerKind }>(({ context, event, enqueue }, params) => {
+      const at = deadlineAt(context, params.kind, timeOf(context, event));
+      const id = `${context.jobKey}#${params.kind}`;
+      enqueue.assign({ deadlines: { ...context.deadlines, [params.kind]: { id, at } } });
+      enqueue({ type: 'armDeadline', params: { id, kind: params.kind, at, jobKey: context.jobKey } });
+    }),
+    disarm: compose<{ kind: TimerKind }>(({ context, enqueue }, params) => {
+      const armed = context.deadlines[params.kind];
+      if (!armed) return;
+      const { [params.kind]: _dropped, ...rest } = context.deadlines;
+      enqueue.assign({ deadlines: rest });
+      enqueue({ type: 'disarmDeadline', params: { id: armed.id, jobKey: context.jobKey } });
+    }),
+    disarmAll: compose(({ context, enqueue }) => {
+      for (const armed of Object.values(context.deadlines)) {
+        enqueue({ type: 'disarmDeadline', params: { id: armed.id, jobKey: context.jobKey } });
+      }
+      enqueue.assign({ deadlines: {} });
+    }),
+    cancelOnAgent: compose<{ force: boolean; reason: string }>(({ context, enqueue }, params) => {
+      if (!context.assignment) return;
+      const { agentId, dispatchId } = context.assignment;
+      enqueue({ type: 'sendCancel', params: { jobKey: context.jobKey, agentId, dispatchId, ...params } });
+    }),
+    freeSlot: compose(({ context, enqueue }) => {
+      if (!context.assignment) return;
+      const { agentId, dispatchId } = context.assignment;
+      enqueue({ type: 'releaseSlot', params: { agentId, dispatchId } });
+    }),
+    askForPlacement: compose(({ context, enqueue }) => {
+      const { jobKey, requirements, attempt } = context;
+      enqueue({ type: 'requestPlacement', params: { jobKey, requirements, attempt } });
+    }),
+    askForConcurrency: compose(({ context, enqueue }) => {
+      if (!context.concurrency) return;
+      const { key, policy } = context.concurrency;
+      enqueue({ type: 'requestConcurrency', params: { jobKey: context.jobKey, key, policy } });
+    }),
+    startAttempt: assign(({ context, event }) => {
+      if (event.type !== 'placement.granted') return {};
+      const { agentId, dispatchId, agentKind } = event;
+      return { attempt: context.attempt + 1, assignment: { agentId, dispatchId, agentKind }, waiting: null };
+    }),
+    dispatch: compose(({ context, enqueue }) => {
+      if (!context.assignment) return;
+      const { agentId, dispatchId } = context.assignment;
+      enqueue({ type: 'sendDispatch', params: { jobKey: context.jobKey, agentId, dispatchId, attempt: context.attempt } });
+    }),
+    wait: assign(({ context, event }) => {
+      if (event.type === 'placement.none' || event.type === 'job.gate') {
+        const scalerError = event.reason.kind === 'scaler_failed' ? event.reason.message : null;
+        return { waiting: event.reason, lastProvisioningError: scalerError ?? context.lastProvisioningError };
+      }
+      if (event.type === 'concurrency.queued' && context.concurrency) {
+        const message = `waiting for concurrency group ${context.concurrency.key} (position ${event.position})`;
+        return { waiting: { kind: 'concurrency' as const, message } };
+      }
+      return {};
+    }),
+    noteProvisioningFailure: assign(({ context, event }) => {
+      if (event.type !== 'provision.failed') return {};
+      const waiting: WaitingReason = { kind: 'scaler_failed', message: event.message };
+      return { attempt: context.attempt + 1, lastProvisioningError: event.message, waiting };
+    }),
+    enter: update<{ status: string }>(({ context, event }, params) => ({
+      enteredAt: { ...context.enteredAt, [params.status]: timeOf(context, event) },
+    })),
+    setOutcome: update<{ outcome: string }>((_, params) => ({ outcome: params.outcome })),
+    outcomeFromEvent: assign(({ event }) => {
+      if (event.type === 'job.skip' || event.type === 'job.cancel.requested') return { outcome: event.reason };
+      if (event.type === 'agent.job.status') return { outcome: event.error ?? null };
+      if (event.type === 'placement.refused') return { outcome: event.message };
+      return {};
+    }),
+    failNoAgent: update<{ message: string }>(({ context }, params) => ({
+      outcome: params.message,
+      initFailure: { scope: 'job' as const, category: 'no_agent' as const, message: params.message, jobName: context.jobKey },
+    })),
+    clearAssignment: assign({ assignment: null }),
+    setOutcomeExhausted: assign(({ context }) => ({ outcome: attemptsExhausted(context) })),
+    setOutcomeQueueExpired: assign(({ context }) => ({
+      outcome: `queue timeout passed; last reason: ${context.lastProvisioningError ?? context.waiting?.message ?? 'none'}`,
+    })),
+    failQueueExpired: assign(({ context }) => {
+      const message = `no agent became available within the queue timeout (${context.waiting?.message ?? 'queued'})`;
+      return {
+        outcome: message,
+        initFailure: { scope: 'job' as const, category: 'no_agent' as const, message, jobName: context.jobKey },
+      };
+    }),
+    closeForAckTimeout: compose(({ context, enqueue }) => {
+      if (!context.assignment) return;
+      enqueue({ type: 'closeAgentConnection', params: { agentId: context.assignment.agentId, code: 4031, reason: 'dispatch ack timeout' } });
+    }),
+    cancelGracefully: compose(({ context, event, enqueue }) => {
+      if (!context.assignment || event.type !== 'job.cancel.requested') return;
+      const { agentId, dispatchId } = context.assignment;
+      enqueue({ type: 'sendCancel', params: { jobKey: context.jobKey, agentId, dispatchId, force: false, reason: event.reason } });
+    }),
+    armJobTimeoutBackstop: compose(({ context, event, enqueue }) => {
+      if (context.timeouts.jobTimeoutMs === null || context.deadlines.jobTimeout !== undefined) return;
+      const at = deadlineAt(context, 'jobTimeout', timeOf(context, event));
+      const id = `${context.jobKey}#jobTimeout`;
+      enqueue.assign({ deadlines: { ...context.deadlines, jobTimeout: { id, at } } });
+      enqueue({ type: 'armDeadline', params: { id, kind: 'jobTimeout', at, jobKey: context.jobKey } });
+    }),
+    markStarted: assign({ everStarted: true }),
+    holdConcurrency: assign({ holdsConcurrency: true, waiting: null }),
+    finish: compose<{ status: TerminalJobStatus }>(({ context, event, enqueue, self }, params) => {
+      for (const armed of Object.values(context.deadlines)) {
+        enqueue({ type: 'disarmDeadline', params: { id: armed.id, jobKey: context.jobKey } });
+      }
+      enqueue.assign({ deadlines: {}, waiting: null, enteredAt: { ...context.enteredAt, [params.status]: timeOf(context, event) } });
+      if (context.concurrency && (context.holdsConcurrency || context.enteredAt['concurrency'] !== undefined)) {
+        enqueue({ type: 'releaseConcurrency', params: { jobKey: context.jobKey, key: context.concurrency.key } });
+      }
+      if (self._parent) {
+        const { jobKey, outcome } = context;
+        enqueue.sendParent({ type: 'job.finished', jobKey, status: params.status, reason: outcome, at: timeOf(context, event) });
+      }
+    }),
+    reportStarted: compose(({ context, event, enqueue, self }) => {
+      if (self._parent) enqueue.sendParent({ type: 'job.started', jobKey: context.jobKey, at: timeOf(context, event) });
+    }),
+  },
+});

@@ -1,0 +1,333 @@
+import { assign, enqueueActions, setup } from 'xstate';
+import type { EventFrom, ParameterizedObject, SnapshotFrom } from 'xstate';
+import { jobMachine } from './job.machine.ts';
+import { JOB_EVENT_TYPES } from './job.events.ts';
+import type { ArmedDeadline, JobEvent, JobInput, JobReport, TimerFields } from './job.events.ts';
+import { applyDecisions, buildGraph, evaluateGraph } from './run.graph.ts';
+import type { FanoutGroup, GateDecision, RunInput, RunJobNode } from './run.types.ts';
+import { computeRunStatus, countsAsFailure } from './status.ts';
+import type { TerminalRunStatus } from './status.ts';
+import type { DeadlineSpec, InitFailure } from './types.ts';
+
+export const RUN_MACHINE_ID = 'run';
+/** Bump when a change makes stored run snapshots unreadable (DESIGN.md §5). */
+export const RUN_MACHINE_VERSION = 1;
+
+const DEFAULT_APPROVAL_TIMEOUT_MS = 24 * 60 * 60_000;
+
+export interface RunContext {
+  runId: string;
+  workflowName: string;
+  createdAt: number;
+  jobs: Record<string, RunJobNode>;
+  groups: Record<string, FanoutGroup>;
+  /** Job inputs waiting to be spawned by the first transition; empty afterwards. */
+  toSpawn: JobInput[];
+  initialSkips: GateDecision[];
+  deadlines: { workflow?: ArmedDeadline; approval?: ArmedDeadline };
+  workflowTimeoutMs: number | null;
+  approvalTimeoutMs: number | null;
+  cancel: { reason: string; force: boolean; by: string } | null;
+  workflowTimedOut: boolean;
+  initFailure: InitFailure | null;
+  failureReason: string | null;
+  startedAt: number | null;
+  finishedAt: number | null;
+}
+
+export type RunCommand =
+  | { type: 'run.cancel'; reason: string; force: boolean; by: string; at: number }
+  | { type: 'run.approval'; decision: 'approved' | 'rejected'; by: string; at: number }
+  | ({ type: 'timer.workflow.expired' } & TimerFields)
+  | ({ type: 'timer.approval.expired' } & TimerFields);
+
+export type RunEvent = RunCommand | JobReport | JobEvent;
+
+type Params = ParameterizedObject['params'] | undefined;
+type RunActors = { src: 'job'; logic: typeof jobMachine; id: string | undefined };
+
+/** Intents a run records itself; job intents come from its children. */
+export type RunIntent =
+  | { type: 'armDeadline'; params: DeadlineSpec }
+  | { type: 'disarmDeadline'; params: { id: string; jobKey: string | null } };
+
+function compose<P extends Params = undefined>(
+  collect: Parameters<typeof enqueueActions<RunContext, RunEvent, P, RunEvent, RunActors, RunIntent, never>>[0],
+) {
+  return enqueueActions<RunContext, RunEvent, P, RunEvent, RunActors, RunIntent, never>(collect);
+}
+
+function timeOf(context: RunContext, event: { at?: number }): number {
+  return typeof event.at === 'number' ? event.at : context.createdAt;
+}
+
+function jobInputs(input: RunInput, gates: Record<string, JobInput['gate']>): JobInput[] {
+  return input.jobs.map((plan) => ({
+    runId: input.runId,
+    jobKey: plan.key,
+    baseName: plan.baseName,
+    requirements: plan.requirements,
+    timeouts: plan.timeouts,
+    maxAttempts: input.maxAttempts,
+    gate: gates[plan.key] ?? null,
+    concurrency: plan.concurrency,
+    initFailure: plan.initFailure ?? (input.initFailure ? { ...input.initFailure, jobName: plan.key } : null),
+    createdAt: input.createdAt,
+  }));
+}
+
+function openJobs(context: RunContext): string[] {
+  return Object.entries(context.jobs)
+    .filter(([, node]) => node.status === null)
+    .map(([key]) => key);
+}
+
+function failureReasonOf(context: RunContext): string | null {
+  if (context.workflowTimedOut) return 'workflow_timeout';
+  if (context.initFailure) return context.initFailure.message;
+  const failed = Object.entries(context.jobs).filter(([, node]) => node.status !== null && countsAsFailure(node.status));
+  return failed.length > 0 ? `Failed jobs: ${failed.map(([key]) => key).join(', ')}` : null;
+}
+
+/** failFast (WAVE-3): the first failed child of a fail-fast fan-out halts the group. */
+function haltedGroup(event: RunEvent, groups: Record<string, FanoutGroup>): FanoutGroup | null {
+  if (event.type !== 'job.finished' || !countsAsFailure(event.status) || event.status === 'drift_dropped') return null;
+  const group = Object.values(groups).find((g) => g.children.includes(event.jobKey));
+  if (!group?.failFast || group.halted) return null;
+  group.halted = true;
+  return group;
+}
+
+/** Siblings already released are told to skip; a job that was dispatched ignores it and runs to completion. */
+function haltSiblings(group: FanoutGroup | null, jobs: Record<string, RunJobNode>, _groups: Record<string, FanoutGroup>): GateDecision[] {
+  if (!group) return [];
+  return group.children
+    .filter((key) => jobs[key]?.decided && jobs[key]?.status === null)
+    .map((key) => ({ jobKey: key, kind: 'skip' as const, reason: 'fail-fast: a sibling failed' }));
+}
+
+export function finalRunStatus(context: RunContext): TerminalRunStatus {
+  const statuses = Object.values(context.jobs).flatMap((node) => (node.status ? [node.status] : []));
+  return computeRunStatus(statuses, { workflowTimedOut: context.workflowTimedOut, initFailed: context.initFailure !== null });
+}
+
+const forwardJobEvents = Object.fromEntries(
+  JOB_EVENT_TYPES.map((type) => [type, { guard: 'targetsOpenJob' as const, actions: 'forwardToJob' as const }]),
+);
+
+const runSetup = setup({
+  types: {
+    context: {} as RunContext,
+    events: {} as RunEvent,
+    input: {} as RunInput,
+  },
+  actors: { job: jobMachine },
+  actions: {
+    armDeadline: (_, _params: DeadlineSpec) => {},
+    disarmDeadline: (_, _params: { id: string; jobKey: string | null }) => {},
+  },
+  guards: {
+    targetsOpenJob: ({ context, event }) =>
+      'jobKey' in event && typeof event.jobKey === 'string' && context.jobs[event.jobKey]?.status === null,
+    allJobsTerminal: ({ context }) => openJobs(context).length === 0,
+    runInitFailed: ({ context }) => context.initFailure !== null,
+    needsApproval: ({ context }) => context.approvalTimeoutMs !== null,
+    isApproved: ({ event }) => event.type === 'run.approval' && event.decision === 'approved',
+    isForced: ({ event }) => event.type === 'run.cancel' && event.force,
+    isCurrentDeadline: ({ context, event }, params: { kind: 'workflow' | 'approval' }) => {
+      const armed = context.deadlines[params.kind];
+      return 'deadlineId' in event && armed !== undefined && armed.id === event.deadlineId && armed.at === event.dueAt;
+    },
+    endsSuccess: ({ context }) => finalRunStatus(context) === 'success',
+    endsCancelled: ({ context }) => finalRunStatus(context) === 'cancelled',
+  },
+});
+
+function update<P extends Params>(assignment: Parameters<typeof assign<RunContext, RunEvent, P, RunEvent, RunActors>>[0]) {
+  return assign<RunContext, RunEvent, P, RunEvent, RunActors>(assignment);
+}
+
+function sendDecisions(enqueue: Parameters<Parameters<typeof compose>[0]>[0]['enqueue'], decisions: GateDecision[], at: number) {
+  for (const decision of decisions) {
+    const { jobKey } = decision;
+    if (decision.kind === 'release') enqueue.sendTo(jobKey, { type: 'job.release', at });
+    else if (decision.kind === 'skip') enqueue.sendTo(jobKey, { type: 'job.skip', reason: decision.reason, at });
+    else enqueue.sendTo(jobKey, { type: 'job.gate', reason: decision.reason, at });
+  }
+}
+
+export const runMachine = runSetup.extend({
+  actions: {
+    spawnJobs: compose(({ context, enqueue }) => {
+      for (const input of context.toSpawn) enqueue.spawnChild('job', { id: input.jobKey, input });
+      enqueue.assign({ toSpawn: [] });
+    }),
+    sendInitialSkips: compose(({ context, event, enqueue }) => {
+      sendDecisions(enqueue, context.initialSkips, timeOf(context, event));
+      enqueue.assign({ initialSkips: [] });
+    }),
+    armWorkflowDeadline: compose(({ context, enqueue }) => {
+      if (context.workflowTimeoutMs === null || context.initFailure) return;
+      const at = context.createdAt + context.workflowTimeoutMs;
+      const id = 'run#workflow';
+      enqueue.assign({ deadlines: { ...context.deadlines, workflow: { id, at } } });
+      enqueue({ type: 'armDeadline', params: { id, kind: 'workflow', at } });
+    }),
+    armRunDeadline: compose<{ kind: 'approval' }>(({ context, event, enqueue }, params) => {
+      const at = timeOf(context, event) + (context.approvalTimeoutMs ?? DEFAULT_APPROVAL_TIMEOUT_MS);
+      const id = `run#${params.kind}`;
+      enqueue.assign({ deadlines: { ...context.deadlines, [params.kind]: { id, at } } });
+      enqueue({ type: 'armDeadline', params: { id, kind: params.kind, at } });
+    }),
+    disarmRunDeadline: compose<{ kind: 'approval' | 'workflow' }>(({ context, enqueue }, params) => {
+      const armed = context.deadlines[params.kind];
+      if (!armed) return;
+      const { [params.kind]: _dropped, ...rest } = context.deadlines;
+      enqueue.assign({ deadlines: rest });
+      enqueue({ type: 'disarmDeadline', params: { id: armed.id, jobKey: null } });
+    }),
+    evaluate: compose(({ context, event, enqueue }) => {
+      const jobs = structuredClone(context.jobs);
+      const groups = structuredClone(context.groups);
+      const halting = haltedGroup(event, groups);
+      const decisions = [...haltSiblings(halting, jobs, groups), ...evaluateGraph(jobs, groups)];
+      applyDecisions(jobs, decisions);
+      enqueue.assign({ jobs, groups });
+      sendDecisions(enqueue, decisions, timeOf(context, event));
+    }),
+    recordJobEnd: update(({ context, event }) => {
+      if (event.type !== 'job.finished') return {};
+      const node = context.jobs[event.jobKey];
+      if (!node || node.status !== null) return {};
+      return { jobs: { ...context.jobs, [event.jobKey]: { ...node, status: event.status, gate: null } } };
+    }),
+    markStarted: update(({ context, event }) => ({ startedAt: context.startedAt ?? timeOf(context, event) })),
+    recordCancel: update(({ context, event }) => {
+      if (event.type === 'run.cancel') return { cancel: { reason: event.reason, force: event.force, by: event.by } };
+      if (event.type === 'run.approval') return { cancel: { reason: 'approval rejected', force: false, by: event.by } };
+      return { cancel: context.cancel };
+    }),
+    recordApprovalExpiry: assign({ cancel: { reason: 'approval expired', force: false, by: 'approval deadline' } }),
+    recordWorkflowTimeout: assign({
+      workflowTimedOut: true,
+      cancel: { reason: 'workflow_timeout', force: false, by: 'workflow deadline' },
+    }),
+    cancelOpenJobs: compose(({ context, event, enqueue }) => {
+      const cancel = context.cancel ?? { reason: 'cancelled', force: false };
+      for (const key of openJobs(context)) {
+        enqueue.sendTo(key, { type: 'job.cancel.requested', force: cancel.force, reason: cancel.reason, at: timeOf(context, event) });
+      }
+    }),
+    forwardToJob: compose(({ event, enqueue }) => {
+      if (!('jobKey' in event) || typeof event.jobKey !== 'string') return;
+      enqueue.sendTo(event.jobKey, event);
+    }),
+    finish: compose(({ context, event, enqueue }) => {
+      for (const armed of Object.values(context.deadlines)) {
+        enqueue({ type: 'disarmDeadline', params: { id: armed.id, jobKey: null } });
+      }
+      enqueue.assign({ deadlines: {}, finishedAt: timeOf(context, event), failureReason: failureReasonOf(context) });
+    }),
+  },
+}).createMachine({
+  id: RUN_MACHINE_ID,
+  context: ({ input }) => {
+    const graph = buildGraph(input.jobs, input.approval !== null && input.initFailure === null);
+    return {
+      runId: input.runId,
+      workflowName: input.workflowName,
+      createdAt: input.createdAt,
+      jobs: graph.jobs,
+      groups: graph.groups,
+      toSpawn: input.initFailure ? [] : jobInputs(input, graph.initialGates),
+      initialSkips: graph.skips,
+      deadlines: {},
+      workflowTimeoutMs: input.workflowTimeoutMs,
+      approvalTimeoutMs: input.approval ? input.approval.timeoutMs || DEFAULT_APPROVAL_TIMEOUT_MS : null,
+      cancel: null,
+      workflowTimedOut: false,
+      initFailure: input.initFailure,
+      failureReason: null,
+      startedAt: null,
+      finishedAt: null,
+    };
+  },
+  initial: 'starting',
+  on: forwardJobEvents,
+  states: {
+    starting: {
+      entry: ['spawnJobs', 'armWorkflowDeadline'],
+      always: [
+        { guard: 'runInitFailed', target: 'failed' },
+        { guard: 'needsApproval', target: 'held' },
+        { target: 'pending', actions: 'sendInitialSkips' },
+      ],
+    },
+    held: {
+      description: 'A workflow approval holds every job until a user decides (RUN-4).',
+      entry: { type: 'armRunDeadline', params: { kind: 'approval' } },
+      exit: { type: 'disarmRunDeadline', params: { kind: 'approval' } },
+      on: {
+        'run.approval': [
+          { guard: 'isApproved', target: 'pending', actions: 'evaluate' },
+          { target: 'cancelling', actions: ['recordCancel', 'cancelOpenJobs'] },
+        ],
+        'timer.approval.expired': {
+          guard: { type: 'isCurrentDeadline', params: { kind: 'approval' } },
+          target: 'cancelling',
+          actions: ['recordApprovalExpiry', 'cancelOpenJobs'],
+        },
+        'run.cancel': { target: 'cancelling', actions: ['recordCancel', 'cancelOpenJobs'] },
+      },
+    },
+    pending: {
+      description: 'Created; no job has started a step yet.',
+      always: { guard: 'allJobsTerminal', target: 'finishing' },
+      on: {
+        'job.started': { target: 'running', actions: 'markStarted' },
+        'job.finished': { actions: ['recordJobEnd', 'evaluate'] },
+        'run.cancel': { target: 'cancelling', actions: ['recordCancel', 'cancelOpenJobs'] },
+        'timer.workflow.expired': {
+          guard: { type: 'isCurrentDeadline', params: { kind: 'workflow' } },
+          target: 'cancelling',
+          actions: ['recordWorkflowTimeout', 'cancelOpenJobs'],
+        },
+      },
+    },
+    running: {
+      always: { guard: 'allJobsTerminal', target: 'finishing' },
+      on: {
+        'job.finished': { actions: ['recordJobEnd', 'evaluate'] },
+        'run.cancel': { target: 'cancelling', actions: ['recordCancel', 'cancelOpenJobs'] },
+        'timer.workflow.expired': {
+          guard: { type: 'isCurrentDeadline', params: { kind: 'workflow' } },
+          target: 'cancelling',
+          actions: ['recordWorkflowTimeout', 'cancelOpenJobs'],
+        },
+      },
+    },
+    cancelling: {
+      description: 'Every open job was told to cancel; the run ends when the last one is terminal.',
+      always: { guard: 'allJobsTerminal', target: 'finishing' },
+      on: {
+        'job.started': { actions: 'markStarted' },
+        'job.finished': { actions: 'recordJobEnd' },
+        'run.cancel': { guard: 'isForced', actions: ['recordCancel', 'cancelOpenJobs'] },
+      },
+    },
+    finishing: {
+      always: [
+        { guard: 'endsSuccess', target: 'success' },
+        { guard: 'endsCancelled', target: 'cancelled' },
+        { target: 'failed' },
+      ],
+    },
+    success: { type: 'final', entry: 'finish' },
+    failed: { type: 'final', entry: 'finish' },
+    cancelled: { type: 'final', entry: 'finish' },
+  },
+});
+
+export type RunMachine = typeof runMachine;
+export type RunSnapshot = SnapshotFrom<RunMachine>;
+export type RunMachineEvent = EventFrom<RunMachine>;

@@ -1,0 +1,10 @@
+import type { Migration } from 'kysely/migration';
+import * as core001 from './001_core.ts';
+
+/**
+ * Every migration, by name, in the order they apply. A static import map works under tsx, node
+ * and any bundler alike; a test checks that each numbered file in this folder is listed.
+ */
+export const MIGRATIONS: Readonly<Record<string, Migration>> = {
+  '001_core': core001,
+};

@@ -1,0 +1,98 @@
+import type { ColumnType } from 'kysely';
+
+/**
+ * A jsonb column: read back parsed, written as a JSON string. Writing strings keeps node-pg from
+ * turning a JS array into a Postgres array literal.
+ */
+export type Json = ColumnType<unknown, string, string>;
+export type NullableJson = ColumnType<unknown, string | null | undefined, string | null>;
+
+/** bigint columns hold epoch milliseconds; the pool parses int8 into a JS number. */
+export type Millis = number;
+
+export interface CoordinatorsTable {
+  id: string;
+  epoch: number;
+  lease_until: Millis;
+  started_at: Millis;
+  http_url: string | null;
+}
+
+export interface RunOwnerTable {
+  run_id: string;
+  coordinator_id: string;
+  epoch: number;
+}
+
+export interface RunEventsTable {
+  run_id: string;
+  seq: number;
+  event: Json;
+  received_at: Millis;
+  state_after: Json;
+}
+
+export interface RunSnapshotsTable {
+  run_id: string;
+  seq: number;
+  machine_id: string;
+  machine_version: number;
+  snapshot: Json;
+  status: string;
+  updated_at: Millis;
+}
+
+export interface RunsTable {
+  run_id: string;
+  workflow_name: string | null;
+  repository: string | null;
+  status: string;
+  created_at: Millis | null;
+  updated_at: Millis | null;
+  finished_at: Millis | null;
+  failure_reason: string | null;
+  init_failure: NullableJson;
+  input_summary: NullableJson;
+}
+
+export interface JobsTable {
+  run_id: string;
+  job_key: string;
+  status: string;
+  waiting_reason: NullableJson;
+  attempt: ColumnType<number, number | undefined, number>;
+  agent_id: string | null;
+  dispatch_id: string | null;
+  outcome: string | null;
+  init_failure: NullableJson;
+  updated_at: Millis;
+}
+
+export interface TimersTable {
+  run_id: string;
+  deadline_id: string;
+  kind: string;
+  job_key: string | null;
+  due_at: Millis;
+}
+
+export interface OutboxTable {
+  effect_id: string;
+  run_id: string;
+  kind: string;
+  payload: Json;
+  created_at: Millis;
+  done_at: Millis | null;
+}
+
+/** Every table Switchyard owns (migrations/001_core.ts). */
+export interface Schema {
+  coordinators: CoordinatorsTable;
+  run_owner: RunOwnerTable;
+  run_events: RunEventsTable;
+  run_snapshots: RunSnapshotsTable;
+  runs: RunsTable;
+  jobs: JobsTable;
+  timers: TimersTable;
+  outbox: OutboxTable;
+}
