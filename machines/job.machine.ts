@@ -59,7 +59,7 @@ export const jobMachine = jobSetup.createMachine({
         concurrency: {
           entry: [{ type: 'enter', params: { status: 'concurrency' } }, 'askForConcurrency'],
           on: {
-            'concurrency.granted': { target: '#job.queued', actions: ['holdConcurrency', { type: 'arm', params: { kind: 'queue' } }] },
+            'concurrency.granted': { target: '#job.admitted', actions: 'holdConcurrency' },
             'concurrency.queued': { actions: 'wait' },
           },
         },
