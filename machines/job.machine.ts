@@ -179,7 +179,11 @@ export const jobMachine = jobSetup.createMachine({
             accepted: {
               description: 'Acked; the agent is cloning and setting up.',
               on: {
-                'agent.job.status': { guard: { type: 'assignedReports', params: { state: 'running' } }, target: 'started' },
+                'agent.job.status': {
+                  guard: { type: 'assignedReports', params: { state: 'running' } },
+                  target: 'started',
+                  actions: { type: 'arm', params: { kind: 'lease' } },
+                },
               },
             },
             started: {
