@@ -40,6 +40,8 @@ export interface JobContext {
 type TimerKind = Exclude<DeadlineKind, 'workflow' | 'approval'>;
 
 const STALE_BACKSTOP_MS = 60_000;
+/** The cancel deadline is `gracePeriod` + 30 s (DSP-3); the backstop adds `gracePeriod` itself. */
+const CANCEL_MARGIN_MS = 30_000;
 
 function deadlineAt(context: JobContext, kind: TimerKind, now: number): number {
   const t = context.timeouts;
@@ -55,7 +57,7 @@ function deadlineAt(context: JobContext, kind: TimerKind, now: number): number {
     case 'cancel':
       return now + t.cancelGraceMs;
     case 'jobTimeout':
-      return now + (t.jobTimeoutMs ?? 0) + t.cancelGraceMs + STALE_BACKSTOP_MS;
+      return now + (t.jobTimeoutMs ?? 0) + (t.cancelGraceMs - CANCEL_MARGIN_MS) + STALE_BACKSTOP_MS;
   }
 }
 
