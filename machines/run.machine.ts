@@ -207,6 +207,11 @@ export const runMachine = runSetup.extend({
       if (event.type === 'run.approval') return { cancel: { reason: 'approval rejected', force: false, by: event.by } };
       return { cancel: context.cancel };
     }),
+    failOpenJobs: update(({ context }) => ({
+      jobs: Object.fromEntries(
+        Object.entries(context.jobs).map(([key, node]) => [key, { ...node, status: node.status ?? 'failed', gate: null }]),
+      ),
+    })),
     recordApprovalExpiry: assign({ cancel: { reason: 'approval expired', force: false, by: 'approval deadline' } }),
     recordWorkflowTimeout: assign({
       workflowTimedOut: true,
@@ -258,7 +263,7 @@ export const runMachine = runSetup.extend({
     starting: {
       entry: ['spawnJobs', 'armWorkflowDeadline'],
       always: [
-        { guard: 'runInitFailed', target: 'failed' },
+        { guard: 'runInitFailed', target: 'failed', actions: 'failOpenJobs' },
         { guard: 'needsApproval', target: 'held' },
         { target: 'pending', actions: 'sendInitialSkips' },
       ],
