@@ -283,6 +283,11 @@ export const runMachine = runSetup.extend({
           actions: ['recordApprovalExpiry', 'cancelOpenJobs'],
         },
         'run.cancel': { target: 'cancelling', actions: ['recordCancel', 'cancelOpenJobs'] },
+        'timer.workflow.expired': {
+          guard: { type: 'isCurrentDeadline', params: { kind: 'workflow' } },
+          target: 'cancelling',
+          actions: ['recordWorkflowTimeout', 'cancelOpenJobs'],
+        },
       },
     },
     pending: {
