@@ -288,6 +288,7 @@ export const runMachine = runSetup.extend({
           target: 'cancelling',
           actions: ['recordWorkflowTimeout', 'cancelOpenJobs'],
         },
+        'job.finished': { actions: 'recordJobEnd' },
       },
     },
     pending: {
