@@ -242,8 +242,18 @@ export class RunHarness {
     return this.actor.getSnapshot();
   }
 
+  private dag7 = false;
+
+  /** From now on, assert DAG-7 after every event this harness sends. */
+  watchDag7(): this {
+    this.dag7 = true;
+    this.assertNoneStuckOnNeeds();
+    return this;
+  }
+
   send(event: RunEvent): void {
     this.actor.send(event);
+    if (this.dag7) this.assertNoneStuckOnNeeds();
   }
 
   /** Intents recorded since the last call. */
