@@ -1,0 +1,69 @@
+import { RUN_MACHINE_ID } from '../machines/run.machine.ts';
+import type { RunContext } from '../machines/run.machine.ts';
+import { projectJobs, projectRun, stateSummary } from '../machines/projection.ts';
+import type { PersistedMachineSnapshot } from '../machines/projection.ts';
+import type { Intent } from './intent-recorder.ts';
+import type { CommitEntry, NewRun, TimerChange } from './ports.ts';
+
+export interface EntryParts {
+  runId: string;
+  seq: number;
+  event: { type: string; at: number };
+  intents: Intent[];
+  snapshot: PersistedMachineSnapshot<RunContext>;
+  machineVersion: number;
+  /** A deadline that fired with this event: its row goes unless the event re-armed it. */
+  firedDeadlineId: string | null;
+  isNewRun: boolean;
+  newRun?: NewRun;
+}
+
+const TIMER_INTENTS = new Set(['armDeadline', 'disarmDeadline']);
+
+export function timerChangesOf(intents: Intent[], firedDeadlineId: string | null): TimerChange[] {
+  const changes: TimerChange[] = firedDeadlineId ? [{ op: 'disarm', deadlineId: firedDeadlineId }] : [];
+  for (const intent of intents) {
+    if (intent.type === 'armDeadline') {
+      const { id, kind, at, jobKey } = intent.params;
+      changes.push({ op: 'arm', deadlineId: id, kind, jobKey: jobKey ?? null, dueAt: at });
+    } else if (intent.type === 'disarmDeadline') {
+      changes.push({ op: 'disarm', deadlineId: intent.params.id });
+    }
+  }
+  return changes;
+}
+
+/** Everything one accepted event writes: journal row, snapshot, projections, timers, outbox. */
+export function buildCommitEntry(parts: EntryParts): CommitEntry {
+  const { runId, seq, snapshot } = parts;
+  const run = projectRun(snapshot);
+  const effects = parts.intents
+    .filter((intent) => !TIMER_INTENTS.has(intent.type))
+    .map((intent, n) => ({ effectId: `${runId}:${seq}:${n}`, kind: intent.type, payload: intent.params }));
+  return {
+    runId,
+    isNewRun: parts.isNewRun,
+    events: [{ seq, event: parts.event, receivedAt: parts.event.at, stateAfter: stateSummary(snapshot) }],
+    snapshot: {
+      seq,
+      machineId: RUN_MACHINE_ID,
+      machineVersion: parts.machineVersion,
+      snapshot,
+      status: run.status,
+      updatedAt: parts.event.at,
+    },
+    run: {
+      workflowName: run.workflowName,
+      repository: parts.newRun?.repository ?? null,
+      status: run.status,
+      createdAt: run.createdAt,
+      finishedAt: run.finishedAt,
+      failureReason: run.failureReason,
+      initFailure: run.initFailure,
+      ...(parts.newRun?.inputSummary !== undefined ? { inputSummary: parts.newRun.inputSummary } : {}),
+    },
+    jobs: projectJobs(snapshot),
+    timers: timerChangesOf(parts.intents, parts.firedDeadlineId),
+    effects,
+  };
+}

@@ -1,0 +1,34 @@
+import { Counter, Gauge, Histogram } from 'prom-client';
+import type { Registry } from 'prom-client';
+
+/** Runtime metrics (orchestration.md §18, runtime row), registered once per process. */
+export function createRuntimeMetrics(registry: Registry) {
+  const registers = [registry];
+  return {
+    actorsAlive: new Gauge({ name: 'switchyard_actors_alive', help: 'Run actors owned by this coordinator', registers }),
+    actorEvents: new Counter({ name: 'switchyard_actor_events_total', help: 'Events accepted by run actors', registers }),
+    commitSeconds: new Histogram({
+      name: 'switchyard_commit_seconds',
+      help: 'Duration of one group-commit transaction',
+      buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1],
+      registers,
+    }),
+    batchSize: new Histogram({
+      name: 'switchyard_group_commit_batch_size',
+      help: 'Entries per group-commit transaction',
+      buckets: [1, 2, 4, 8, 16, 32, 64, 128, 256, 512],
+      registers,
+    }),
+    timersArmed: new Gauge({ name: 'switchyard_timers_armed', help: 'Durable deadlines armed in memory', registers }),
+    outboxPending: new Gauge({ name: 'switchyard_outbox_pending', help: 'Effects committed but not yet done', registers }),
+    leasesHeld: new Gauge({ name: 'switchyard_leases_held', help: '1 while this coordinator holds its lease', registers }),
+    takeovers: new Counter({ name: 'switchyard_lease_takeovers_total', help: 'Coordinators whose runs were adopted here', registers }),
+    restoreFailures: new Counter({
+      name: 'switchyard_restore_failures_total',
+      help: 'Runs whose snapshot could not be restored',
+      registers,
+    }),
+  };
+}
+
+export type RuntimeMetrics = ReturnType<typeof createRuntimeMetrics>;

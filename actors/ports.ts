@@ -1,0 +1,81 @@
+import type { RunInput } from '../machines/run.types.ts';
+
+/** Time as the runtime sees it. Tests pass a controllable clock; production the real one. */
+export interface Clock {
+  now(): number;
+  setTimeout(fn: () => void, ms: number): unknown;
+  clearTimeout(handle: unknown): void;
+}
+
+export const systemClock: Clock = {
+  now: () => Date.now(),
+  setTimeout: (fn, ms) => setTimeout(fn, ms),
+  clearTimeout: (handle) => clearTimeout(handle as NodeJS.Timeout),
+};
+
+export type TimerChange =
+  | { op: 'arm'; deadlineId: string; kind: string; jobKey: string | null; dueAt: number }
+  | { op: 'disarm'; deadlineId: string };
+
+/** Everything one batch of accepted events writes, per run, in one transaction (DESIGN.md §5). */
+export interface CommitEntry {
+  runId: string;
+  isNewRun: boolean;
+  events: { seq: number; event: unknown; receivedAt: number; stateAfter: unknown }[];
+  snapshot: { seq: number; machineId: string; machineVersion: number; snapshot: unknown; status: string; updatedAt: number };
+  run: {
+    workflowName: string;
+    repository: string | null;
+    status: string;
+    createdAt: number;
+    finishedAt: number | null;
+    failureReason: string | null;
+    initFailure: unknown;
+    inputSummary?: unknown;
+  };
+  jobs: {
+    jobKey: string;
+    status: string;
+    waitingReason: unknown;
+    attempt: number;
+    agentId: string | null;
+    dispatchId: string | null;
+    outcome: string | null;
+    initFailure: unknown;
+  }[];
+  timers: TimerChange[];
+  effects: { effectId: string; kind: string; payload: unknown }[];
+}
+
+export interface StoredRun {
+  runId: string;
+  seq: number;
+  machineId: string;
+  machineVersion: number;
+  snapshot: unknown;
+  status: string;
+  timers: { deadlineId: string; kind: string; jobKey: string | null; dueAt: number }[];
+  pendingEffects: { effectId: string; kind: string; payload: unknown }[];
+}
+
+/** The supervisor's view of the database: named, fenced writes (src/db implements it). */
+export interface RunStore {
+  commit(entries: CommitEntry[]): Promise<void>;
+  markEffectsDone(effectIds: string[]): Promise<void>;
+  loadRuns(runIds: string[]): Promise<StoredRun[]>;
+}
+
+/** What the run actor needs to create a run; the pipeline or the API builds it. */
+export interface NewRun {
+  input: RunInput;
+  repository: string | null;
+  /** Frozen data the effect executor needs later (event, lock job configs); never secrets. */
+  inputSummary?: unknown;
+}
+
+export interface Effect {
+  effectId: string;
+  runId: string;
+  kind: string;
+  payload: unknown;
+}

@@ -1,0 +1,276 @@
+import { createActor } from 'xstate';
+import type { Actor } from 'xstate';
+import type { Logger } from 'pino';
+import { JOB_MACHINE_VERSION } from '../machines/job.machine.ts';
+import { RUN_MACHINE_ID, RUN_MACHINE_VERSION } from '../machines/run.machine.ts';
+import type { RunContext, RunEvent } from '../machines/run.machine.ts';
+import type { PersistedMachineSnapshot } from '../machines/projection.ts';
+import { RunNotOwnedError, UnknownMachineVersionError, coerceError } from './errors.ts';
+import { GroupCommitter } from './group-commit.ts';
+import { IntentRecorder, runtimeRunMachine } from './intent-recorder.ts';
+import type { Intent, RuntimeRunMachine } from './intent-recorder.ts';
+import type { RuntimeMetrics } from './metrics.ts';
+import type { FencedError } from './errors.ts';
+import type { Clock, CommitEntry, Effect, NewRun, RunStore, StoredRun } from './ports.ts';
+import { buildCommitEntry } from './commit-entry.ts';
+import type { ArmedTimer } from './timer-service.ts';
+import { TimerService } from './timer-service.ts';
+
+/** One number for the pair of charts a snapshot holds: the run and its job children. */
+export const SNAPSHOT_VERSION = RUN_MACHINE_VERSION * 1000 + JOB_MACHINE_VERSION;
+
+/** An event as callers hand it in; the supervisor stamps the receive time when it is absent. */
+export type IncomingRunEvent = RunEvent extends infer E ? (E extends { at: number } ? Omit<E, 'at'> & { at?: number } : never) : never;
+
+interface RunHandle {
+  actor: Actor<RuntimeRunMachine>;
+  seq: number;
+  log: Logger;
+}
+
+export interface SupervisorOptions {
+  store: RunStore;
+  clock: Clock;
+  log: Logger;
+  metrics: RuntimeMetrics;
+  maxBatch: number;
+  batching: boolean;
+  /** Runs committed effects (dispatches, cancels, placement requests). */
+  executeEffects: (effects: Effect[]) => void;
+  /** Called once when a write finds this coordinator fenced; the supervisor has already stopped. */
+  onFenced: (error: FencedError) => void;
+}
+
+export interface RestoreReport {
+  restored: string[];
+  refused: { runId: string; error: Error }[];
+}
+
+/** The JSON form of a run actor's state; XState types it loosely as `Snapshot<unknown>`. */
+function persistedOf(actor: Actor<RuntimeRunMachine>): PersistedMachineSnapshot<RunContext> {
+  return actor.getPersistedSnapshot() as unknown as PersistedMachineSnapshot<RunContext>;
+}
+
+/** Input is only read on creation; a restored actor takes everything from its snapshot. */
+function restoreActor(machine: RuntimeRunMachine, snapshot: unknown, runId: string): Actor<RuntimeRunMachine> {
+  return createActor(machine, { snapshot: snapshot as never, input: undefined, id: runId });
+}
+
+/**
+ * Owns the run actors of this coordinator. Every accepted event is journaled with the
+ * snapshot, timer changes and effects it produced in one group-committed transaction;
+ * timers are armed and effects run only after that commit (DESIGN.md §4–§5).
+ */
+export class Supervisor {
+  private readonly runs = new Map<string, RunHandle>();
+  private readonly recorder = new IntentRecorder();
+  private readonly machine: RuntimeRunMachine;
+  private readonly timers: TimerService;
+  private readonly committer: GroupCommitter;
+  private fenced: FencedError | null = null;
+
+  constructor(private readonly options: SupervisorOptions) {
+    this.machine = runtimeRunMachine(this.recorder);
+    this.timers = new TimerService(options.clock, (timer) => this.deliverTimer(timer));
+    this.committer = new GroupCommitter({
+      commit: (entries) => options.store.commit(entries),
+      maxBatch: options.maxBatch,
+      batching: options.batching,
+      clock: options.clock,
+      log: options.log,
+      observer: {
+        onBatch: (size, seconds) => {
+          options.metrics.batchSize.observe(size);
+          options.metrics.commitSeconds.observe(seconds);
+        },
+      },
+      onFenced: (error) => this.fence(error),
+    });
+  }
+
+  get size(): number {
+    return this.runs.size;
+  }
+
+  get timersArmed(): number {
+    return this.timers.size;
+  }
+
+  owns(runId: string): boolean {
+    return this.runs.has(runId);
+  }
+
+  ownedRunIds(): string[] {
+    return [...this.runs.keys()];
+  }
+
+  /** The live snapshot of an owned run (JSON form), or null. */
+  snapshotOf(runId: string): PersistedMachineSnapshot<RunContext> | null {
+    const handle = this.runs.get(runId);
+    return handle ? persistedOf(handle.actor) : null;
+  }
+
+  /** Creates the run actor and resolves once its first snapshot is durable (RUN-2). */
+  async createRun(newRun: NewRun): Promise<void> {
+    this.assertRunning();
+    const { runId } = newRun.input;
+    if (this.runs.has(runId)) return;
+    const log = this.options.log.child({ runId });
+    const actor = createActor(this.machine, { input: newRun.input, id: runId });
+    this.watch(actor, runId, log);
+    const intents = this.recording(runId, () => actor.start());
+    const handle: RunHandle = { actor, seq: 0, log };
+    this.runs.set(runId, handle);
+    const created = { type: 'run.created', input: newRun.input, at: newRun.input.createdAt };
+    log.info({ workflow: newRun.input.workflowName, jobs: newRun.input.jobs.length }, 'run created');
+    await this.commit(handle, runId, created, intents, { isNewRun: true, newRun });
+  }
+
+  /** Delivers one event to the owning run actor; resolves when the event is durable. */
+  async send(runId: string, incoming: IncomingRunEvent): Promise<void> {
+    this.assertRunning();
+    const handle = this.runs.get(runId);
+    if (!handle) throw new RunNotOwnedError(runId);
+    const event = { ...incoming, at: incoming.at ?? this.options.clock.now() };
+    handle.seq += 1;
+    const intents = this.recording(runId, () => handle.actor.send(event));
+    this.options.metrics.actorEvents.inc();
+    await this.commit(handle, runId, event, intents, { isNewRun: false });
+  }
+
+  /** Restores runs from stored snapshots; a snapshot this build cannot read is refused, not guessed. */
+  restore(stored: StoredRun[]): RestoreReport {
+    this.assertRunning();
+    const report: RestoreReport = { restored: [], refused: [] };
+    for (const row of stored) {
+      if (this.runs.has(row.runId)) continue;
+      try {
+        if (this.restoreOne(row)) report.restored.push(row.runId);
+      } catch (thrown) {
+        const error = coerceError(thrown);
+        this.options.metrics.restoreFailures.inc();
+        this.options.log.error({ runId: row.runId, err: error }, 'run restore refused');
+        report.refused.push({ runId: row.runId, error });
+      }
+    }
+    this.options.metrics.actorsAlive.set(this.runs.size);
+    this.options.metrics.timersArmed.set(this.timers.size);
+    return report;
+  }
+
+  /** Stops every actor without writing anything (shutdown, or after losing ownership). */
+  stopAll(): void {
+    this.timers.stop();
+    for (const handle of this.runs.values()) handle.actor.stop();
+    this.runs.clear();
+    this.options.metrics.actorsAlive.set(0);
+    this.options.metrics.timersArmed.set(0);
+  }
+
+  private restoreOne(row: StoredRun): boolean {
+    if (row.machineId !== RUN_MACHINE_ID || row.machineVersion !== SNAPSHOT_VERSION) {
+      throw new UnknownMachineVersionError(row.runId, row.machineId, row.machineVersion, SNAPSHOT_VERSION);
+    }
+    const persisted = row.snapshot as PersistedMachineSnapshot<RunContext>;
+    if (persisted.status !== 'active') return false;
+    const log = this.options.log.child({ runId: row.runId });
+    const actor = restoreActor(this.machine, row.snapshot, row.runId);
+    this.watch(actor, row.runId, log);
+    actor.start();
+    this.runs.set(row.runId, { actor, seq: row.seq, log });
+    for (const timer of row.timers) this.timers.arm({ runId: row.runId, ...timer });
+    if (row.pendingEffects.length > 0) {
+      this.options.executeEffects(row.pendingEffects.map((effect) => ({ ...effect, runId: row.runId })));
+    }
+    log.info({ seq: row.seq, timers: row.timers.length, effects: row.pendingEffects.length }, 'run restored');
+    return true;
+  }
+
+  private watch(actor: Actor<RuntimeRunMachine>, runId: string, log: Logger): void {
+    actor.subscribe({
+      error: (error) => {
+        log.error({ err: coerceError(error) }, 'run actor crashed; it is stopped and left as last committed');
+        this.runs.delete(runId);
+        this.timers.disarmRun(runId);
+      },
+    });
+  }
+
+  private recording(runId: string, step: () => void): Intent[] {
+    this.recorder.begin(runId);
+    try {
+      step();
+    } catch (thrown) {
+      this.recorder.end();
+      throw thrown;
+    }
+    return this.recorder.end();
+  }
+
+  private async commit(
+    handle: RunHandle,
+    runId: string,
+    event: { type: string; at: number },
+    intents: Intent[],
+    extra: { isNewRun: boolean; newRun?: NewRun },
+  ): Promise<void> {
+    const snapshot = persistedOf(handle.actor);
+    const timerEvent = event.type.startsWith('timer.') && 'deadlineId' in event ? String(event.deadlineId) : null;
+    const entry: CommitEntry = buildCommitEntry({
+      runId,
+      seq: handle.seq,
+      event,
+      intents,
+      snapshot,
+      machineVersion: SNAPSHOT_VERSION,
+      firedDeadlineId: timerEvent,
+      ...extra,
+    });
+    if (snapshot.status === 'done') this.retire(runId, handle);
+    await this.committer.submit(entry);
+    this.afterCommit(runId, entry);
+  }
+
+  private afterCommit(runId: string, entry: CommitEntry): void {
+    if (this.fenced) return;
+    for (const change of entry.timers) {
+      if (change.op === 'disarm') this.timers.disarm(runId, change.deadlineId);
+      else if (this.runs.has(runId)) this.timers.arm({ runId, ...change });
+    }
+    this.options.metrics.timersArmed.set(this.timers.size);
+    if (entry.effects.length > 0) this.options.executeEffects(entry.effects.map((effect) => ({ ...effect, runId })));
+  }
+
+  /** A finished run leaves memory at once: nothing can move it any more (G-2). */
+  private retire(runId: string, handle: RunHandle): void {
+    this.runs.delete(runId);
+    this.timers.disarmRun(runId);
+    handle.actor.stop();
+    handle.log.info({ status: String(handle.actor.getSnapshot().value) }, 'run finished');
+    this.options.metrics.actorsAlive.set(this.runs.size);
+  }
+
+  private deliverTimer(timer: ArmedTimer): void {
+    if (!this.runs.has(timer.runId)) return;
+    const event = {
+      type: `timer.${timer.kind}.expired`,
+      deadlineId: timer.deadlineId,
+      dueAt: timer.dueAt,
+      ...(timer.jobKey ? { jobKey: timer.jobKey } : {}),
+    } as IncomingRunEvent;
+    this.send(timer.runId, event).catch((thrown: unknown) => {
+      this.options.log.warn({ runId: timer.runId, err: coerceError(thrown) }, 'deadline delivery failed');
+    });
+  }
+
+  private fence(error: FencedError): void {
+    this.options.log.error({ err: error }, 'ownership lost: stopping every run actor, writing nothing more');
+    this.fenced = error;
+    this.stopAll();
+    this.options.onFenced(error);
+  }
+
+  private assertRunning(): void {
+    if (this.fenced) throw this.fenced;
+  }
+}

@@ -1,0 +1,106 @@
+import type { JobContext } from './job.setup.ts';
+import type { RunContext } from './run.machine.ts';
+import type { JobStatus, RunStatus } from './status.ts';
+import type { InitFailure, WaitingReason } from './types.ts';
+
+/** The JSON shape `getPersistedSnapshot()` produces for a machine actor. */
+export interface PersistedMachineSnapshot<TContext> {
+  status: 'active' | 'done' | 'error' | 'stopped';
+  value: unknown;
+  context: TContext;
+  children?: Record<string, { snapshot: PersistedMachineSnapshot<unknown>; src: string }>;
+}
+
+export interface RunProjection {
+  status: RunStatus;
+  workflowName: string;
+  createdAt: number;
+  finishedAt: number | null;
+  failureReason: string | null;
+  initFailure: InitFailure | null;
+}
+
+export interface JobProjection {
+  jobKey: string;
+  status: JobStatus;
+  waitingReason: WaitingReason | null;
+  attempt: number;
+  agentId: string | null;
+  dispatchId: string | null;
+  outcome: string | null;
+  initFailure: InitFailure | null;
+}
+
+const RUN_STATES: Record<string, RunStatus> = {
+  starting: 'pending',
+  pending: 'pending',
+  held: 'held',
+  running: 'running',
+  cancelling: 'cancelling',
+  finishing: 'running',
+  success: 'success',
+  failed: 'failed',
+  cancelled: 'cancelled',
+};
+
+export function projectRun(snapshot: PersistedMachineSnapshot<RunContext>): RunProjection {
+  const { context } = snapshot;
+  return {
+    status: RUN_STATES[String(snapshot.value)] ?? 'pending',
+    workflowName: context.workflowName,
+    createdAt: context.createdAt,
+    finishedAt: context.finishedAt,
+    failureReason: context.failureReason,
+    initFailure: context.initFailure,
+  };
+}
+
+/** Maps a job state value to the KiCI status a user sees (STAT-3). */
+export function jobStatusOf(value: unknown): JobStatus {
+  if (typeof value === 'string') {
+    if (value === 'queued') return 'queued';
+    if (value === 'recovering') return 'recovering';
+    if (['success', 'failed', 'cancelled', 'skipped', 'timed_out_stale', 'drift_dropped'].includes(value)) {
+      return value as JobStatus;
+    }
+    return 'pending';
+  }
+  const nested = value as Record<string, unknown>;
+  if ('assigned' in nested) {
+    const inner = nested['assigned'];
+    if (inner === 'dispatched') return 'queued';
+    if (inner === 'cancelling') return 'cancelling';
+    return 'running';
+  }
+  return 'pending';
+}
+
+export function projectJobs(snapshot: PersistedMachineSnapshot<RunContext>): JobProjection[] {
+  const children = snapshot.children ?? {};
+  return Object.entries(snapshot.context.jobs).map(([jobKey, node]) => {
+    const child = children[jobKey]?.snapshot as PersistedMachineSnapshot<JobContext> | undefined;
+    if (!child) {
+      const status: JobStatus = node.status ?? 'pending';
+      const initFailure = snapshot.context.initFailure ? { ...snapshot.context.initFailure, jobName: jobKey } : null;
+      return { jobKey, status, waitingReason: node.gate, attempt: 0, agentId: null, dispatchId: null, outcome: null, initFailure };
+    }
+    const { context } = child;
+    return {
+      jobKey,
+      status: jobStatusOf(child.value),
+      waitingReason: context.waiting,
+      attempt: context.attempt,
+      agentId: context.assignment?.agentId ?? null,
+      dispatchId: context.assignment?.dispatchId ?? null,
+      outcome: context.outcome,
+      initFailure: context.initFailure,
+    };
+  });
+}
+
+/** A compact picture of where the run and each job stand, journaled with every event for replay checks. */
+export function stateSummary(snapshot: PersistedMachineSnapshot<RunContext>): { run: unknown; jobs: Record<string, unknown> } {
+  const jobs: Record<string, unknown> = {};
+  for (const [key, child] of Object.entries(snapshot.children ?? {})) jobs[key] = child.snapshot.value;
+  return { run: snapshot.value, jobs };
+}

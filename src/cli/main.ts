@@ -1,0 +1,43 @@
+import { loadConfig } from '../config/index.ts';
+import { createLogger } from '../log.ts';
+import { startCoordinator } from '../main.ts';
+
+const USAGE = `usage: switchyard <command>
+
+commands:
+  start        run a coordinator (HTTP on $HOST:$PORT, data in $SWITCHYARD_DATA_DIR)
+`;
+
+async function start(): Promise<void> {
+  const config = loadConfig();
+  const log = createLogger(config.logLevel, { coordinatorId: config.coordinatorId });
+  const coordinator = await startCoordinator(config, log);
+  const shutdown = (signal: string) => {
+    log.info({ signal }, 'shutting down');
+    void coordinator.close().then(() => process.exit(process.exitCode ?? 0));
+  };
+  process.once('SIGINT', () => shutdown('SIGINT'));
+  process.once('SIGTERM', () => shutdown('SIGTERM'));
+}
+
+async function main(argv: string[]): Promise<void> {
+  const [command] = argv;
+  switch (command) {
+    case 'start':
+      return start();
+    case undefined:
+    case 'help':
+    case '--help':
+      process.stdout.write(USAGE);
+      return;
+    default:
+      process.stderr.write(`unknown command: ${command}\n${USAGE}`);
+      process.exitCode = 2;
+  }
+}
+
+main(process.argv.slice(2)).catch((thrown: unknown) => {
+  const error = thrown instanceof Error ? thrown : new Error(String(thrown));
+  process.stderr.write(`switchyard: ${error.name}: ${error.message}\n`);
+  process.exit(1);
+});

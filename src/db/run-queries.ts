@@ -1,0 +1,22 @@
+import type { Kysely } from 'kysely';
+import type { Schema } from './schema.ts';
+
+/** Read-only queries over the projections the supervisor writes (STAT-4). */
+export async function listRuns(db: Kysely<Schema>, filter: { status?: string; workflow?: string; limit: number }) {
+  let query = db.selectFrom('runs').selectAll().orderBy('created_at', 'desc').limit(filter.limit);
+  if (filter.status) query = query.where('status', '=', filter.status);
+  if (filter.workflow) query = query.where('workflow_name', '=', filter.workflow);
+  return query.execute();
+}
+
+export async function getRunWithJobs(db: Kysely<Schema>, runId: string) {
+  const run = await db.selectFrom('runs').selectAll().where('run_id', '=', runId).executeTakeFirst();
+  if (!run) return null;
+  const jobs = await db.selectFrom('jobs').selectAll().where('run_id', '=', runId).orderBy('job_key').execute();
+  const owner = await db.selectFrom('run_owner').selectAll().where('run_id', '=', runId).executeTakeFirst();
+  return { run, jobs, owner: owner ?? null };
+}
+
+export async function listJobsByStatus(db: Kysely<Schema>, status: string, limit: number) {
+  return db.selectFrom('jobs').selectAll().where('status', '=', status).orderBy('updated_at').limit(limit).execute();
+}

@@ -1,0 +1,40 @@
+import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import type { Logger } from 'pino';
+import { HttpError } from './respond.ts';
+import type { IncomingMessage } from 'node:http';
+
+const TOKEN_FILE = 'admin-token';
+
+function sha256(value: string): Buffer {
+  return createHash('sha256').update(value).digest();
+}
+
+/**
+ * The admin API token: from configuration, or generated at first start into
+ * `<dataDir>/admin-token` (mode 0600). Only its SHA-256 is kept in memory.
+ */
+export async function loadAdminTokenHash(configured: string | undefined, dataDir: string, log: Logger): Promise<Buffer> {
+  if (configured) return sha256(configured);
+  const path = join(dataDir, TOKEN_FILE);
+  const existing = await readFile(path, 'utf8').catch((error: NodeJS.ErrnoException) => {
+    if (error.code === 'ENOENT') return null;
+    throw error;
+  });
+  if (existing !== null) return sha256(existing.trim());
+  const token = `sya_${randomBytes(32).toString('hex')}`;
+  await mkdir(dataDir, { recursive: true });
+  await writeFile(path, `${token}\n`, { mode: 0o600, flag: 'wx' });
+  log.warn({ path }, 'generated an admin API token; it is shown once here and kept in the data dir');
+  process.stderr.write(`\nSwitchyard admin token (also in ${path}):\n  ${token}\n\n`);
+  return sha256(token);
+}
+
+export function requireAdmin(req: IncomingMessage, expectedHash: Buffer): void {
+  const header = req.headers.authorization ?? '';
+  const match = /^Bearer\s+(\S+)$/i.exec(header);
+  if (!match?.[1] || !timingSafeEqual(sha256(match[1]), expectedHash)) {
+    throw new HttpError(401, 'unauthorized', 'a valid admin bearer token is required');
+  }
+}

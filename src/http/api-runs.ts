@@ -1,0 +1,109 @@
+import { randomUUID } from 'node:crypto';
+import type { Kysely } from 'kysely';
+import { z } from 'zod';
+import type { Supervisor } from '../../actors/supervisor.ts';
+import type { LockWorkflow } from '../../machines/lock.types.ts';
+import { planRun } from '../../machines/run.plan.ts';
+import { isTerminalRunStatus } from '../../machines/status.ts';
+import type { JobTimeouts } from '../../machines/types.ts';
+import { readJournal } from '../db/journal.ts';
+import { getRunWithJobs, listJobsByStatus, listRuns } from '../db/run-queries.ts';
+import type { Schema } from '../db/schema.ts';
+import { HttpError, readJson, sendJson } from './respond.ts';
+import type { RouteContext, Router } from './router.ts';
+
+export interface RunApiDeps {
+  db: Kysely<Schema>;
+  supervisor: Supervisor;
+  timeouts: JobTimeouts;
+  maxAttempts: number;
+  now: () => number;
+}
+
+const MAX_BODY = 5 * 1024 * 1024;
+
+/** The shape checked before planning; the full lock-file schema lives with the lock-file reader. */
+const manualRunSchema = z.object({
+  repository: z.string().min(1).default('manual'),
+  workflow: z
+    .object({
+      name: z.string().min(1),
+      jobs: z.array(z.object({ _type: z.enum(['static', 'dynamic']) }).passthrough()),
+    })
+    .passthrough(),
+});
+
+const cancelSchema = z.object({ force: z.boolean().default(false), reason: z.string().max(500).optional() });
+
+function parse<T>(schema: z.ZodType<T>, value: unknown): T {
+  const result = schema.safeParse(value);
+  if (result.success) return result.data;
+  const issue = result.error.issues[0];
+  throw new HttpError(400, 'invalid request', `${issue?.path.join('.') || 'body'}: ${issue?.message ?? 'invalid'}`);
+}
+
+export function registerRunRoutes(router: Router, deps: RunApiDeps): void {
+  router
+    .on('GET', '/api/v1/runs', ({ res, url }) => listRunsRoute(deps, res, url))
+    .on('POST', '/api/v1/runs', (ctx) => createRunRoute(deps, ctx))
+    .on('GET', '/api/v1/runs/:id', ({ res, params }) => getRunRoute(deps, res, params['id'] ?? ''))
+    .on('GET', '/api/v1/runs/:id/events', async ({ res, params }) => {
+      sendJson(res, 200, { events: await readJournal(deps.db, params['id'] ?? '') });
+    })
+    .on('POST', '/api/v1/runs/:id/cancel', (ctx) => cancelRunRoute(deps, ctx))
+    .on('GET', '/api/v1/jobs', async ({ res, url }) => {
+      const jobs = await listJobsByStatus(deps.db, url.searchParams.get('status') ?? 'pending', 500);
+      sendJson(res, 200, { jobs });
+    });
+}
+
+async function listRunsRoute(deps: RunApiDeps, res: RouteContext['res'], url: URL) {
+  const status = url.searchParams.get('status') ?? undefined;
+  const workflow = url.searchParams.get('workflow') ?? undefined;
+  const limit = Math.min(Number(url.searchParams.get('limit') ?? 100) || 100, 1000);
+  sendJson(res, 200, { runs: await listRuns(deps.db, { status, workflow, limit }) });
+}
+
+async function getRunRoute(deps: RunApiDeps, res: RouteContext['res'], runId: string) {
+  const found = await getRunWithJobs(deps.db, runId);
+  if (!found) throw new HttpError(404, 'not found', `no run ${runId}`);
+  sendJson(res, 200, found);
+}
+
+/** Starts a workflow by hand: the same planning and run actor as a webhook run. */
+async function createRunRoute(deps: RunApiDeps, { req, res }: RouteContext) {
+  const body = parse(manualRunSchema, await readJson(req, MAX_BODY));
+  const runId = randomUUID();
+  let input;
+  try {
+    input = planRun({
+      runId,
+      createdAt: deps.now(),
+      workflow: body.workflow as unknown as LockWorkflow,
+      timeouts: deps.timeouts,
+      maxAttempts: deps.maxAttempts,
+      repository: body.repository,
+    });
+  } catch (thrown) {
+    throw new HttpError(400, 'invalid workflow', thrown instanceof Error ? thrown.message : String(thrown));
+  }
+  await deps.supervisor.createRun({ input, repository: body.repository, inputSummary: { source: 'api' } });
+  sendJson(res, 201, { runId, jobs: input.jobs.map((job) => job.key) });
+}
+
+async function cancelRunRoute(deps: RunApiDeps, { req, res, params }: RouteContext) {
+  const runId = params['id'] ?? '';
+  const body = parse(cancelSchema, await readJson(req, 64 * 1024));
+  const found = await getRunWithJobs(deps.db, runId);
+  if (!found) throw new HttpError(404, 'not found', `no run ${runId}`);
+  if (isTerminalRunStatus(found.run.status)) {
+    sendJson(res, 200, { runId, alreadyTerminal: true, status: found.run.status });
+    return;
+  }
+  if (!deps.supervisor.owns(runId)) {
+    throw new HttpError(409, 'not owner', `run ${runId} is owned by coordinator ${found.owner?.coordinator_id ?? 'unknown'}`);
+  }
+  const reason = body.reason ?? 'cancelled by an administrator';
+  await deps.supervisor.send(runId, { type: 'run.cancel', reason, force: body.force, by: 'api' });
+  sendJson(res, 202, { runId, cancelling: true, force: body.force });
+}

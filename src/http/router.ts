@@ -1,0 +1,54 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+
+export interface RouteContext {
+  req: IncomingMessage;
+  res: ServerResponse;
+  params: Record<string, string>;
+  url: URL;
+}
+
+export type RouteHandler = (ctx: RouteContext) => Promise<void> | void;
+
+interface Route {
+  method: string;
+  parts: string[];
+  handler: RouteHandler;
+}
+
+/** A small exact-segment router: `/api/v1/runs/:id/cancel`. */
+export class Router {
+  private readonly routes: Route[] = [];
+
+  on(method: string, path: string, handler: RouteHandler): this {
+    this.routes.push({ method, parts: path.split('/').filter(Boolean), handler });
+    return this;
+  }
+
+  /** The handler and its path parameters, `null` for no path match, or `'method'` for a path with another method. */
+  match(method: string, pathname: string): { handler: RouteHandler; params: Record<string, string> } | null | 'method' {
+    const segments = pathname.split('/').filter(Boolean);
+    let pathMatched = false;
+    for (const route of this.routes) {
+      const params = matchParts(route.parts, segments);
+      if (!params) continue;
+      if (route.method !== method) {
+        pathMatched = true;
+        continue;
+      }
+      return { handler: route.handler, params };
+    }
+    return pathMatched ? 'method' : null;
+  }
+}
+
+function matchParts(parts: string[], segments: string[]): Record<string, string> | null {
+  if (parts.length !== segments.length) return null;
+  const params: Record<string, string> = {};
+  for (let i = 0; i < parts.length; i++) {
+    const part = parts[i] as string;
+    const segment = segments[i] as string;
+    if (part.startsWith(':')) params[part.slice(1)] = decodeURIComponent(segment);
+    else if (part !== segment) return null;
+  }
+  return params;
+}

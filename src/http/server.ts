@@ -1,0 +1,62 @@
+import { createServer } from 'node:http';
+import type { IncomingMessage, Server, ServerResponse } from 'node:http';
+import type { Logger } from 'pino';
+import { requireAdmin } from './admin-token.ts';
+import { HttpError, sendJson } from './respond.ts';
+import type { Router } from './router.ts';
+
+export interface HttpServerOptions {
+  router: Router;
+  adminTokenHash: Buffer;
+  log: Logger;
+}
+
+/** Paths under these prefixes need the admin bearer token (orchestration.md §19). */
+const ADMIN_PREFIX = '/api/v1/';
+const PUBLIC_API = new Set(['/api/v1/capabilities']);
+
+export function createHttpServer(options: HttpServerOptions): Server {
+  return createServer((req, res) => {
+    void handle(options, req, res);
+  });
+}
+
+async function handle(options: HttpServerOptions, req: IncomingMessage, res: ServerResponse): Promise<void> {
+  const started = performance.now();
+  const url = new URL(req.url ?? '/', 'http://localhost');
+  const method = req.method ?? 'GET';
+  try {
+    if (url.pathname.startsWith(ADMIN_PREFIX) && !PUBLIC_API.has(url.pathname)) requireAdmin(req, options.adminTokenHash);
+    const match = options.router.match(method, url.pathname);
+    if (match === null) throw new HttpError(404, 'not found', `no route for ${url.pathname}`);
+    if (match === 'method') throw new HttpError(405, 'method not allowed', `${method} is not allowed on ${url.pathname}`);
+    await match.handler({ req, res, params: match.params, url });
+  } catch (thrown) {
+    answerError(options.log, req, res, thrown);
+  } finally {
+    options.log.debug({ method, path: url.pathname, status: res.statusCode, ms: Math.round(performance.now() - started) }, 'http request');
+  }
+}
+
+function answerError(log: Logger, req: IncomingMessage, res: ServerResponse, thrown: unknown): void {
+  if (thrown instanceof HttpError) {
+    log.info({ method: req.method, path: req.url, status: thrown.status, reason: thrown.reason }, 'request refused');
+    if (!res.headersSent) sendJson(res, thrown.status, { error: thrown.error, ...(thrown.reason ? { reason: thrown.reason } : {}) });
+    return;
+  }
+  const err = thrown instanceof Error ? thrown : new Error(String(thrown));
+  log.error({ err, method: req.method, path: req.url }, 'request failed');
+  if (!res.headersSent) sendJson(res, 500, { error: 'internal error', reason: err.name === 'RunNotOwnedError' ? err.message : undefined });
+  else res.destroy();
+}
+
+export function listen(server: Server, port: number, host: string): Promise<number> {
+  return new Promise((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, host, () => {
+      server.off('error', reject);
+      const address = server.address();
+      resolve(typeof address === 'object' && address ? address.port : port);
+    });
+  });
+}
