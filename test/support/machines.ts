@@ -185,12 +185,12 @@ export interface RecordedIntent {
   params: Intent['params'];
 }
 
-function recordingRunMachine(log: RecordedIntent[]) {
+function recordingRunMachine(record: (intent: RecordedIntent) => void) {
   const job = (type: JobIntent['type']) => ({ context }: { context: { jobKey: string } }, params: unknown) => {
-    log.push({ by: context.jobKey, type, params } as RecordedIntent);
+    record({ by: context.jobKey, type, params } as RecordedIntent);
   };
   const run = (type: RunIntent['type']) => (_: unknown, params: unknown) => {
-    log.push({ by: 'run', type, params } as RecordedIntent);
+    record({ by: 'run', type, params } as RecordedIntent);
   };
   const jobLogic = jobMachine.provide({
     actions: {
@@ -216,13 +216,18 @@ export class RunHarness {
   readonly intents: RecordedIntent[] = [];
   readonly actor;
   private dispatches = 0;
+  /** Called as each intent is executed, while the run is still processing the event that caused it. */
+  onIntent: ((intent: RecordedIntent) => void) | null = null;
 
   /** Starts from `input`, or restores `persisted` (a JSON round trip of a persisted snapshot; `input` is then unused). */
   constructor(
     readonly input: RunInput,
     persisted?: unknown,
   ) {
-    const machine = recordingRunMachine(this.intents);
+    const machine = recordingRunMachine((intent) => {
+      this.intents.push(intent);
+      this.onIntent?.(intent);
+    });
     this.actor = createActor(machine, persisted === undefined ? { input } : { input, snapshot: persisted as RunSnapshot });
     this.actor.start();
   }
