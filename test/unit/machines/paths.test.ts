@@ -1,0 +1,167 @@
+import { describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { getInitialMicrosteps, getMicrosteps } from 'xstate';
+import type { AnyStateMachine, AnyStateNode } from 'xstate';
+import { adjacencyMapToArray, getAdjacencyMap, getShortestPaths, getStateNodes } from 'xstate/graph';
+import { jobMachine } from '../../../machines/job.machine.ts';
+import type { JobSnapshot } from '../../../machines/job.machine.ts';
+import type { JobEvent, JobInput } from '../../../machines/job.events.ts';
+import { runMachine } from '../../../machines/run.machine.ts';
+import type { RunEvent, RunSnapshot } from '../../../machines/run.machine.ts';
+import type { RunInput } from '../../../machines/run.types.ts';
+import { TERMINAL_JOB_STATUSES } from '../../../machines/status.ts';
+import { DEFAULT_JOB_TIMEOUTS } from '../../../machines/types.ts';
+import { cancel, jobInput, jobPlan, need, runInput } from '../../support/machines.ts';
+
+const AT = 5_000;
+
+/** Ids of the state nodes a snapshot value is in, e.g. `job.assigned`, `job.assigned.running`. */
+function activeIds(machineId: string, value: unknown, prefix = machineId): string[] {
+  if (typeof value === 'string') return [`${prefix}.${value}`];
+  return Object.entries(value as Record<string, unknown>).flatMap(([key, inner]) => [
+    `${prefix}.${key}`,
+    ...activeIds(machineId, inner, `${prefix}.${key}`),
+  ]);
+}
+
+function allStateIds(machine: AnyStateMachine): string[] {
+  return getStateNodes(machine.root).map((node: AnyStateNode) => node.id);
+}
+
+/** One event of every type, matching the current owner and the armed deadlines. */
+function jobEvents(snapshot: JobSnapshot): JobEvent[] {
+  const { assignment, attempt, deadlines } = snapshot.context;
+  const owner = assignment ?? { agentId: 'agent-1', dispatchId: 'none' };
+  const next = { agentId: 'agent-1', dispatchId: `dispatch-${attempt + 1}` };
+  const fromOwner = { ...owner, at: AT };
+  const timers = Object.entries(deadlines).map(
+    ([kind, armed]) => ({ type: `timer.${kind}.expired`, deadlineId: armed.id, dueAt: armed.at, at: armed.at }) as JobEvent,
+  );
+  return [
+    { type: 'job.release', at: AT },
+    { type: 'job.gate', reason: { kind: 'wave', message: 'wave' }, at: AT },
+    { type: 'job.skip', reason: 'upstream failed', at: AT },
+    cancel(AT, false),
+    cancel(AT, true),
+    { type: 'concurrency.granted', at: AT },
+    { type: 'concurrency.queued', position: 2, at: AT },
+    { type: 'placement.granted', ...next, agentKind: 'static', at: AT },
+    { type: 'placement.granted', ...next, agentKind: 'scaler', at: AT },
+    { type: 'placement.none', reason: { kind: 'capacity', message: 'busy' }, at: AT },
+    { type: 'placement.refused', message: 'queue full', at: AT },
+    { type: 'provision.failed', message: 'spawn failed', at: AT },
+    { type: 'agent.job.ack', ...fromOwner },
+    { type: 'agent.job.reject', reason: 'busy', ...fromOwner },
+    ...(['running', 'cancelling', ...TERMINAL_JOB_STATUSES] as const).map(
+      (state): JobEvent => ({ type: 'agent.job.status', state, ...fromOwner }),
+    ),
+    { type: 'agent.job.heartbeat', ...fromOwner },
+    { type: 'agent.step.status', ...fromOwner },
+    { type: 'agent.job.reclaim', ...fromOwner },
+    { type: 'agent.disconnected', agentId: owner.agentId, at: AT },
+    ...timers,
+  ];
+}
+
+/** Value plus the context that steers guards; times are left out so the space stays finite. */
+function serializeJob(snapshot: JobSnapshot): string {
+  const c = snapshot.context;
+  return JSON.stringify([snapshot.value, c.attempt, c.everStarted, c.assignment?.agentKind, c.holdsConcurrency, Object.keys(c.deadlines).sort()]);
+}
+
+const JOB_INPUTS: Record<string, JobInput> = {
+  plain: jobInput(),
+  gated: jobInput({ gate: { kind: 'needs', message: 'waiting for upstream jobs: a' } }),
+  concurrency: jobInput({ concurrency: { key: 'acme::deploy', policy: { cancelInProgress: false, max: 1 } } }),
+  initFailure: jobInput({ initFailure: { scope: 'job', category: 'dynamic_eval', message: 'boom', jobName: 'build' } }),
+  backstop: jobInput({ timeouts: { ...DEFAULT_JOB_TIMEOUTS, jobTimeoutMs: 60_000 } }),
+};
+
+describe('path coverage: job machine', () => {
+  const options = (input: JobInput) => ({ input, events: jobEvents, serializeState: serializeJob });
+  const reached = new Set<string>();
+  const passedThrough = new Set<string>();
+  for (const input of Object.values(JOB_INPUTS)) {
+    for (const path of getShortestPaths(jobMachine, options(input))) {
+      for (const id of activeIds('job', path.state.value)) reached.add(id);
+    }
+    for (const [snapshot] of getInitialMicrosteps(jobMachine, input)) {
+      for (const id of activeIds('job', snapshot.value)) passedThrough.add(id);
+    }
+    for (const { state, event } of adjacencyMapToArray(getAdjacencyMap<JobSnapshot, JobEvent, JobInput>(jobMachine, options(input)))) {
+      for (const [snapshot] of getMicrosteps(jobMachine, state, event)) {
+        for (const id of activeIds('job', snapshot.value)) passedThrough.add(id);
+      }
+    }
+  }
+
+  it('every final state is reached by some shortest path', () => {
+    for (const status of TERMINAL_JOB_STATUSES) assert.ok(reached.has(`job.${status}`), `job.${status} is unreachable`);
+  });
+
+  it('every state node is entered on some edge (transient ones in a microstep)', () => {
+    const missing = allStateIds(jobMachine).filter((id) => id !== 'job' && !passedThrough.has(id));
+    assert.deepEqual(missing, []);
+  });
+
+  it('every resting state node is the end of some shortest path', () => {
+    const transient = ['job.created', 'job.admitted', 'job.queueExpired', 'job.requeued', 'job.requeueing'];
+    const missing = allStateIds(jobMachine).filter((id) => id !== 'job' && !transient.includes(id) && !reached.has(id));
+    assert.deepEqual(missing, []);
+  });
+});
+
+function runEvents(snapshot: RunSnapshot): RunEvent[] {
+  const { jobs, deadlines } = snapshot.context;
+  const open = Object.entries(jobs).filter(([, node]) => node.status === null).map(([key]) => key);
+  const timers = Object.entries(deadlines).map(
+    ([kind, armed]) => ({ type: `timer.${kind}.expired`, deadlineId: armed.id, dueAt: armed.at, at: armed.at }) as RunEvent,
+  );
+  return [
+    ...open.flatMap((jobKey): RunEvent[] => [
+      { type: 'job.started', jobKey, at: AT },
+      ...(['success', 'failed', 'cancelled'] as const).map((status) => ({ type: 'job.finished' as const, jobKey, status, reason: null, at: AT })),
+    ]),
+    { type: 'run.cancel', reason: 'stop', force: false, by: 'alice', at: AT },
+    { type: 'run.cancel', reason: 'stop', force: true, by: 'alice', at: AT },
+    { type: 'run.approval', decision: 'approved', by: 'alice', at: AT },
+    { type: 'run.approval', decision: 'rejected', by: 'alice', at: AT },
+    ...timers,
+  ];
+}
+
+function serializeRun(snapshot: RunSnapshot): string {
+  const c = snapshot.context;
+  const statuses = Object.values(c.jobs).map((node) => node.status);
+  return JSON.stringify([snapshot.value, statuses, c.cancel?.force, c.workflowTimedOut, Object.keys(c.deadlines).sort()]);
+}
+
+describe('path coverage: run machine', () => {
+  const plans = [jobPlan('a'), jobPlan('b', { needs: [need('a')] })];
+  const RUN_INPUTS: RunInput[] = [
+    runInput(plans, { workflowTimeoutMs: 60_000 }),
+    runInput(plans, { workflowTimeoutMs: 60_000, approval: { timeoutMs: 3_600_000 } }),
+    runInput(plans, { initFailure: { scope: 'run', category: 'lock_resolution', message: 'corrupt lock file' } }),
+  ];
+  const reached = new Set<string>();
+  const passedThrough = new Set<string>();
+  for (const input of RUN_INPUTS) {
+    const options = { input, events: runEvents, serializeState: serializeRun };
+    for (const path of getShortestPaths(runMachine, options)) reached.add(String(path.state.value));
+    for (const [snapshot] of getInitialMicrosteps(runMachine, input)) passedThrough.add(String(snapshot.value));
+    for (const { state, event } of adjacencyMapToArray(getAdjacencyMap<RunSnapshot, RunEvent, RunInput>(runMachine, options))) {
+      for (const [snapshot] of getMicrosteps(runMachine, state, event)) passedThrough.add(String(snapshot.value));
+    }
+  }
+
+  it('every top-level run state is reached by some shortest path', () => {
+    for (const state of ['pending', 'held', 'running', 'cancelling', 'success', 'failed', 'cancelled']) {
+      assert.ok(reached.has(state), `run.${state} is unreachable`);
+    }
+  });
+
+  it('every state node, the transient starting and finishing included, is entered on some edge', () => {
+    const missing = allStateIds(runMachine).filter((id) => id !== 'run' && !passedThrough.has(id.slice('run.'.length)));
+    assert.deepEqual(missing, []);
+  });
+});
