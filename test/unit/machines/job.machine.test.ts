@@ -204,6 +204,17 @@ describe('job machine: requeue and attempts', () => {
     assert.deepEqual(placed.at(-1), intent.dispatch(2, second));
   });
 
+  it('the ack firing of an earlier attempt is ignored by the next attempt', () => {
+    const first = dispatchedJob();
+    const firstAckFiring = expiry(first, 'ack');
+    const second = { agentId: 'agent-2', dispatchId: 'dispatch-2' };
+    const [redispatched] = stepsJob(first, [reject(3_000), granted(4_000, second)]);
+    const [same, intents] = stepJob(redispatched, firstAckFiring);
+    assert.deepEqual(same.value, { assigned: 'dispatched' });
+    assert.deepEqual(same.context.assignment, { ...second, agentKind: 'static' });
+    assert.deepEqual(intents, []);
+  });
+
   it('ack timeout → forced cancel "dispatch ack timeout", close 4031, requeue', () => {
     const dispatched = dispatchedJob();
     const [queued, intents] = stepJob(dispatched, expiry(dispatched, 'ack'));
@@ -249,6 +260,19 @@ describe('job machine: queue expiry', () => {
     assert.equal(stale.value, 'timed_out_stale');
     assert.equal(stale.context.initFailure, null);
     assert.match(stale.context.outcome ?? '', /^queue timeout passed/);
+  });
+
+  it('after scaler spawn failures → timed_out_stale naming the last provisioning error', () => {
+    const reason: WaitingReason = { kind: 'scaler_spawning', message: 'spawning on k8s' };
+    const [waiting] = stepJob(queuedJob(), { type: 'placement.none', reason, at: 2_000 });
+    const [failedSpawn, none] = stepJob(waiting, { type: 'provision.failed', message: 'image pull failed', at: 3_000 });
+    assert.deepEqual(failedSpawn.value, { waiting: 'agent' });
+    assert.deepEqual(failedSpawn.context.waiting, { kind: 'scaler_failed', message: 'image pull failed' });
+    assert.equal(failedSpawn.context.attempt, 1);
+    assert.deepEqual(none, []);
+    const [stale] = stepJob(failedSpawn, expiry(failedSpawn, 'queue'));
+    assert.equal(stale.value, 'timed_out_stale');
+    assert.equal(stale.context.outcome, 'queue timeout passed; last reason: image pull failed');
   });
 
   it('a queue firing that does not match the armed deadline is ignored', () => {
