@@ -1,0 +1,128 @@
+import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import { describe, it } from 'node:test';
+import { FencedError, RunNotOwnedError } from '../../../actors/errors.ts';
+import { SNAPSHOT_VERSION } from '../../../actors/supervisor.ts';
+import { readJournal } from '../../../src/db/journal.ts';
+import { DATABASE_KINDS, skipReason, withTestDatabase } from '../../support/database.ts';
+import { eventually, planFor, startTestRuntime, waitingWorkflow } from '../../support/runtime.ts';
+
+for (const kind of DATABASE_KINDS) {
+  describe(`supervisor on ${kind} Postgres`, { skip: await skipReason(kind) }, () => {
+    it('B1: the run and its first snapshot are durable before createRun resolves, before any effect runs', async () => {
+      await withTestDatabase(kind, async ({ db }) => {
+        const runtime = await startTestRuntime(db, 'coord-a');
+        const runId = randomUUID();
+        await runtime.supervisor.createRun({ input: planFor(runId, waitingWorkflow('wf')), repository: 'acme/app' });
+        const snapshot = await db.selectFrom('run_snapshots').selectAll().where('run_id', '=', runId).executeTakeFirstOrThrow();
+        assert.equal(snapshot.seq, 0);
+        assert.equal(snapshot.machine_version, SNAPSHOT_VERSION);
+        const owner = await db.selectFrom('run_owner').selectAll().where('run_id', '=', runId).executeTakeFirstOrThrow();
+        assert.equal(owner.coordinator_id, 'coord-a');
+        const job = await eventually(() =>
+          db.selectFrom('jobs').selectAll().where('run_id', '=', runId).where('status', '=', 'pending').executeTakeFirst(),
+        );
+        assert.deepEqual(job.waiting_reason, {
+          kind: 'no_matching_agent',
+          message: 'no connected agent matches labels label-nobody-has that can execute run steps',
+        });
+        runtime.stop();
+      });
+    });
+
+    it('journals every accepted event with contiguous sequence numbers and the state after it', async () => {
+      await withTestDatabase(kind, async ({ db }) => {
+        const runtime = await startTestRuntime(db, 'coord-a');
+        const runId = randomUUID();
+        await runtime.supervisor.createRun({ input: planFor(runId, waitingWorkflow('wf', { jobs: ['a', 'b'] })), repository: null });
+        await eventually(async () => (await readJournal(db, runId)).length >= 2);
+        await runtime.supervisor.send(runId, { type: 'run.cancel', reason: 'test', force: false, by: 'test' });
+        const journal = await readJournal(db, runId);
+        assert.deepEqual(journal.map((e) => e.seq), journal.map((_, i) => i));
+        assert.deepEqual((journal.at(-1)?.stateAfter as { run: unknown }).run, 'cancelled');
+        const run = await db.selectFrom('runs').selectAll().where('run_id', '=', runId).executeTakeFirstOrThrow();
+        assert.equal(run.status, 'cancelled');
+        assert.equal(runtime.supervisor.owns(runId), false, 'a finished run leaves memory');
+        await assert.rejects(runtime.supervisor.send(runId, { type: 'run.cancel', reason: 'x', force: true, by: 'x' }), RunNotOwnedError);
+        runtime.stop();
+      });
+    });
+
+    it('group commit: concurrent events of many runs share transactions', async () => {
+      await withTestDatabase(kind, async ({ db }) => {
+        const runtime = await startTestRuntime(db, 'coord-a');
+        const ids = Array.from({ length: 200 }, () => randomUUID());
+        await Promise.all(ids.map((id) => runtime.supervisor.createRun({ input: planFor(id, waitingWorkflow('wf')), repository: null })));
+        const rows = await db.selectFrom('run_snapshots').select('run_id').execute();
+        assert.equal(rows.length, 200);
+        const metric = await runtime.supervisor['options'].metrics.batchSize.get();
+        const count = metric.values.find((v) => v.metricName === 'switchyard_group_commit_batch_size_count')?.value ?? 0;
+        assert.ok(count < 200, `200 creations took ${count} transactions`);
+        runtime.stop();
+      });
+    });
+
+    it('B8: a run persisted mid-deadline is adopted by another coordinator and the deadline fires at its original time', async () => {
+      await withTestDatabase(kind, async ({ db }) => {
+        const first = await startTestRuntime(db, 'coord-a');
+        const runId = randomUUID();
+        const createdAt = Date.now();
+        await first.supervisor.createRun({ input: planFor(runId, waitingWorkflow('wf', { timeoutMs: 1500 }), createdAt), repository: null });
+        first.stop();
+        const second = await startTestRuntime(db, 'coord-b');
+        const run = await eventually(
+          () => db.selectFrom('runs').selectAll().where('run_id', '=', runId).where('status', '=', 'failed').executeTakeFirst(),
+          10_000,
+          'the adopted run to fail on its workflow deadline',
+        );
+        assert.equal(run.failure_reason, 'workflow_timeout');
+        const fired = (await readJournal(db, runId)).filter((e) => (e.event as { type: string }).type === 'timer.workflow.expired');
+        assert.equal(fired.length, 1, 'the deadline fired exactly once');
+        const dueAt = (fired[0]?.event as { dueAt: number }).dueAt;
+        assert.equal(dueAt, createdAt + 1500);
+        assert.ok((fired[0]?.receivedAt ?? 0) >= dueAt, 'never before its time');
+        assert.ok((fired[0]?.receivedAt ?? 0) - dueAt < 1000, 'not re-armed relative to the takeover');
+        second.stop();
+      });
+    });
+
+    it('B6/B16: a live coordinator keeps its runs; a paused one that lost its lease cannot write (zombie)', async () => {
+      await withTestDatabase(kind, async ({ db }) => {
+        const first = await startTestRuntime(db, 'coord-a');
+        const runId = randomUUID();
+        await first.supervisor.createRun({ input: planFor(runId, waitingWorkflow('wf')), repository: null });
+        const second = await startTestRuntime(db, 'coord-b');
+        await new Promise((resolve) => setTimeout(resolve, 800));
+        assert.equal(second.supervisor.owns(runId), false, 'a live owner keeps its run');
+        first.ownership.stop(); // paused: no more renewals, actors still in memory
+        await eventually(async () => second.supervisor.owns(runId), 5000, 'adoption after the lease expired');
+        const before = (await readJournal(db, runId)).length;
+        await assert.rejects(first.supervisor.send(runId, { type: 'run.cancel', reason: 'zombie', force: true, by: 'zombie' }), FencedError);
+        assert.equal((await readJournal(db, runId)).length, before, 'the zombie wrote nothing');
+        assert.equal(first.supervisor.size, 0, 'the zombie dropped its actors');
+        await second.supervisor.send(runId, { type: 'run.cancel', reason: 'owner', force: true, by: 'test' });
+        const after = await readJournal(db, runId);
+        assert.equal((after.at(-1)?.event as { by: string }).by, 'test');
+        second.stop();
+      });
+    });
+
+    it('refuses a snapshot of an unknown machine version with a clear error and restores the others', async () => {
+      await withTestDatabase(kind, async ({ db }) => {
+        const first = await startTestRuntime(db, 'coord-a');
+        const good = randomUUID();
+        const bad = randomUUID();
+        for (const id of [good, bad]) await first.supervisor.createRun({ input: planFor(id, waitingWorkflow('wf')), repository: null });
+        await eventually(async () => (await readJournal(db, bad)).length >= 2);
+        first.stop();
+        await db.updateTable('run_snapshots').set({ machine_version: 999 }).where('run_id', '=', bad).execute();
+        const second = await startTestRuntime(db, 'coord-b');
+        await eventually(async () => second.supervisor.owns(good), 5000, 'the good run to be adopted');
+        assert.equal(second.supervisor.owns(bad), false);
+        const restore = await second.supervisor['options'].metrics.restoreFailures.get();
+        assert.equal(restore.values[0]?.value, 1);
+        second.stop();
+      });
+    });
+  });
+}

@@ -1,0 +1,65 @@
+import type { Kysely } from 'kysely';
+import { Registry } from 'prom-client';
+import type { Logger } from 'pino';
+import type { FencedError } from '../../actors/errors.ts';
+import { systemClock } from '../../actors/ports.ts';
+import type { LockWorkflow } from '../../machines/lock.types.ts';
+import { planRun } from '../../machines/run.plan.ts';
+import type { RunInput } from '../../machines/run.types.ts';
+import { DEFAULT_JOB_TIMEOUTS } from '../../machines/types.ts';
+import { loadConfig } from '../../src/config/index.ts';
+import type { Schema } from '../../src/db/schema.ts';
+import { createRuntime } from '../../src/runtime.ts';
+import type { Runtime } from '../../src/runtime.ts';
+import { testLog } from './database.ts';
+
+export interface TestRuntime extends Runtime {
+  fenced: FencedError[];
+}
+
+/** A coordinator's actor runtime on a real database, with short leases for failover tests. */
+export async function startTestRuntime(
+  db: Kysely<Schema>,
+  coordinatorId: string,
+  env: Record<string, string> = {},
+  log: Logger = testLog,
+): Promise<TestRuntime> {
+  const config = loadConfig({
+    SWITCHYARD_COORDINATOR_ID: coordinatorId,
+    SWITCHYARD_LEASE_RENEW_MS: '100',
+    SWITCHYARD_LEASE_TTL_MS: '400',
+    DATABASE_URL: 'postgres://unused',
+    ...env,
+  });
+  const fenced: FencedError[] = [];
+  const runtime = createRuntime({ config, db, clock: systemClock, log, registry: new Registry(), onFenced: (e) => fenced.push(e) });
+  await runtime.start();
+  return Object.assign(runtime, { fenced });
+}
+
+/** A workflow whose jobs wait for an agent nobody has: only deadlines and cancels move it. */
+export function waitingWorkflow(name: string, options: { timeoutMs?: number; jobs?: string[] } = {}): LockWorkflow {
+  const jobs = (options.jobs ?? ['build']).map((job, i, all) => ({
+    _type: 'static' as const,
+    name: job,
+    runsOn: [{ kind: 'exact' as const, value: 'label-nobody-has' }],
+    needs: i === 0 ? [] : [all[i - 1] as string],
+    steps: [{ name: 'step', hasOutputs: false, run: 'true' }],
+  }));
+  return { name, jobs, ...(options.timeoutMs ? { timeout: options.timeoutMs } : {}) } as LockWorkflow;
+}
+
+export function planFor(runId: string, workflow: LockWorkflow, createdAt = Date.now()): RunInput {
+  return planRun({ runId, createdAt, workflow, timeouts: DEFAULT_JOB_TIMEOUTS, maxAttempts: 5, repository: 'acme/app' });
+}
+
+/** Polls `check` until it returns a value or the time is up (integration tests wait on real deadlines). */
+export async function eventually<T>(check: () => Promise<T | null | undefined | false>, timeoutMs = 10_000, what = 'condition'): Promise<T> {
+  const until = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await check();
+    if (value) return value;
+    if (Date.now() > until) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 25));
+  }
+}
