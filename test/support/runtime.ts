@@ -46,7 +46,7 @@ export function waitingWorkflow(name: string, options: { timeoutMs?: number; job
     needs: i === 0 ? [] : [all[i - 1] as string],
     steps: [{ name: 'step', hasOutputs: false, run: 'true' }],
   }));
-  return { name, jobs, ...(options.timeoutMs ? { timeout: options.timeoutMs } : {}) } as LockWorkflow;
+  return { name, jobs, ...(options.timeoutMs ? { timeout: options.timeoutMs } : {}) };
 }
 
 export function planFor(runId: string, workflow: LockWorkflow, createdAt = Date.now()): RunInput {
@@ -54,7 +54,7 @@ export function planFor(runId: string, workflow: LockWorkflow, createdAt = Date.
 }
 
 /** Polls `check` until it returns a value or the time is up (integration tests wait on real deadlines). */
-export async function eventually<T>(check: () => Promise<T | null | undefined | false>, timeoutMs = 10_000, what = 'condition'): Promise<T> {
+export async function eventually<T>(check: () => Promise<T | null | undefined | false> | T | null | undefined | false, timeoutMs = 10_000, what = 'condition'): Promise<T> {
   const until = Date.now() + timeoutMs;
   for (;;) {
     const value = await check();

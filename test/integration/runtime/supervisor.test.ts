@@ -95,7 +95,7 @@ for (const kind of DATABASE_KINDS) {
         await new Promise((resolve) => setTimeout(resolve, 800));
         assert.equal(second.supervisor.owns(runId), false, 'a live owner keeps its run');
         first.ownership.stop(); // paused: no more renewals, actors still in memory
-        await eventually(async () => second.supervisor.owns(runId), 5000, 'adoption after the lease expired');
+        await eventually(() => second.supervisor.owns(runId), 5000, 'adoption after the lease expired');
         const before = (await readJournal(db, runId)).length;
         await assert.rejects(first.supervisor.send(runId, { type: 'run.cancel', reason: 'zombie', force: true, by: 'zombie' }), FencedError);
         assert.equal((await readJournal(db, runId)).length, before, 'the zombie wrote nothing');
@@ -117,7 +117,7 @@ for (const kind of DATABASE_KINDS) {
         first.stop();
         await db.updateTable('run_snapshots').set({ machine_version: 999 }).where('run_id', '=', bad).execute();
         const second = await startTestRuntime(db, 'coord-b');
-        await eventually(async () => second.supervisor.owns(good), 5000, 'the good run to be adopted');
+        await eventually(() => second.supervisor.owns(good), 5000, 'the good run to be adopted');
         assert.equal(second.supervisor.owns(bad), false);
         const restore = await second.supervisor['options'].metrics.restoreFailures.get();
         assert.equal(restore.values[0]?.value, 1);
