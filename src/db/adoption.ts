@@ -1,0 +1,50 @@
+import { sql, type Kysely } from 'kysely';
+import type { Schema } from './schema.ts';
+import { TERMINAL_RUN_STATUSES } from './run-status.ts';
+
+/** Coordinators whose lease ran out and that still own runs (an idle dead one has nothing to adopt). */
+export async function findExpiredCoordinators(
+  db: Kysely<Schema>,
+  { now }: { now: number },
+): Promise<{ id: string; epoch: number }[]> {
+  return db
+    .selectFrom('coordinators as c')
+    .select(['c.id', 'c.epoch'])
+    .where('c.lease_until', '<', now)
+    .where((eb) =>
+      eb.exists(eb.selectFrom('run_owner as o').select(sql.lit(1).as('one')).whereRef('o.coordinator_id', '=', 'c.id')),
+    )
+    .orderBy('c.lease_until')
+    .execute();
+}
+
+/**
+ * Takes over every run of a dead coordinator, fencing it first: its epoch is bumped only if it is
+ * still `deadEpoch` and still expired, so of two concurrent adopters exactly one wins and a
+ * coordinator that renewed in time keeps its runs. All owner rows move to (me, myEpoch); the ids
+ * returned are those whose snapshot status is not a final run status, i.e. the actors to restore.
+ */
+export async function adoptRunsOf(
+  db: Kysely<Schema>,
+  input: { deadId: string; deadEpoch: number; me: string; myEpoch: number; now: number },
+): Promise<string[]> {
+  return db.transaction().execute(async (trx) => {
+    const fenced = await trx
+      .updateTable('coordinators')
+      .set((eb) => ({ epoch: eb('epoch', '+', 1) }))
+      .where('id', '=', input.deadId)
+      .where('epoch', '=', input.deadEpoch)
+      .where('lease_until', '<', input.now)
+      .executeTakeFirst();
+    if (fenced.numUpdatedRows === 0n) return [];
+    const { rows } = await sql<{ run_id: string }>`
+      WITH moved AS (
+        UPDATE run_owner SET coordinator_id = ${input.me}, epoch = ${input.myEpoch}
+         WHERE coordinator_id = ${input.deadId}
+        RETURNING run_id)
+      SELECT moved.run_id FROM moved LEFT JOIN run_snapshots s USING (run_id)
+       WHERE s.status IS NULL OR s.status <> ALL(${TERMINAL_RUN_STATUSES}::text[])
+       ORDER BY moved.run_id`.execute(trx);
+    return rows.map((row) => row.run_id);
+  });
+}

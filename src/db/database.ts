@@ -1,0 +1,87 @@
+import { Kysely, PostgresDialect } from 'kysely';
+import pg from 'pg';
+import type { Logger } from 'pino';
+import type { CompiledConfig } from '../config/index.ts';
+import { startEmbeddedPostgres, type PgConnectionConfig } from './embedded-postgres.ts';
+import { migrateToLatest } from './migrate.ts';
+import type { Schema } from './schema.ts';
+
+export type DatabaseKind = 'external' | 'embedded';
+
+export interface Database {
+  readonly db: Kysely<Schema>;
+  readonly kind: DatabaseKind;
+  /** Closes the pool and, for the embedded kind, stops the server. */
+  close(): Promise<void>;
+}
+
+export type DatabaseConfig = Pick<CompiledConfig, 'dataDir' | 'databaseUrl'>;
+
+/** Name of the database the embedded server keeps Switchyard's tables in. */
+export const EMBEDDED_DATABASE_NAME = 'switchyard';
+
+const INT8_OID = 20;
+
+const parseInt8 = (value: string): number => Number(value);
+
+/** Epoch milliseconds, counts and epochs all fit a double; bigint columns come back as numbers. */
+const types: pg.CustomTypesConfig = {
+  getTypeParser: ((oid: number, format?: 'text' | 'binary'): unknown =>
+    oid === INT8_OID && format !== 'binary'
+      ? parseInt8
+      : (pg.types.getTypeParser(oid, format) as unknown)) as pg.CustomTypesConfig['getTypeParser'],
+};
+
+/**
+ * Connects to `DATABASE_URL`, or starts the embedded Postgres in `<dataDir>/postgres` when it is
+ * unset, then applies all pending migrations before returning.
+ */
+export async function openDatabase(config: DatabaseConfig, log: Logger): Promise<Database> {
+  const started = performance.now();
+  const database = config.databaseUrl === undefined
+    ? await openEmbedded(config.dataDir, log)
+    : connectDatabase({ connectionString: config.databaseUrl }, 'external', log);
+  try {
+    await migrateToLatest(database.db, log);
+  } catch (error) {
+    await database.close();
+    throw error;
+  }
+  log.info({ kind: database.kind, ms: Math.round(performance.now() - started) }, 'database ready');
+  return database;
+}
+
+/** A pooled kysely instance on one Postgres database; `onClose` runs after the pool has ended. */
+export function connectDatabase(
+  connection: { connectionString: string } | PgConnectionConfig,
+  kind: DatabaseKind,
+  log: Logger,
+  onClose: () => Promise<void> = async () => {},
+): Database {
+  const pool = new pg.Pool({ ...connection, types, max: 10 });
+  // An idle client whose server went away must not crash the process; the next query reports it.
+  pool.on('error', (error) => log.warn({ err: error }, 'idle database connection failed'));
+  const db = new Kysely<Schema>({ dialect: new PostgresDialect({ pool }) });
+  let closing: Promise<void> | undefined;
+  return {
+    db,
+    kind,
+    close: () => (closing ??= db.destroy().then(onClose)),
+  };
+}
+
+async function openEmbedded(dataDir: string, log: Logger): Promise<Database> {
+  const started = performance.now();
+  const server = await startEmbeddedPostgres(dataDir, log);
+  try {
+    await server.ensureDatabase(EMBEDDED_DATABASE_NAME);
+  } catch (error) {
+    await server.stop();
+    throw error;
+  }
+  log.info(
+    { port: server.port, initialised: server.initialised, ms: Math.round(performance.now() - started) },
+    'embedded postgres started',
+  );
+  return connectDatabase(server.connection(EMBEDDED_DATABASE_NAME), 'embedded', log, () => server.stop());
+}

@@ -1,0 +1,12 @@
+export { openDatabase, connectDatabase, EMBEDDED_DATABASE_NAME } from './database.ts';
+export type { Database, DatabaseConfig, DatabaseKind } from './database.ts';
+export { migrateToLatest } from './migrate.ts';
+export type { Schema } from './schema.ts';
+export { FencedError, JournalConflictError, DataDirInUseError, EmbeddedPostgresStartError } from './errors.ts';
+export type { CommitEntry, CommitBatchInput, TimerChange } from './commit.types.ts';
+export { commitBatch } from './commit-batch.ts';
+export { claimCoordinatorLease, renewCoordinatorLease, releaseCoordinatorLease } from './coordinator-lease.ts';
+export { markEffectsDone } from './effects.ts';
+export { findExpiredCoordinators, adoptRunsOf } from './adoption.ts';
+export { loadRunsForRestore, listOwnedActiveRuns, type RestorableRun } from './restore.ts';
+export { readJournal, type JournalRecord } from './journal.ts';

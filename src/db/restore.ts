@@ -1,0 +1,82 @@
+import type { Kysely } from 'kysely';
+import { TERMINAL_RUN_STATUSES } from './run-status.ts';
+import type { Schema } from './schema.ts';
+
+export interface RestorableRun {
+  runId: string;
+  seq: number;
+  machineId: string;
+  machineVersion: number;
+  snapshot: unknown;
+  status: string;
+  timers: { deadlineId: string; kind: string; jobKey: string | null; dueAt: number }[];
+  pendingEffects: { effectId: string; kind: string; payload: unknown }[];
+}
+
+/**
+ * Snapshot, armed deadlines and not-yet-done outbox effects of each run, in three queries whatever
+ * the number of runs. Runs without a snapshot are left out. Effects come in commit order.
+ */
+export async function loadRunsForRestore(db: Kysely<Schema>, runIds: readonly string[]): Promise<RestorableRun[]> {
+  if (runIds.length === 0) return [];
+  const ids = [...new Set(runIds)];
+  const [snapshots, timers, effects] = await Promise.all([
+    db
+      .selectFrom('run_snapshots')
+      .select(['run_id', 'seq', 'machine_id', 'machine_version', 'snapshot', 'status'])
+      .where('run_id', '=', (eb) => eb.fn('any', [eb.val(ids)]))
+      .orderBy('run_id')
+      .execute(),
+    db
+      .selectFrom('timers')
+      .select(['run_id', 'deadline_id', 'kind', 'job_key', 'due_at'])
+      .where('run_id', '=', (eb) => eb.fn('any', [eb.val(ids)]))
+      .orderBy('due_at')
+      .orderBy('deadline_id')
+      .execute(),
+    db
+      .selectFrom('outbox')
+      .select(['run_id', 'effect_id', 'kind', 'payload'])
+      .where('run_id', '=', (eb) => eb.fn('any', [eb.val(ids)]))
+      .where('done_at', 'is', null)
+      .orderBy('created_at')
+      .orderBy('effect_id')
+      .execute(),
+  ]);
+  const runs = new Map<string, RestorableRun>();
+  for (const s of snapshots) {
+    runs.set(s.run_id, {
+      runId: s.run_id,
+      seq: s.seq,
+      machineId: s.machine_id,
+      machineVersion: s.machine_version,
+      snapshot: s.snapshot,
+      status: s.status,
+      timers: [],
+      pendingEffects: [],
+    });
+  }
+  for (const t of timers) {
+    runs.get(t.run_id)?.timers.push({ deadlineId: t.deadline_id, kind: t.kind, jobKey: t.job_key, dueAt: t.due_at });
+  }
+  for (const e of effects) {
+    runs.get(e.run_id)?.pendingEffects.push({ effectId: e.effect_id, kind: e.kind, payload: e.payload });
+  }
+  return [...runs.values()];
+}
+
+/** Runs this coordinator owns whose projection is not finished: the actors to bring back at start. */
+export async function listOwnedActiveRuns(
+  db: Kysely<Schema>,
+  { coordinatorId }: { coordinatorId: string },
+): Promise<string[]> {
+  const rows = await db
+    .selectFrom('run_owner as o')
+    .innerJoin('runs as r', 'r.run_id', 'o.run_id')
+    .select('o.run_id')
+    .where('o.coordinator_id', '=', coordinatorId)
+    .where('r.status', 'not in', TERMINAL_RUN_STATUSES)
+    .orderBy('o.run_id')
+    .execute();
+  return rows.map((row) => row.run_id);
+}

@@ -1,0 +1,53 @@
+import { describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { readdir } from 'node:fs/promises';
+import { sql } from 'kysely';
+import { MIGRATIONS } from '../../../migrations/index.ts';
+import { migrateToLatest } from '../../../src/db/migrate.ts';
+import { describeEachKind, withTestDatabase } from '../../support/database.ts';
+import { TABLES } from './fixtures.ts';
+
+describe('migration list', () => {
+  it('names every numbered file in migrations/, in order', async () => {
+    const files = (await readdir(new URL('../../../migrations/', import.meta.url)))
+      .filter((f) => /^\d{3}_.+\.ts$/.test(f))
+      .map((f) => f.replace(/\.ts$/, ''))
+      .sort();
+    assert.deepEqual(Object.keys(MIGRATIONS), files);
+  });
+});
+
+await describeEachKind('migrations', (kind) => {
+  it('creates every table with bigint times and jsonb documents', () =>
+    withTestDatabase(kind, async ({ db }) => {
+      const { rows } = await sql<{ table_name: string; column_name: string; data_type: string }>`
+        SELECT table_name, column_name, data_type FROM information_schema.columns
+         WHERE table_schema = 'public' AND table_name = ANY(${[...TABLES]}::text[])`.execute(db);
+      assert.deepEqual([...new Set(rows.map((r) => r.table_name))].sort(), [...TABLES].sort());
+      const type = (table: string, column: string) =>
+        rows.find((r) => r.table_name === table && r.column_name === column)?.data_type;
+      assert.equal(type('coordinators', 'lease_until'), 'bigint');
+      assert.equal(type('run_events', 'received_at'), 'bigint');
+      assert.equal(type('run_events', 'event'), 'jsonb');
+      assert.equal(type('run_snapshots', 'snapshot'), 'jsonb');
+      assert.equal(type('outbox', 'done_at'), 'bigint');
+    }));
+
+  it('creates the lookup indexes, with a partial one for pending outbox rows', () =>
+    withTestDatabase(kind, async ({ db }) => {
+      const { rows } = await sql<{ indexname: string; indexdef: string }>`
+        SELECT indexname, indexdef FROM pg_indexes WHERE schemaname = 'public'`.execute(db);
+      const names = rows.map((r) => r.indexname);
+      for (const index of ['run_owner_coordinator_idx', 'runs_status_idx', 'jobs_status_idx', 'jobs_dispatch_id_idx', 'timers_due_at_idx']) {
+        assert.ok(names.includes(index), `missing ${index}`);
+      }
+      assert.match(rows.find((r) => r.indexname === 'outbox_pending_idx')?.indexdef ?? '', /WHERE \(done_at IS NULL\)/);
+    }));
+
+  it('is idempotent: a second run applies nothing and concurrent runs agree', () =>
+    withTestDatabase(kind, async ({ db }) => {
+      assert.deepEqual(await migrateToLatest(db), []);
+      const results = await Promise.all([migrateToLatest(db), migrateToLatest(db)]);
+      assert.deepEqual(results, [[], []]);
+    }));
+});

@@ -1,0 +1,156 @@
+import { randomBytes } from 'node:crypto';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, describe } from 'node:test';
+import pg from 'pg';
+import { pino, type Logger } from 'pino';
+import { connectDatabase, openDatabase, type Database, type DatabaseKind } from '../../src/db/database.ts';
+import { startEmbeddedPostgres, type EmbeddedServer } from '../../src/db/embedded-postgres.ts';
+import { migrateToLatest } from '../../src/db/migrate.ts';
+
+/** Every DB test runs once per kind. */
+export const DATABASE_KINDS: readonly DatabaseKind[] = ['external', 'embedded'];
+
+export const testLog: Logger = pino({ level: process.env.TEST_LOG_LEVEL ?? 'silent' });
+
+/** The Postgres on 127.0.0.1:5432 (PGHOST/PGPORT/PGUSER/PGPASSWORD override), as an admin. */
+export function externalAdminConfig(database = 'postgres'): pg.ClientConfig {
+  return {
+    host: process.env.PGHOST ?? '127.0.0.1',
+    port: Number(process.env.PGPORT ?? 5432),
+    user: process.env.PGUSER ?? 'postgres',
+    password: process.env.PGPASSWORD,
+    database,
+    connectionTimeoutMillis: 5_000,
+  };
+}
+
+export function externalUrl(database: string): string {
+  const { host, port } = externalAdminConfig(database);
+  const user = encodeURIComponent(process.env.PGUSER ?? 'postgres');
+  const password = process.env.PGPASSWORD === undefined ? '' : `:${encodeURIComponent(process.env.PGPASSWORD)}`;
+  return `postgres://${user}${password}@${host}:${port}/${database}`;
+}
+
+/**
+ * Why a kind's suite is skipped, or undefined to run it. An unreachable external Postgres skips
+ * locally but throws under CI=true, so the file fails instead of passing vacuously.
+ */
+export async function skipReason(kind: DatabaseKind): Promise<string | undefined> {
+  if (kind === 'embedded') return undefined;
+  const client = new pg.Client(externalAdminConfig());
+  try {
+    await client.connect();
+    await client.end();
+    return undefined;
+  } catch (error) {
+    const reason = `external Postgres at ${externalUrl('postgres')} is unreachable: ${String(error)}`;
+    if (process.env.CI === 'true') throw new Error(`${reason} (CI=true: failing instead of skipping)`, { cause: error });
+    return reason;
+  }
+}
+
+/** Opens a fresh, migrated, empty database of `kind`, runs `fn`, then drops it. */
+export async function withTestDatabase<T>(kind: DatabaseKind, fn: (database: Database) => Promise<T>): Promise<T> {
+  const name = `sy_test_${process.pid}_${randomBytes(4).toString('hex')}`;
+  if (kind === 'external') {
+    await adminQuery(externalAdminConfig(), `CREATE DATABASE "${name}"`);
+    return useDatabase(await openDatabase({ databaseUrl: externalUrl(name), dataDir: tmpdir() }, testLog), fn, () =>
+      adminQuery(externalAdminConfig(), `DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`),
+    );
+  }
+  const server = await acquireSharedEmbedded();
+  try {
+    await server.ensureDatabase(name);
+    const database = connectDatabase(server.connection(name), 'embedded', testLog);
+    const migrated = async (d: Database): Promise<T> => {
+      await migrateToLatest(d.db);
+      return fn(d);
+    };
+    return await useDatabase(database, migrated, () =>
+      adminQuery(server.connection('postgres'), `DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`),
+    );
+  } finally {
+    releaseSharedEmbedded();
+  }
+}
+
+async function useDatabase<T>(database: Database, fn: (database: Database) => Promise<T>, drop: () => Promise<void>): Promise<T> {
+  try {
+    return await fn(database);
+  } finally {
+    await database.close();
+    await drop();
+  }
+}
+
+async function adminQuery(config: pg.ClientConfig, statement: string): Promise<void> {
+  const client = new pg.Client(config);
+  await client.connect();
+  try {
+    await client.query(statement);
+  } finally {
+    await client.end();
+  }
+}
+
+/** A temp directory removed when the test file ends. */
+export async function tempDir(prefix = 'sy-test-'): Promise<string> {
+  const dir = await mkdtemp(join(tmpdir(), prefix));
+  cleanups.push(() => rm(dir, { recursive: true, force: true }));
+  return dir;
+}
+
+let sharedDir: Promise<string> | undefined;
+let shared: Promise<EmbeddedServer> | undefined;
+let stopping: Promise<void> = Promise.resolve();
+let openOnShared = 0;
+let idleTimer: NodeJS.Timeout | undefined;
+const cleanups: (() => Promise<void>)[] = [];
+
+/**
+ * One embedded cluster per test file; each test gets its own database on it. The server stops
+ * when no test has used it for a moment (a later test restarts it warm, in ~0.1 s): node:test runs
+ * root-level `after` hooks only once the event loop is idle, which a live server would prevent.
+ */
+async function acquireSharedEmbedded(): Promise<EmbeddedServer> {
+  openOnShared++;
+  clearTimeout(idleTimer);
+  await stopping;
+  shared ??= (async () => {
+    sharedDir ??= tempDir('sy-embedded-');
+    return startEmbeddedPostgres(await sharedDir, testLog);
+  })();
+  return shared;
+}
+
+function releaseSharedEmbedded(): void {
+  openOnShared--;
+  if (openOnShared > 0) return;
+  idleTimer = setTimeout(() => {
+    const server = shared;
+    shared = undefined;
+    if (server === undefined) return;
+    stopping = server.then((s) => s.stop()).catch((error: unknown) => console.error('stopping the shared embedded Postgres failed', error));
+  }, 250);
+}
+
+/**
+ * `describe(name (kind))` once per database kind, skipped per `skipReason`. Await it at the top
+ * level of the test file.
+ */
+export async function describeEachKind(name: string, body: (kind: DatabaseKind) => void): Promise<void> {
+  for (const kind of DATABASE_KINDS) {
+    describe(`${name} (${kind})`, { skip: await skipReason(kind) }, () => body(kind));
+  }
+}
+
+after(async () => {
+  clearTimeout(idleTimer);
+  const server = shared;
+  shared = undefined;
+  await stopping;
+  if (server !== undefined) await (await server).stop();
+  for (const cleanup of cleanups.splice(0)) await cleanup();
+});
