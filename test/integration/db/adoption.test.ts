@@ -1,0 +1,128 @@
+import { it } from 'node:test';
+import assert from 'node:assert/strict';
+import type { Kysely } from 'kysely';
+import { adoptRunsOf, findExpiredCoordinators } from '../../../src/db/adoption.ts';
+import { commitBatch } from '../../../src/db/commit-batch.ts';
+import { claimCoordinatorLease, renewCoordinatorLease } from '../../../src/db/coordinator-lease.ts';
+import { FencedError } from '../../../src/db/errors.ts';
+import type { Schema } from '../../../src/db/schema.ts';
+import { describeEachKind, withTestDatabase } from '../../support/database.ts';
+import { entry } from './fixtures.ts';
+
+/** Coordinator `id` (lease until ttlMs) owning the given runs; the last one has finished. */
+async function coordinatorWithRuns(db: Kysely<Schema>, id: string, ttlMs: number, runIds: string[]) {
+  const { epoch } = await claimCoordinatorLease(db, { id, ttlMs, now: 0 });
+  const entries = runIds.map((runId, i) => {
+    const e = entry(runId, 1);
+    if (i === runIds.length - 1) {
+      e.snapshot = { ...e.snapshot, status: 'success' };
+      e.run = { ...e.run, status: 'success', finishedAt: 2 };
+    }
+    return e;
+  });
+  if (entries.length > 0) await commitBatch(db, { coordinatorId: id, epoch, now: 1, entries });
+  return epoch;
+}
+
+await describeEachKind('adoption', (kind) => {
+  it('finds only coordinators whose lease ran out and that still own runs', () =>
+    withTestDatabase(kind, async ({ db }) => {
+      await coordinatorWithRuns(db, 'dead', 1_000, ['r1']);
+      await coordinatorWithRuns(db, 'dead-idle', 1_000, []);
+      await coordinatorWithRuns(db, 'alive', 60_000, ['r2']);
+      assert.deepEqual(await findExpiredCoordinators(db, { now: 1_000 }), []);
+      assert.deepEqual(await findExpiredCoordinators(db, { now: 1_001 }), [{ id: 'dead', epoch: 1 }]);
+    }));
+
+  it('moves every owner row, returns the unfinished runs and fences the dead coordinator', () =>
+    withTestDatabase(kind, async ({ db }) => {
+      const deadEpoch = await coordinatorWithRuns(db, 'dead', 1_000, ['r1', 'r2', 'r3-done']);
+      const myEpoch = await coordinatorWithRuns(db, 'me', 60_000, []);
+      const adopted = await adoptRunsOf(db, { deadId: 'dead', deadEpoch, me: 'me', myEpoch, now: 2_000 });
+      assert.deepEqual(adopted, ['r1', 'r2']);
+      const owners = await db.selectFrom('run_owner').selectAll().orderBy('run_id').execute();
+      assert.deepEqual(owners, [
+        { run_id: 'r1', coordinator_id: 'me', epoch: myEpoch },
+        { run_id: 'r2', coordinator_id: 'me', epoch: myEpoch },
+        { run_id: 'r3-done', coordinator_id: 'me', epoch: myEpoch },
+      ]);
+      const dead = await db.selectFrom('coordinators').select('epoch').where('id', '=', 'dead').executeTakeFirstOrThrow();
+      assert.equal(dead.epoch, deadEpoch + 1);
+      await assert.rejects(
+        commitBatch(db, { coordinatorId: 'dead', epoch: deadEpoch, now: 2_001, entries: [entry('r1', 2)] }),
+        FencedError,
+      );
+      await commitBatch(db, { coordinatorId: 'me', epoch: myEpoch, now: 2_001, entries: [entry('r1', 2)] });
+      assert.deepEqual(await findExpiredCoordinators(db, { now: 3_000 }), [], 'nothing left to adopt');
+    }));
+
+  it('adopts nothing from a coordinator that is still alive or renewed in time', () =>
+    withTestDatabase(kind, async ({ db }) => {
+      const epoch = await coordinatorWithRuns(db, 'slow', 1_000, ['r1']);
+      const myEpoch = await coordinatorWithRuns(db, 'me', 60_000, []);
+      assert.deepEqual(await adoptRunsOf(db, { deadId: 'slow', deadEpoch: epoch, me: 'me', myEpoch, now: 999 }), []);
+      assert.equal(await renewCoordinatorLease(db, { id: 'slow', epoch, ttlMs: 1_000, now: 1_500 }), true);
+      assert.deepEqual(await adoptRunsOf(db, { deadId: 'slow', deadEpoch: epoch, me: 'me', myEpoch, now: 2_000 }), []);
+      const owner = await db.selectFrom('run_owner').select('coordinator_id').executeTakeFirstOrThrow();
+      assert.equal(owner.coordinator_id, 'slow');
+      await commitBatch(db, { coordinatorId: 'slow', epoch, now: 2_001, entries: [entry('r1', 2)] });
+    }));
+
+  it('adopts nothing when the epoch seen is stale (the coordinator restarted)', () =>
+    withTestDatabase(kind, async ({ db }) => {
+      const epoch = await coordinatorWithRuns(db, 'dead', 1_000, ['r1']);
+      await claimCoordinatorLease(db, { id: 'dead', ttlMs: 1_000, now: 100 });
+      const myEpoch = await coordinatorWithRuns(db, 'me', 60_000, []);
+      assert.deepEqual(await adoptRunsOf(db, { deadId: 'dead', deadEpoch: epoch, me: 'me', myEpoch, now: 5_000 }), []);
+    }));
+
+  it('of two concurrent adopters of the same dead coordinator exactly one wins', () =>
+    withTestDatabase(kind, async ({ db }) => {
+      for (let round = 0; round < 10; round++) {
+        const dead = `dead-${round}`;
+        const runs = Array.from({ length: 50 }, (_, i) => `${dead}-run-${i}`);
+        const deadEpoch = await coordinatorWithRuns(db, dead, 1_000, [...runs, `${dead}-finished`]);
+        const [a, b] = await Promise.all([
+          claimCoordinatorLease(db, { id: `a-${round}`, ttlMs: 60_000, now: 0 }),
+          claimCoordinatorLease(db, { id: `b-${round}`, ttlMs: 60_000, now: 0 }),
+        ]);
+        const results = await Promise.all([
+          adoptRunsOf(db, { deadId: dead, deadEpoch, me: `a-${round}`, myEpoch: a.epoch, now: 5_000 }),
+          adoptRunsOf(db, { deadId: dead, deadEpoch, me: `b-${round}`, myEpoch: b.epoch, now: 5_000 }),
+        ]);
+        const winners = results.filter((r) => r.length > 0);
+        assert.equal(winners.length, 1, `round ${round}: ${JSON.stringify(results.map((r) => r.length))}`);
+        assert.deepEqual(winners[0], [...runs].sort());
+        const owners = await db
+          .selectFrom('run_owner')
+          .select(({ fn }) => ['coordinator_id', fn.countAll<number>().as('n')])
+          .where('run_id', 'like', `${dead}-%`)
+          .groupBy('coordinator_id')
+          .execute();
+        assert.equal(owners.length, 1, 'all runs of the dead coordinator went to one adopter');
+        assert.equal(owners[0]?.n, runs.length + 1);
+      }
+    }));
+
+  it('a takeover waits for an in-flight commit of the old owner, which lands before the move', () =>
+    withTestDatabase(kind, async ({ db }) => {
+      const deadEpoch = await coordinatorWithRuns(db, 'old', 1_000, ['r1']);
+      const myEpoch = await coordinatorWithRuns(db, 'me', 60_000, []);
+      const entries = Array.from({ length: 300 }, (_, i) => entry('r1', i + 2, { isNewRun: false }));
+      const [committed, adopted] = await Promise.allSettled([
+        commitBatch(db, { coordinatorId: 'old', epoch: deadEpoch, now: 2_000, entries }),
+        adoptRunsOf(db, { deadId: 'old', deadEpoch, me: 'me', myEpoch, now: 2_000 }),
+      ]);
+      assert.equal(adopted.status, 'fulfilled');
+      const snapshot = await db.selectFrom('run_snapshots').select('seq').executeTakeFirstOrThrow();
+      const events = await db.selectFrom('run_events').select(({ fn }) => fn.countAll<number>().as('n')).executeTakeFirstOrThrow();
+      if (committed.status === 'fulfilled') {
+        assert.equal(snapshot.seq, 301);
+        assert.equal(events.n, 301);
+      } else {
+        assert.ok(committed.reason instanceof FencedError);
+        assert.equal(snapshot.seq, 1);
+        assert.equal(events.n, 1);
+      }
+    }));
+});
