@@ -1,187 +1,131 @@
-import { sql, type Kysely, type Transaction } from 'kysely';
+import { sql, type Kysely, type RawBuilder } from 'kysely';
 import type { CommitBatchInput } from './commit.types.ts';
 import { toCommitRows, type CommitRows } from './commit-rows.ts';
 import { FencedError, JournalConflictError } from './errors.ts';
+import { toJson } from './json.ts';
 import type { Schema } from './schema.ts';
-
-type Trx = Transaction<Schema>;
 
 /**
  * Group commit: journals the events of many runs and stores their snapshots, projections, timer
- * changes and outbox effects in ONE transaction, all-or-nothing.
+ * changes and outbox effects in ONE statement (so one round trip and one transaction), all or
+ * nothing.
  *
- * Fencing: the coordinator row is read FOR SHARE, so a takeover (which bumps the epoch) waits for
- * this transaction and every later one sees the new epoch and throws FencedError. Existing runs
- * must be owned by (coordinatorId, epoch); new runs get their owner row here. A (run, seq) that is
- * already journaled throws JournalConflictError: that event would otherwise be applied twice.
+ * Fencing: the statement first reads this coordinator's row FOR SHARE and counts the existing runs
+ * of the batch owned by (coordinatorId, epoch); every write is conditional on both matching. A
+ * takeover bumps the epoch under a row lock, so it waits for an in-flight commit, and every later
+ * commit sees the new epoch, writes nothing and throws FencedError. New runs get their owner row
+ * here. A (run, seq) already journaled throws JournalConflictError: it would be applied twice.
  */
 export async function commitBatch(db: Kysely<Schema>, input: CommitBatchInput): Promise<void> {
   if (input.entries.length === 0) return;
   const rows = toCommitRows(input.entries);
+  const { coordinatorId: me, epoch } = input;
+  let fence: { epoch: number; mine: number } | undefined;
   try {
-    await db.transaction().execute(async (trx) => {
-      await assertOwnership(trx, input, rows.existingRunIds);
-      await insertOwners(trx, input, rows.newRunIds);
-      await appendEvents(trx, rows.events);
-      await upsertSnapshots(trx, rows.snapshots);
-      await upsertRuns(trx, rows.runs);
-      await upsertJobs(trx, rows.jobs);
-      await applyTimers(trx, rows);
-      await insertEffects(trx, input.now, rows.effects);
-    });
+    const result = await sql<{ epoch: number; mine: number }>`
+      WITH fence AS (
+        SELECT c.epoch,
+               (SELECT count(*) FROM run_owner o
+                 WHERE o.run_id = ANY(${rows.existingRunIds}::text[]) AND o.coordinator_id = ${me} AND o.epoch = ${epoch}) AS mine
+          FROM coordinators c WHERE c.id = ${me} FOR SHARE),
+      ok AS (SELECT 1 FROM fence WHERE epoch = ${epoch} AND mine = ${rows.existingRunIds.length}),
+      ${sql.join(writes(rows, input))}
+      SELECT epoch, mine FROM fence`.execute(db);
+    fence = result.rows[0];
   } catch (error) {
     throw translateConflict(error);
   }
+  assertFence(input, rows.existingRunIds.length, fence);
 }
 
-async function assertOwnership(trx: Trx, input: CommitBatchInput, existingRunIds: string[]): Promise<void> {
+function assertFence(input: CommitBatchInput, existing: number, fence: { epoch: number; mine: number } | undefined): void {
   const { coordinatorId: me, epoch } = input;
-  const { rows } = await sql<{ epoch: number | null; mine: number }>`
-    SELECT (SELECT epoch FROM coordinators WHERE id = ${me} FOR SHARE) AS epoch,
-           (SELECT count(*) FROM run_owner
-             WHERE run_id = ANY(${existingRunIds}::text[]) AND coordinator_id = ${me} AND epoch = ${epoch}) AS mine`.execute(trx);
-  const found = rows[0];
-  if (found?.epoch == null) throw new FencedError(me, epoch, 'its coordinator row is gone');
-  if (found.epoch !== epoch) throw new FencedError(me, epoch, `the lease is now at epoch ${found.epoch}`);
-  if (found.mine !== existingRunIds.length) {
-    const lost = existingRunIds.length - found.mine;
-    throw new FencedError(me, epoch, `${lost} of ${existingRunIds.length} runs in the batch are owned by another coordinator`);
+  if (fence === undefined) throw new FencedError(me, epoch, 'its coordinator row is gone');
+  // Number(): correct even on a pool without the int8 parser, where bigint arrives as a string.
+  const current = Number(fence.epoch);
+  if (current !== epoch) throw new FencedError(me, epoch, `the lease is now at epoch ${current}`);
+  const mine = Number(fence.mine);
+  if (mine !== existing) throw new FencedError(me, epoch, `${existing - mine} of ${existing} runs in the batch are owned by another coordinator`);
+}
+
+/** `jsonb_to_recordset($json) AS t(<columns>)`, kept only while the fence holds. */
+function fenced(list: readonly object[], columns: string): RawBuilder<unknown> {
+  return sql`jsonb_to_recordset(${toJson(list)}::jsonb) AS t(${sql.raw(columns)}) WHERE EXISTS (SELECT 1 FROM ok)`;
+}
+
+/** One data-modifying CTE per table that has rows in this batch (snapshot and run always do). */
+function writes(rows: CommitRows, input: CommitBatchInput): RawBuilder<unknown>[] {
+  const ctes: RawBuilder<unknown>[] = [];
+  const add = (name: string, statement: RawBuilder<unknown>) => ctes.push(sql`${sql.id(name)} AS (${statement})`);
+  if (rows.newRunIds.length > 0) {
+    add('owners', sql`
+      INSERT INTO run_owner (run_id, coordinator_id, epoch)
+      SELECT run_id, ${input.coordinatorId}::text, ${input.epoch}::int8
+        FROM unnest(${rows.newRunIds}::text[]) AS t(run_id) WHERE EXISTS (SELECT 1 FROM ok)`);
   }
-}
-
-async function insertOwners(trx: Trx, input: CommitBatchInput, runIds: string[]): Promise<void> {
-  if (runIds.length === 0) return;
-  await trx
-    .insertInto('run_owner')
-    .columns(['run_id', 'coordinator_id', 'epoch'])
-    .expression(sql`SELECT run_id, ${input.coordinatorId}::text, ${input.epoch}::int8 FROM unnest(${runIds}::text[]) AS t(run_id)`)
-    .execute();
-}
-
-async function appendEvents(trx: Trx, e: CommitRows['events']): Promise<void> {
-  if (e.runId.length === 0) return;
-  await trx
-    .insertInto('run_events')
-    .columns(['run_id', 'seq', 'event', 'received_at', 'state_after'])
-    .expression(
-      sql`SELECT * FROM unnest(${e.runId}::text[], ${e.seq}::int4[], ${e.event}::jsonb[], ${e.receivedAt}::int8[], ${e.stateAfter}::jsonb[])`,
-    )
-    .execute();
-}
-
-async function upsertSnapshots(trx: Trx, s: CommitRows['snapshots']): Promise<void> {
-  await trx
-    .insertInto('run_snapshots')
-    .columns(['run_id', 'seq', 'machine_id', 'machine_version', 'snapshot', 'status', 'updated_at'])
-    .expression(
-      sql`SELECT * FROM unnest(${s.runId}::text[], ${s.seq}::int4[], ${s.machineId}::text[], ${s.machineVersion}::int4[],
-                               ${s.snapshot}::jsonb[], ${s.status}::text[], ${s.updatedAt}::int8[])`,
-    )
-    .onConflict((oc) =>
-      oc
-        .column('run_id')
-        .doUpdateSet((eb) => ({
-          seq: eb.ref('excluded.seq'),
-          machine_id: eb.ref('excluded.machine_id'),
-          machine_version: eb.ref('excluded.machine_version'),
-          snapshot: eb.ref('excluded.snapshot'),
-          status: eb.ref('excluded.status'),
-          updated_at: eb.ref('excluded.updated_at'),
-        }))
-        .where('run_snapshots.seq', '<', (eb) => eb.ref('excluded.seq')),
-    )
-    .execute();
-}
-
-async function upsertRuns(trx: Trx, r: CommitRows['runs']): Promise<void> {
-  await trx
-    .insertInto('runs')
-    .columns([
-      'run_id', 'workflow_name', 'repository', 'status', 'created_at', 'updated_at',
-      'finished_at', 'failure_reason', 'init_failure', 'input_summary',
-    ])
-    .expression(
-      sql`SELECT * FROM unnest(${r.runId}::text[], ${r.workflowName}::text[], ${r.repository}::text[], ${r.status}::text[],
-                               ${r.createdAt}::int8[], ${r.updatedAt}::int8[], ${r.finishedAt}::int8[],
-                               ${r.failureReason}::text[], ${r.initFailure}::jsonb[], ${r.inputSummary}::jsonb[])`,
-    )
-    .onConflict((oc) =>
-      oc.column('run_id').doUpdateSet((eb) => ({
-        workflow_name: eb.ref('excluded.workflow_name'),
-        repository: eb.fn.coalesce('excluded.repository', 'runs.repository'),
-        status: eb.ref('excluded.status'),
-        updated_at: eb.ref('excluded.updated_at'),
-        finished_at: eb.ref('excluded.finished_at'),
-        failure_reason: eb.ref('excluded.failure_reason'),
-        init_failure: eb.ref('excluded.init_failure'),
-        input_summary: eb.fn.coalesce('excluded.input_summary', 'runs.input_summary'),
-      })),
-    )
-    .execute();
-}
-
-async function upsertJobs(trx: Trx, j: CommitRows['jobs']): Promise<void> {
-  if (j.runId.length === 0) return;
-  await trx
-    .insertInto('jobs')
-    .columns([
-      'run_id', 'job_key', 'status', 'waiting_reason', 'attempt', 'agent_id',
-      'dispatch_id', 'outcome', 'init_failure', 'updated_at',
-    ])
-    .expression(
-      sql`SELECT * FROM unnest(${j.runId}::text[], ${j.jobKey}::text[], ${j.status}::text[], ${j.waitingReason}::jsonb[],
-                               ${j.attempt}::int4[], ${j.agentId}::text[], ${j.dispatchId}::text[], ${j.outcome}::text[],
-                               ${j.initFailure}::jsonb[], ${j.updatedAt}::int8[])`,
-    )
-    .onConflict((oc) =>
-      oc.columns(['run_id', 'job_key']).doUpdateSet((eb) => ({
-        status: eb.ref('excluded.status'),
-        waiting_reason: eb.ref('excluded.waiting_reason'),
-        attempt: eb.ref('excluded.attempt'),
-        agent_id: eb.ref('excluded.agent_id'),
-        dispatch_id: eb.ref('excluded.dispatch_id'),
-        outcome: eb.ref('excluded.outcome'),
-        init_failure: eb.ref('excluded.init_failure'),
-        updated_at: eb.ref('excluded.updated_at'),
-      })),
-    )
-    .execute();
-}
-
-async function applyTimers(trx: Trx, { armed: a, disarmed: d }: CommitRows): Promise<void> {
-  if (d.runId.length > 0) {
-    await sql`DELETE FROM timers t USING unnest(${d.runId}::text[], ${d.deadlineId}::text[]) AS d(run_id, deadline_id)
-               WHERE t.run_id = d.run_id AND t.deadline_id = d.deadline_id`.execute(trx);
+  if (rows.events.length > 0) {
+    add('events', sql`
+      INSERT INTO run_events (run_id, seq, event, received_at, state_after)
+      SELECT run_id, seq, coalesce(event, 'null'), received_at, coalesce(state_after, 'null')
+        FROM ${fenced(rows.events, 'run_id text, seq int4, event jsonb, received_at int8, state_after jsonb')}`);
   }
-  if (a.runId.length === 0) return;
-  await trx
-    .insertInto('timers')
-    .columns(['run_id', 'deadline_id', 'kind', 'job_key', 'due_at'])
-    .expression(
-      sql`SELECT * FROM unnest(${a.runId}::text[], ${a.deadlineId}::text[], ${a.kind}::text[], ${a.jobKey}::text[], ${a.dueAt}::int8[])`,
-    )
-    .onConflict((oc) =>
-      oc.columns(['run_id', 'deadline_id']).doUpdateSet((eb) => ({
-        kind: eb.ref('excluded.kind'),
-        job_key: eb.ref('excluded.job_key'),
-        due_at: eb.ref('excluded.due_at'),
-      })),
-    )
-    .execute();
+  add('snapshots', sql`
+    INSERT INTO run_snapshots AS s (run_id, seq, machine_id, machine_version, snapshot, status, updated_at)
+    SELECT run_id, seq, machine_id, machine_version, coalesce(snapshot, 'null'), status, updated_at
+      FROM ${fenced(rows.snapshots, 'run_id text, seq int4, machine_id text, machine_version int4, snapshot jsonb, status text, updated_at int8')}
+    ON CONFLICT (run_id) DO UPDATE SET seq = excluded.seq, machine_id = excluded.machine_id,
+      machine_version = excluded.machine_version, snapshot = excluded.snapshot, status = excluded.status,
+      updated_at = excluded.updated_at
+    WHERE s.seq < excluded.seq`);
+  add('runs', sql`
+    INSERT INTO runs AS r (run_id, workflow_name, repository, status, created_at, updated_at, finished_at,
+                           failure_reason, init_failure, input_summary)
+    SELECT * FROM ${fenced(rows.runs, `run_id text, workflow_name text, repository text, status text, created_at int8,
+      updated_at int8, finished_at int8, failure_reason text, init_failure jsonb, input_summary jsonb`)}
+    ON CONFLICT (run_id) DO UPDATE SET workflow_name = excluded.workflow_name,
+      repository = coalesce(excluded.repository, r.repository), status = excluded.status,
+      updated_at = excluded.updated_at, finished_at = excluded.finished_at, failure_reason = excluded.failure_reason,
+      init_failure = excluded.init_failure, input_summary = coalesce(excluded.input_summary, r.input_summary)`);
+  addJobs(rows, add);
+  addTimersAndEffects(rows, input.now, add);
+  return ctes;
 }
 
-async function insertEffects(trx: Trx, now: number, fx: CommitRows['effects']): Promise<void> {
-  if (fx.effectId.length === 0) return;
-  await trx
-    .insertInto('outbox')
-    .columns(['effect_id', 'run_id', 'kind', 'payload', 'created_at'])
-    .expression(
-      sql`SELECT effect_id, run_id, kind, payload, ${now}::int8
-            FROM unnest(${fx.effectId}::text[], ${fx.runId}::text[], ${fx.kind}::text[], ${fx.payload}::jsonb[])
-              AS t(effect_id, run_id, kind, payload)`,
-    )
-    .onConflict((oc) => oc.doNothing())
-    .execute();
+type AddCte = (name: string, statement: RawBuilder<unknown>) => void;
+
+function addJobs(rows: CommitRows, add: AddCte): void {
+  if (rows.jobs.length === 0) return;
+  add('jobs', sql`
+    INSERT INTO jobs (run_id, job_key, status, waiting_reason, attempt, agent_id, dispatch_id, outcome,
+                      init_failure, updated_at)
+    SELECT * FROM ${fenced(rows.jobs, `run_id text, job_key text, status text, waiting_reason jsonb, attempt int4,
+      agent_id text, dispatch_id text, outcome text, init_failure jsonb, updated_at int8`)}
+    ON CONFLICT (run_id, job_key) DO UPDATE SET status = excluded.status, waiting_reason = excluded.waiting_reason,
+      attempt = excluded.attempt, agent_id = excluded.agent_id, dispatch_id = excluded.dispatch_id,
+      outcome = excluded.outcome, init_failure = excluded.init_failure, updated_at = excluded.updated_at`);
+}
+
+/** Disarmed and armed deadlines are disjoint (the last change per deadline won in toCommitRows). */
+function addTimersAndEffects(rows: CommitRows, now: number, add: AddCte): void {
+  if (rows.disarmed.length > 0) {
+    add('disarmed', sql`
+      DELETE FROM timers USING (SELECT * FROM ${fenced(rows.disarmed, 'run_id text, deadline_id text')}) AS d
+       WHERE timers.run_id = d.run_id AND timers.deadline_id = d.deadline_id`);
+  }
+  if (rows.armed.length > 0) {
+    add('armed', sql`
+      INSERT INTO timers (run_id, deadline_id, kind, job_key, due_at)
+      SELECT * FROM ${fenced(rows.armed, 'run_id text, deadline_id text, kind text, job_key text, due_at int8')}
+      ON CONFLICT (run_id, deadline_id) DO UPDATE SET kind = excluded.kind, job_key = excluded.job_key,
+        due_at = excluded.due_at`);
+  }
+  if (rows.effects.length > 0) {
+    add('effects', sql`
+      INSERT INTO outbox (effect_id, run_id, kind, payload, created_at)
+      SELECT effect_id, run_id, kind, coalesce(payload, 'null'), ${now}::int8
+        FROM ${fenced(rows.effects, 'effect_id text, run_id text, kind text, payload jsonb')}
+      ON CONFLICT (effect_id) DO NOTHING`);
+  }
 }
 
 /** Unique violations on the journal or owner keys mean the batch would replay history. */

@@ -1,47 +1,49 @@
 import type { CommitEntry, JobProjection, RunProjection, SnapshotRow, TimerChange } from './commit.types.ts';
-import { toJson, toNullableJson } from './json.ts';
 
-/** Column arrays for one group commit, each bound as a single array parameter and unnest()ed. */
+/**
+ * One group commit as row objects per table, keyed by column name: each list is sent as ONE jsonb
+ * parameter and expanded with jsonb_to_recordset (far cheaper to parse than a Postgres array literal).
+ */
 export interface CommitRows {
   newRunIds: string[];
   existingRunIds: string[];
-  events: { runId: string[]; seq: number[]; event: string[]; receivedAt: number[]; stateAfter: string[] };
+  events: { run_id: string; seq: number; event: unknown; received_at: number; state_after: unknown }[];
   snapshots: {
-    runId: string[];
-    seq: number[];
-    machineId: string[];
-    machineVersion: number[];
-    snapshot: string[];
-    status: string[];
-    updatedAt: number[];
-  };
+    run_id: string;
+    seq: number;
+    machine_id: string;
+    machine_version: number;
+    snapshot: unknown;
+    status: string;
+    updated_at: number;
+  }[];
   runs: {
-    runId: string[];
-    workflowName: string[];
-    repository: (string | null)[];
-    status: string[];
-    createdAt: number[];
-    updatedAt: number[];
-    finishedAt: (number | null)[];
-    failureReason: (string | null)[];
-    initFailure: (string | null)[];
-    inputSummary: (string | null)[];
-  };
+    run_id: string;
+    workflow_name: string;
+    repository: string | null;
+    status: string;
+    created_at: number;
+    updated_at: number;
+    finished_at: number | null;
+    failure_reason: string | null;
+    init_failure: unknown;
+    input_summary: unknown;
+  }[];
   jobs: {
-    runId: string[];
-    jobKey: string[];
-    status: string[];
-    waitingReason: (string | null)[];
-    attempt: number[];
-    agentId: (string | null)[];
-    dispatchId: (string | null)[];
-    outcome: (string | null)[];
-    initFailure: (string | null)[];
-    updatedAt: number[];
-  };
-  armed: { runId: string[]; deadlineId: string[]; kind: string[]; jobKey: (string | null)[]; dueAt: number[] };
-  disarmed: { runId: string[]; deadlineId: string[] };
-  effects: { effectId: string[]; runId: string[]; kind: string[]; payload: string[] };
+    run_id: string;
+    job_key: string;
+    status: string;
+    waiting_reason: unknown;
+    attempt: number;
+    agent_id: string | null;
+    dispatch_id: string | null;
+    outcome: string | null;
+    init_failure: unknown;
+    updated_at: number;
+  }[];
+  armed: { run_id: string; deadline_id: string; kind: string; job_key: string | null; due_at: number }[];
+  disarmed: { run_id: string; deadline_id: string }[];
+  effects: { effect_id: string; run_id: string; kind: string; payload: unknown }[];
 }
 
 interface MergedRun {
@@ -61,15 +63,16 @@ interface MergedRun {
  * restated. Every journal event and every effect is kept, in order.
  */
 export function toCommitRows(entries: readonly CommitEntry[]): CommitRows {
-  const rows = emptyRows();
+  const rows: CommitRows = {
+    newRunIds: [], existingRunIds: [], events: [], snapshots: [], runs: [], jobs: [], armed: [], disarmed: [], effects: [],
+  };
   const runs = new Map<string, MergedRun>();
   for (const entry of entries) {
+    const run_id = entry.runId;
     for (const e of entry.events) {
-      pushRow(rows.events, { runId: entry.runId, seq: e.seq, event: toJson(e.event), receivedAt: e.receivedAt, stateAfter: toJson(e.stateAfter) });
+      rows.events.push({ run_id, seq: e.seq, event: e.event, received_at: e.receivedAt, state_after: e.stateAfter });
     }
-    for (const fx of entry.effects) {
-      pushRow(rows.effects, { effectId: fx.effectId, runId: entry.runId, kind: fx.kind, payload: toJson(fx.payload) });
-    }
+    for (const fx of entry.effects) rows.effects.push({ effect_id: fx.effectId, run_id, kind: fx.kind, payload: fx.payload });
     mergeEntry(runs, entry);
   }
   for (const [runId, merged] of runs) pushRun(rows, runId, merged);
@@ -99,71 +102,46 @@ function mergeEntry(runs: Map<string, MergedRun>, entry: CommitEntry): void {
   for (const timer of entry.timers) merged.timers.set(timer.deadlineId, timer);
 }
 
-function pushRun(rows: CommitRows, runId: string, merged: MergedRun): void {
-  (merged.isNew ? rows.newRunIds : rows.existingRunIds).push(runId);
+function pushRun(rows: CommitRows, run_id: string, merged: MergedRun): void {
+  (merged.isNew ? rows.newRunIds : rows.existingRunIds).push(run_id);
   const { snapshot: s, run } = merged;
-  pushRow(rows.snapshots, {
-    runId,
+  rows.snapshots.push({
+    run_id,
     seq: s.seq,
-    machineId: s.machineId,
-    machineVersion: s.machineVersion,
-    snapshot: toJson(s.snapshot),
+    machine_id: s.machineId,
+    machine_version: s.machineVersion,
+    snapshot: s.snapshot,
     status: s.status,
-    updatedAt: s.updatedAt,
+    updated_at: s.updatedAt,
   });
-  pushRow(rows.runs, {
-    runId,
-    workflowName: run.workflowName,
+  rows.runs.push({
+    run_id,
+    workflow_name: run.workflowName,
     repository: merged.repository,
     status: run.status,
-    createdAt: run.createdAt,
-    updatedAt: s.updatedAt,
-    finishedAt: run.finishedAt,
-    failureReason: run.failureReason,
-    initFailure: toNullableJson(run.initFailure),
-    inputSummary: toNullableJson(merged.inputSummary),
+    created_at: run.createdAt,
+    updated_at: s.updatedAt,
+    finished_at: run.finishedAt,
+    failure_reason: run.failureReason,
+    init_failure: run.initFailure ?? null,
+    input_summary: merged.inputSummary ?? null,
   });
   for (const job of merged.jobs.values()) {
-    pushRow(rows.jobs, {
-      runId,
-      jobKey: job.jobKey,
+    rows.jobs.push({
+      run_id,
+      job_key: job.jobKey,
       status: job.status,
-      waitingReason: toNullableJson(job.waitingReason),
+      waiting_reason: job.waitingReason ?? null,
       attempt: job.attempt,
-      agentId: job.agentId,
-      dispatchId: job.dispatchId,
+      agent_id: job.agentId,
+      dispatch_id: job.dispatchId,
       outcome: job.outcome,
-      initFailure: toNullableJson(job.initFailure),
-      updatedAt: s.updatedAt,
+      init_failure: job.initFailure ?? null,
+      updated_at: s.updatedAt,
     });
   }
   for (const timer of merged.timers.values()) {
-    if (timer.op === 'disarm') pushRow(rows.disarmed, { runId, deadlineId: timer.deadlineId });
-    else pushRow(rows.armed, { runId, deadlineId: timer.deadlineId, kind: timer.kind, jobKey: timer.jobKey, dueAt: timer.dueAt });
+    if (timer.op === 'disarm') rows.disarmed.push({ run_id, deadline_id: timer.deadlineId });
+    else rows.armed.push({ run_id, deadline_id: timer.deadlineId, kind: timer.kind, job_key: timer.jobKey, due_at: timer.dueAt });
   }
-}
-
-/** Appends one row to a set of parallel column arrays. */
-function pushRow<C extends { [K in keyof C]: unknown[] }>(columns: C, row: { [K in keyof C]: C[K][number] }): void {
-  for (const key in row) columns[key].push(row[key]);
-}
-
-function emptyRows(): CommitRows {
-  return {
-    newRunIds: [],
-    existingRunIds: [],
-    events: { runId: [], seq: [], event: [], receivedAt: [], stateAfter: [] },
-    snapshots: { runId: [], seq: [], machineId: [], machineVersion: [], snapshot: [], status: [], updatedAt: [] },
-    runs: {
-      runId: [], workflowName: [], repository: [], status: [], createdAt: [], updatedAt: [],
-      finishedAt: [], failureReason: [], initFailure: [], inputSummary: [],
-    },
-    jobs: {
-      runId: [], jobKey: [], status: [], waitingReason: [], attempt: [], agentId: [],
-      dispatchId: [], outcome: [], initFailure: [], updatedAt: [],
-    },
-    armed: { runId: [], deadlineId: [], kind: [], jobKey: [], dueAt: [] },
-    disarmed: { runId: [], deadlineId: [] },
-    effects: { effectId: [], runId: [], kind: [], payload: [] },
-  };
 }

@@ -10,7 +10,3 @@ export function toJson(value: unknown): string {
   return text.includes('\\u0000') ? text.replace(ESCAPED_NUL, '$1\\ufffd') : text;
 }
 
-/** Like `toJson`, but SQL NULL for null and undefined. */
-export function toNullableJson(value: unknown): string | null {
-  return value === null || value === undefined ? null : toJson(value);
-}

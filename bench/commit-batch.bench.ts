@@ -1,0 +1,107 @@
+// Group-commit throughput of commitBatch on both Postgres kinds, one batch at a time.
+// Each event carries a ~1.4 KB snapshot, its run and job projections and a lease timer; every 4th
+// an outbox effect. "spread": every entry of a batch is a different run (the worst case: one
+// snapshot per event). "bursts": 8 consecutive events per run, folded into one snapshot.
+// Run: node --import tsx bench/commit-batch.bench.ts [seconds per case, default 3]
+import { randomBytes } from 'node:crypto';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import pg from 'pg';
+import { pino } from 'pino';
+import { commitBatch } from '../src/db/commit-batch.ts';
+import type { CommitEntry } from '../src/db/commit.types.ts';
+import { claimCoordinatorLease } from '../src/db/coordinator-lease.ts';
+import { openDatabase, type Database, type DatabaseKind } from '../src/db/database.ts';
+
+const SECONDS = Number(process.argv[2] ?? 3);
+const BATCH_SIZES = [1, 64, 512];
+const RUNS = 2_000;
+const log = pino({ level: 'warn' });
+const admin = { host: process.env.PGHOST ?? '127.0.0.1', port: Number(process.env.PGPORT ?? 5432), user: process.env.PGUSER ?? 'postgres', database: 'postgres' };
+
+/** A snapshot about the size of a run with a handful of jobs (~2 KB of JSON). */
+const SNAPSHOT = {
+  status: 'active',
+  value: { running: 'jobs' },
+  context: { jobs: Object.fromEntries(Array.from({ length: 6 }, (_, i) => [`job-${i}`, { status: 'queued', attempt: 1, labels: ['linux', 'x64'], waiting: { kind: 'capacity', message: 'all matching agents are busy' } }])) },
+  children: Object.fromEntries(Array.from({ length: 6 }, (_, i) => [`job-${i}`, { snapshot: { value: 'queued', context: { dispatchId: null, deadlines: {} } } }])),
+};
+
+function entryFor(runId: string, seq: number, at: number): CommitEntry {
+  return {
+    runId,
+    isNewRun: seq === 1,
+    events: [{ seq, event: { type: 'agent.job.status', at, jobKey: 'job-1', state: 'running' }, receivedAt: at, stateAfter: { run: 'jobs', jobs: { 'job-1': 'running' } } }],
+    snapshot: { seq, machineId: 'run', machineVersion: 1001, snapshot: SNAPSHOT, status: 'running', updatedAt: at },
+    run: { workflowName: 'build', repository: seq === 1 ? 'acme/app' : null, status: 'running', createdAt: at, finishedAt: null, failureReason: null, initFailure: null },
+    jobs: [{ jobKey: 'job-1', status: 'running', waitingReason: null, attempt: 1, agentId: 'agent-1', dispatchId: `d-${seq}`, outcome: null, initFailure: null }],
+    timers: [{ op: 'arm', deadlineId: 'lease:job-1', kind: 'lease', jobKey: 'job-1', dueAt: at + 120_000 }],
+    effects: seq % 4 === 0 ? [{ effectId: `${runId}:${seq}:0`, kind: 'sendDispatch', payload: { jobKey: 'job-1' } }] : [],
+  };
+}
+
+async function measure(database: Database, batchSize: number, burst: number): Promise<{ eventsPerSecond: number; p50Ms: number; p99Ms: number }> {
+  const coordinatorId = `bench-${batchSize}-${randomBytes(3).toString('hex')}`;
+  const { epoch } = await claimCoordinatorLease(database.db, { id: coordinatorId, ttlMs: 3_600_000, now: Date.now() });
+  const seqs = new Array<number>(RUNS).fill(0);
+  let cursor = 0;
+  const latencies: number[] = [];
+  let events = 0;
+  const started = performance.now();
+  while (performance.now() - started < SECONDS * 1_000) {
+    const entries: CommitEntry[] = [];
+    for (let i = 0; i < batchSize; i++) {
+      seqs[cursor] = (seqs[cursor] ?? 0) + 1;
+      entries.push(entryFor(`${coordinatorId}-run-${cursor}`, seqs[cursor] ?? 1, Date.now()));
+      if ((i + 1) % burst === 0) cursor = (cursor + 1) % RUNS;
+    }
+    cursor = (cursor + 1) % RUNS;
+    const t = performance.now();
+    await commitBatch(database.db, { coordinatorId, epoch, now: Date.now(), entries });
+    latencies.push(performance.now() - t);
+    events += batchSize;
+  }
+  const elapsed = (performance.now() - started) / 1_000;
+  latencies.sort((a, b) => a - b);
+  const at = (q: number) => latencies[Math.min(latencies.length - 1, Math.floor(q * latencies.length))] ?? 0;
+  return { eventsPerSecond: Math.round(events / elapsed), p50Ms: Number(at(0.5).toFixed(2)), p99Ms: Number(at(0.99).toFixed(2)) };
+}
+
+async function withDatabase(kind: DatabaseKind, fn: (database: Database) => Promise<void>): Promise<void> {
+  if (kind === 'embedded') {
+    const dataDir = await mkdtemp(join(tmpdir(), 'sy-bench-'));
+    const database = await openDatabase({ dataDir, databaseUrl: undefined }, log);
+    try {
+      await fn(database);
+    } finally {
+      await database.close();
+      await rm(dataDir, { recursive: true, force: true });
+    }
+    return;
+  }
+  const name = `sy_bench_${randomBytes(4).toString('hex')}`;
+  const client = new pg.Client(admin);
+  await client.connect();
+  await client.query(`CREATE DATABASE "${name}"`);
+  const database = await openDatabase({ dataDir: tmpdir(), databaseUrl: `postgres://${admin.user}@${admin.host}:${admin.port}/${name}` }, log);
+  try {
+    await fn(database);
+  } finally {
+    await database.close();
+    await client.query(`DROP DATABASE "${name}" WITH (FORCE)`);
+    await client.end();
+  }
+}
+
+const results: Record<string, unknown>[] = [];
+for (const kind of ['external', 'embedded'] as const) {
+  await withDatabase(kind, async (database) => {
+    await measure(database, 64, 1); // warm-up: connections, plans, buffers
+    for (const batchSize of BATCH_SIZES) {
+      results.push({ kind, batchSize, runs: 'spread', ...(await measure(database, batchSize, 1)) });
+      if (batchSize >= 64) results.push({ kind, batchSize, runs: 'bursts of 8', ...(await measure(database, batchSize, 8)) });
+    }
+  });
+}
+console.table(results);
