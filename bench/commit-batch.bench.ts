@@ -2,6 +2,7 @@
 // Each event carries a ~1.4 KB snapshot, its run and job projections and a lease timer; every 4th
 // an outbox effect. "spread": every entry of a batch is a different run (the worst case: one
 // snapshot per event). "bursts": 8 consecutive events per run, folded into one snapshot.
+// inFlight 2: two batches on disjoint runs committed concurrently (uses both cores).
 // Run: node --import tsx bench/commit-batch.bench.ts [seconds per case, default 3]
 import { randomBytes } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
@@ -15,7 +16,6 @@ import { claimCoordinatorLease } from '../src/db/coordinator-lease.ts';
 import { openDatabase, type Database, type DatabaseKind } from '../src/db/database.ts';
 
 const SECONDS = Number(process.argv[2] ?? 3);
-const BATCH_SIZES = [1, 64, 512];
 const RUNS = 2_000;
 const log = pino({ level: 'warn' });
 const admin = { host: process.env.PGHOST ?? '127.0.0.1', port: Number(process.env.PGPORT ?? 5432), user: process.env.PGUSER ?? 'postgres', database: 'postgres' };
@@ -41,32 +41,52 @@ function entryFor(runId: string, seq: number, at: number): CommitEntry {
   };
 }
 
-async function measure(database: Database, batchSize: number, burst: number): Promise<{ eventsPerSecond: number; p50Ms: number; p99Ms: number }> {
-  const coordinatorId = `bench-${batchSize}-${randomBytes(3).toString('hex')}`;
+interface Case {
+  batchSize: number;
+  /** Consecutive events of one run in a batch (folded into one snapshot). */
+  burst: number;
+  /** Batches in flight at once, on disjoint runs (commitBatch is safe to overlap only then). */
+  lanes: number;
+}
+
+async function measure(database: Database, { batchSize, burst, lanes }: Case): Promise<{ eventsPerSecond: number; p50Ms: number; p99Ms: number }> {
+  const coordinatorId = `bench-${randomBytes(3).toString('hex')}`;
   const { epoch } = await claimCoordinatorLease(database.db, { id: coordinatorId, ttlMs: 3_600_000, now: Date.now() });
-  const seqs = new Array<number>(RUNS).fill(0);
-  let cursor = 0;
   const latencies: number[] = [];
   let events = 0;
   const started = performance.now();
-  while (performance.now() - started < SECONDS * 1_000) {
-    const entries: CommitEntry[] = [];
-    for (let i = 0; i < batchSize; i++) {
-      seqs[cursor] = (seqs[cursor] ?? 0) + 1;
-      entries.push(entryFor(`${coordinatorId}-run-${cursor}`, seqs[cursor] ?? 1, Date.now()));
-      if ((i + 1) % burst === 0) cursor = (cursor + 1) % RUNS;
+  const lane = async (laneNo: number) => {
+    const seqs = new Array<number>(RUNS).fill(0);
+    let cursor = 0;
+    while (performance.now() - started < SECONDS * 1_000) {
+      const entries: CommitEntry[] = [];
+      for (let i = 0; i < batchSize; i++) {
+        seqs[cursor] = (seqs[cursor] ?? 0) + 1;
+        entries.push(entryFor(`${coordinatorId}-${laneNo}-run-${cursor}`, seqs[cursor] ?? 1, Date.now()));
+        if ((i + 1) % burst === 0) cursor = (cursor + 1) % RUNS;
+      }
+      cursor = (cursor + 1) % RUNS;
+      const t = performance.now();
+      await commitBatch(database.db, { coordinatorId, epoch, now: Date.now(), entries });
+      latencies.push(performance.now() - t);
+      events += batchSize;
     }
-    cursor = (cursor + 1) % RUNS;
-    const t = performance.now();
-    await commitBatch(database.db, { coordinatorId, epoch, now: Date.now(), entries });
-    latencies.push(performance.now() - t);
-    events += batchSize;
-  }
+  };
+  await Promise.all(Array.from({ length: lanes }, (_, i) => lane(i)));
   const elapsed = (performance.now() - started) / 1_000;
   latencies.sort((a, b) => a - b);
   const at = (q: number) => latencies[Math.min(latencies.length - 1, Math.floor(q * latencies.length))] ?? 0;
   return { eventsPerSecond: Math.round(events / elapsed), p50Ms: Number(at(0.5).toFixed(2)), p99Ms: Number(at(0.99).toFixed(2)) };
 }
+
+const CASES: Case[] = [
+  { batchSize: 1, burst: 1, lanes: 1 },
+  { batchSize: 64, burst: 1, lanes: 1 },
+  { batchSize: 64, burst: 8, lanes: 1 },
+  { batchSize: 512, burst: 1, lanes: 1 },
+  { batchSize: 512, burst: 8, lanes: 1 },
+  { batchSize: 512, burst: 1, lanes: 2 },
+];
 
 async function withDatabase(kind: DatabaseKind, fn: (database: Database) => Promise<void>): Promise<void> {
   if (kind === 'embedded') {
@@ -97,10 +117,10 @@ async function withDatabase(kind: DatabaseKind, fn: (database: Database) => Prom
 const results: Record<string, unknown>[] = [];
 for (const kind of ['external', 'embedded'] as const) {
   await withDatabase(kind, async (database) => {
-    await measure(database, 64, 1); // warm-up: connections, plans, buffers
-    for (const batchSize of BATCH_SIZES) {
-      results.push({ kind, batchSize, runs: 'spread', ...(await measure(database, batchSize, 1)) });
-      if (batchSize >= 64) results.push({ kind, batchSize, runs: 'bursts of 8', ...(await measure(database, batchSize, 8)) });
+    await measure(database, { batchSize: 64, burst: 1, lanes: 1 }); // warm-up: connections, plans, buffers
+    for (const c of CASES) {
+      const runs = c.burst === 1 ? 'spread' : `bursts of ${c.burst}`;
+      results.push({ kind, batchSize: c.batchSize, runs, inFlight: c.lanes, ...(await measure(database, c)) });
     }
   });
 }
