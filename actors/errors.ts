@@ -10,6 +10,14 @@ export class FencedError extends Error {
   }
 }
 
+/** The supervisor was stopped (shutdown or lost ownership); it accepts no more events. */
+export class SupervisorStoppedError extends Error {
+  override readonly name = 'SupervisorStoppedError';
+  constructor() {
+    super('the supervisor is stopped and accepts no more events');
+  }
+}
+
 /** The run is not owned by this coordinator (never created here, finished, or adopted elsewhere). */
 export class RunNotOwnedError extends Error {
   override readonly name = 'RunNotOwnedError';

@@ -36,16 +36,24 @@ export class GroupCommitter {
   private queue: Pending[] = [];
   private flushing = false;
   private fenced: FencedError | null = null;
+  private stopped: Error | null = null;
   private retryDelay = RETRY_BASE_MS;
 
   constructor(private readonly options: GroupCommitOptions) {}
 
   submit(entry: CommitEntry): Promise<void> {
-    if (this.fenced) return Promise.reject(this.fenced);
+    if (this.stopped) return Promise.reject(this.stopped);
     return new Promise((resolve, reject) => {
       this.queue.push({ entry, resolve, reject });
       if (!this.flushing) this.scheduleFlush(0);
     });
+  }
+
+  /** Stops committing: everything queued is rejected with `reason`, and so is every later submit. */
+  stop(reason: Error): void {
+    this.fenced ??= reason instanceof FencedError ? reason : null;
+    this.stopped ??= reason;
+    for (const pending of this.queue.splice(0)) pending.reject(reason);
   }
 
   get pending(): number {
@@ -59,6 +67,10 @@ export class GroupCommitter {
   }
 
   private async flush(): Promise<void> {
+    if (this.stopped) {
+      this.flushing = false;
+      return;
+    }
     const size = this.options.batching ? this.options.maxBatch : 1;
     const batch = this.queue.slice(0, size);
     if (batch.length === 0) {
@@ -82,11 +94,13 @@ export class GroupCommitter {
 
   private handleFailure(batch: Pending[], error: Error): void {
     if (error instanceof FencedError) {
-      this.fenced = error;
-      const all = this.queue.splice(0);
       this.flushing = false;
-      for (const pending of all) pending.reject(error);
+      this.stop(error);
       this.options.onFenced(error);
+      return;
+    }
+    if (this.stopped) {
+      this.flushing = false;
       return;
     }
     this.options.log.error({ err: error, batchSize: batch.length, retryInMs: this.retryDelay }, 'commit failed; retrying');

@@ -5,7 +5,7 @@ import { JOB_MACHINE_VERSION } from '../machines/job.machine.ts';
 import { RUN_MACHINE_ID, RUN_MACHINE_VERSION } from '../machines/run.machine.ts';
 import type { RunContext, RunEvent } from '../machines/run.machine.ts';
 import type { PersistedMachineSnapshot } from '../machines/projection.ts';
-import { RunNotOwnedError, UnknownMachineVersionError, coerceError } from './errors.ts';
+import { RunNotOwnedError, SupervisorStoppedError, UnknownMachineVersionError, coerceError } from './errors.ts';
 import { GroupCommitter } from './group-commit.ts';
 import { IntentRecorder, runtimeRunMachine } from './intent-recorder.ts';
 import type { Intent, RuntimeRunMachine } from './intent-recorder.ts';
@@ -68,6 +68,7 @@ export class Supervisor {
   private readonly timers: TimerService;
   private readonly committer: GroupCommitter;
   private fenced: FencedError | null = null;
+  private halted = false;
 
   constructor(private readonly options: SupervisorOptions) {
     this.machine = runtimeRunMachine(this.recorder);
@@ -160,6 +161,8 @@ export class Supervisor {
 
   /** Stops every actor without writing anything (shutdown, or after losing ownership). */
   stopAll(): void {
+    this.halted = true;
+    this.committer.stop(this.fenced ?? new SupervisorStoppedError());
     this.timers.stop();
     for (const handle of this.runs.values()) handle.actor.stop();
     this.runs.clear();
@@ -272,5 +275,6 @@ export class Supervisor {
 
   private assertRunning(): void {
     if (this.fenced) throw this.fenced;
+    if (this.halted) throw new SupervisorStoppedError();
   }
 }

@@ -22,7 +22,17 @@ export interface Coordinator {
 }
 
 /** The composition root: database → runtime → HTTP. Everything else is built from here. */
-export async function startCoordinator(config: CompiledConfig, log: Logger, clock: Clock = systemClock): Promise<Coordinator> {
+export interface CoordinatorHooks {
+  /** Ownership was lost; the coordinator has stopped writing. The CLI exits the process. */
+  onFenced?: () => void;
+}
+
+export async function startCoordinator(
+  config: CompiledConfig,
+  log: Logger,
+  clock: Clock = systemClock,
+  hooks: CoordinatorHooks = {},
+): Promise<Coordinator> {
   const database = await openDatabase(config, log);
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });
@@ -34,9 +44,8 @@ export async function startCoordinator(config: CompiledConfig, log: Logger, cloc
     log,
     registry,
     onFenced: () => {
-      log.fatal('this coordinator lost its lease; exiting so nothing more is written');
-      process.exitCode = 3;
-      void close();
+      log.fatal('this coordinator lost its lease (fenced); it stops so that nothing more is written');
+      void close().finally(() => hooks.onFenced?.());
     },
   });
   const router = new Router();

@@ -8,10 +8,13 @@ commands:
   start        run a coordinator (HTTP on $HOST:$PORT, data in $SWITCHYARD_DATA_DIR)
 `;
 
+/** Exit status of a coordinator that found itself fenced by a newer owner. */
+const EXIT_FENCED = 3;
+
 async function start(): Promise<void> {
   const config = loadConfig();
   const log = createLogger(config.logLevel, { coordinatorId: config.coordinatorId });
-  const coordinator = await startCoordinator(config, log);
+  const coordinator = await startCoordinator(config, log, undefined, { onFenced: () => process.exit(EXIT_FENCED) });
   const shutdown = (signal: string) => {
     log.info({ signal }, 'shutting down');
     void coordinator.close().then(() => process.exit(process.exitCode ?? 0));

@@ -1,5 +1,6 @@
 import type { Kysely } from 'kysely';
 import { Registry } from 'prom-client';
+import { pino } from 'pino';
 import type { Logger } from 'pino';
 import type { FencedError } from '../../actors/errors.ts';
 import { systemClock } from '../../actors/ports.ts';
@@ -11,7 +12,8 @@ import { loadConfig } from '../../src/config/index.ts';
 import type { Schema } from '../../src/db/schema.ts';
 import { createRuntime } from '../../src/runtime.ts';
 import type { Runtime } from '../../src/runtime.ts';
-import { testLog } from './database.ts';
+
+const silent = pino({ level: process.env.TEST_LOG_LEVEL ?? 'silent' });
 
 export interface TestRuntime extends Runtime {
   fenced: FencedError[];
@@ -22,7 +24,7 @@ export async function startTestRuntime(
   db: Kysely<Schema>,
   coordinatorId: string,
   env: Record<string, string> = {},
-  log: Logger = testLog,
+  log: Logger = silent,
 ): Promise<TestRuntime> {
   const config = loadConfig({
     SWITCHYARD_COORDINATOR_ID: coordinatorId,
