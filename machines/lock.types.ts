@@ -21,11 +21,139 @@ export interface LockSource {
 export interface LockWorkflow {
   name: string;
   source?: LockSource;
+  /** Always set by the parser; optional so hand-built workflows may omit it (never matches). */
+  triggers?: (LockTrigger | null)[];
   jobs: LockJob[];
   concurrency?: LockWorkflowConcurrency;
   /** Whole-run wall clock in ms (`workflow_timeout`). */
   timeout?: number;
   approval?: LockApproval;
+}
+
+/** Branch, tag and repo pattern (lockfile.md §4); globs use picomatch semantics. */
+export interface LockPattern {
+  type: 'glob' | 'regex';
+  pattern: string;
+  flags?: string;
+}
+
+/** In `repos` (as in `paths`) a leading `!` excludes. */
+interface LockRepoFilter {
+  repos?: LockPattern[];
+}
+
+export type LockTrigger =
+  | LockPushTrigger
+  | LockTagTrigger
+  | LockPrTrigger
+  | LockCommentTrigger
+  | LockReviewTrigger
+  | LockActionTrigger
+  | LockDispatchTrigger
+  | LockRefTrigger
+  | LockStatusTrigger
+  | LockWorkflowRunTrigger
+  | LockForkTrigger
+  | LockWebhookTrigger
+  | LockGenericWebhookTrigger
+  | LockScheduleTrigger
+  | LockUnmatchedTrigger;
+
+export interface LockPushTrigger extends LockRepoFilter {
+  _type: 'push';
+  branches: LockPattern[];
+  paths: string[];
+}
+
+export interface LockTagTrigger extends LockRepoFilter {
+  _type: 'tag';
+  patterns: LockPattern[];
+}
+
+export interface LockPrTrigger extends LockRepoFilter {
+  _type: 'pr';
+  events: string[];
+  targetBranches: LockPattern[];
+  sourceBranches: LockPattern[];
+  paths: string[];
+}
+
+export interface LockCommentTrigger extends LockRepoFilter {
+  _type: 'comment';
+  actions: string[];
+  source?: 'issue' | 'pr';
+  bodyMatch?: LockPattern;
+}
+
+export interface LockReviewTrigger extends LockRepoFilter {
+  _type: 'review';
+  actions: string[];
+  states: string[];
+}
+
+export interface LockActionTrigger extends LockRepoFilter {
+  _type: 'review_comment' | 'release' | 'star' | 'watch';
+  actions: string[];
+}
+
+export interface LockDispatchTrigger extends LockRepoFilter {
+  _type: 'dispatch';
+  types: string[];
+  inputs?: unknown;
+}
+
+export interface LockRefTrigger extends LockRepoFilter {
+  _type: 'create' | 'delete';
+  refTypes: ('branch' | 'tag')[];
+  patterns: LockPattern[];
+}
+
+export interface LockStatusTrigger extends LockRepoFilter {
+  _type: 'status';
+  /** Globs. */
+  contexts: string[];
+  states: string[];
+}
+
+export interface LockWorkflowRunTrigger extends LockRepoFilter {
+  _type: 'workflow_run';
+  actions: string[];
+  workflows: string[];
+  conclusions: string[];
+}
+
+export interface LockForkTrigger extends LockRepoFilter {
+  _type: 'fork';
+}
+
+/** Catch-all: any event `type` listed in `events`. */
+export interface LockWebhookTrigger extends LockRepoFilter {
+  _type: 'webhook';
+  events: string[];
+  actions: string[];
+}
+
+export interface LockGenericWebhookTrigger {
+  _type: 'generic_webhook';
+  source: string;
+  events?: string[];
+  /** JSONPath → expected value, over the whole payload. */
+  match?: Record<string, unknown>;
+  not?: Record<string, unknown>;
+  path?: string;
+}
+
+export interface LockScheduleTrigger {
+  _type: 'schedule';
+  cronExpression: string;
+  timezone: string;
+  description?: string;
+  inputs?: unknown;
+}
+
+/** Accepted by the parser; Switchyard v1 never matches these. */
+export interface LockUnmatchedTrigger {
+  _type: 'kici_event' | 'workflow_complete' | 'job_complete' | 'lifecycle';
 }
 
 /** `max` and `cancelInProgress` are the policy of job-level groups too (lockfile.md §7.2). */
