@@ -26,6 +26,8 @@ interface RunHandle {
   actor: Actor<RuntimeRunMachine>;
   seq: number;
   log: Logger;
+  /** Job projections as last written, so an event rewrites only the jobs it changed. */
+  written: Map<string, string>;
 }
 
 export interface SupervisorOptions {
@@ -120,7 +122,7 @@ export class Supervisor {
     const actor = createActor(this.machine, { input: newRun.input, id: runId });
     this.watch(actor, runId, log);
     const intents = this.recording(runId, () => actor.start());
-    const handle: RunHandle = { actor, seq: 0, log };
+    const handle: RunHandle = { actor, seq: 0, log, written: new Map() };
     this.runs.set(runId, handle);
     const created = { type: 'run.created', input: newRun.input, at: newRun.input.createdAt };
     log.info({ workflow: newRun.input.workflowName, jobs: newRun.input.jobs.length }, 'run created');
@@ -180,7 +182,7 @@ export class Supervisor {
     const actor = restoreActor(this.machine, row.snapshot, row.runId);
     this.watch(actor, row.runId, log);
     actor.start();
-    this.runs.set(row.runId, { actor, seq: row.seq, log });
+    this.runs.set(row.runId, { actor, seq: row.seq, log, written: new Map() });
     for (const timer of row.timers) this.timers.arm({ runId: row.runId, ...timer });
     if (row.pendingEffects.length > 0) {
       this.options.executeEffects(row.pendingEffects.map((effect) => ({ ...effect, runId: row.runId })));
@@ -228,6 +230,12 @@ export class Supervisor {
       machineVersion: SNAPSHOT_VERSION,
       firedDeadlineId: timerEvent,
       ...extra,
+    });
+    entry.jobs = entry.jobs.filter((job) => {
+      const text = JSON.stringify(job);
+      if (handle.written.get(job.jobKey) === text) return false;
+      handle.written.set(job.jobKey, text);
+      return true;
     });
     if (snapshot.status === 'done') this.retire(runId, handle);
     await this.committer.submit(entry);

@@ -1,5 +1,6 @@
 import type { Migration } from 'kysely/migration';
 import * as core001 from './001_core.ts';
+import * as jsonJournal002 from './002_json_journal.ts';
 
 /**
  * Every migration, by name, in the order they apply. A static import map works under tsx, node
@@ -7,4 +8,5 @@ import * as core001 from './001_core.ts';
  */
 export const MIGRATIONS: Readonly<Record<string, Migration>> = {
   '001_core': core001,
+  '002_json_journal': jsonJournal002,
 };

@@ -48,9 +48,9 @@ function assertFence(input: CommitBatchInput, existing: number, fence: { epoch: 
   if (mine !== existing) throw new FencedError(me, epoch, `${existing - mine} of ${existing} runs in the batch are owned by another coordinator`);
 }
 
-/** `jsonb_to_recordset($json) AS t(<columns>)`, kept only while the fence holds. */
+/** `json_to_recordset($json) AS t(<columns>)`, kept only while the fence holds. */
 function fenced(list: readonly object[], columns: string): RawBuilder<unknown> {
-  return sql`jsonb_to_recordset(${toJson(list)}::jsonb) AS t(${sql.raw(columns)}) WHERE EXISTS (SELECT 1 FROM ok)`;
+  return sql`json_to_recordset(${toJson(list)}::json) AS t(${sql.raw(columns)}) WHERE EXISTS (SELECT 1 FROM ok)`;
 }
 
 /** One data-modifying CTE per table that has rows in this batch (snapshot and run always do). */
@@ -67,12 +67,12 @@ function writes(rows: CommitRows, input: CommitBatchInput): RawBuilder<unknown>[
     add('events', sql`
       INSERT INTO run_events (run_id, seq, event, received_at, state_after)
       SELECT run_id, seq, coalesce(event, 'null'), received_at, coalesce(state_after, 'null')
-        FROM ${fenced(rows.events, 'run_id text, seq int4, event jsonb, received_at int8, state_after jsonb')}`);
+        FROM ${fenced(rows.events, 'run_id text, seq int4, event json, received_at int8, state_after json')}`);
   }
   add('snapshots', sql`
     INSERT INTO run_snapshots AS s (run_id, seq, machine_id, machine_version, snapshot, status, updated_at)
     SELECT run_id, seq, machine_id, machine_version, coalesce(snapshot, 'null'), status, updated_at
-      FROM ${fenced(rows.snapshots, 'run_id text, seq int4, machine_id text, machine_version int4, snapshot jsonb, status text, updated_at int8')}
+      FROM ${fenced(rows.snapshots, 'run_id text, seq int4, machine_id text, machine_version int4, snapshot json, status text, updated_at int8')}
     ON CONFLICT (run_id) DO UPDATE SET seq = excluded.seq, machine_id = excluded.machine_id,
       machine_version = excluded.machine_version, snapshot = excluded.snapshot, status = excluded.status,
       updated_at = excluded.updated_at

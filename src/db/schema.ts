@@ -1,7 +1,7 @@
 import type { ColumnType } from 'kysely';
 
 /**
- * A jsonb column: read back parsed, written as a JSON string. Writing strings keeps node-pg from
+ * A json or jsonb column: read back parsed, written as a JSON string. Writing strings keeps node-pg from
  * turning a JS array into a Postgres array literal.
  */
 export type Json = ColumnType<unknown, string, string>;

@@ -18,7 +18,7 @@ describe('migration list', () => {
 });
 
 await describeEachKind('migrations', (kind) => {
-  it('creates every table with bigint times and jsonb documents', () =>
+  it('creates every table with bigint times and json documents (journal and snapshots stored as written, json)', () =>
     withTestDatabase(kind, async ({ db }) => {
       const { rows } = await sql<{ table_name: string; column_name: string; data_type: string }>`
         SELECT table_name, column_name, data_type FROM information_schema.columns
@@ -28,8 +28,8 @@ await describeEachKind('migrations', (kind) => {
         rows.find((r) => r.table_name === table && r.column_name === column)?.data_type;
       assert.equal(type('coordinators', 'lease_until'), 'bigint');
       assert.equal(type('run_events', 'received_at'), 'bigint');
-      assert.equal(type('run_events', 'event'), 'jsonb');
-      assert.equal(type('run_snapshots', 'snapshot'), 'jsonb');
+      assert.equal(type('run_events', 'event'), 'json');
+      assert.equal(type('run_snapshots', 'snapshot'), 'json');
       assert.equal(type('outbox', 'done_at'), 'bigint');
     }));
 
