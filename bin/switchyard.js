@@ -1,4 +1,4 @@
-#!/usr/bin/env node
+#!/usr/bin/env -S node --no-node-snapshot
 // Runs the TypeScript sources directly through tsx, so there is no build step to forget.
 import { register } from 'tsx/esm/api';
 

@@ -42,7 +42,7 @@ export const after: (() => Promise<void>)[] = [];
 /** Starts `switchyard start` as a real child process and waits until it is ready. */
 export async function startCoordinatorProcess(env: Record<string, string>): Promise<CoordinatorProcess> {
   const port = await findFreePort();
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', 'start'], {
+  const child = spawn(process.execPath, ['--no-node-snapshot', '--import', 'tsx', 'src/cli/main.ts', 'start'], {
     cwd: ROOT,
     env: { ...process.env, PORT: String(port), SWITCHYARD_ADMIN_TOKEN: ADMIN_TOKEN, LOG_LEVEL: 'info', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
