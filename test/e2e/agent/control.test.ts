@@ -119,6 +119,43 @@ describe('reference agent: cancel, capacity and drain', () => {
     assert.match(status.data?.error ?? '', /invalid dispatch: job\.dispatch: repoUrl/);
   });
 
+  it('waits for step approval: approved runs the step, rejected fails it', async () => {
+    const peer = await registeredAgent({ jobHeartbeatMs: 50 });
+    const approval = { clauses: [{ kind: 'team', value: 'ops' }], reason: 'ship it?', when: 'always' as const, timeoutSeconds: 60 };
+    const dispatch = dispatchFor(undefined, [step('gated', 'echo shipped', { approval }), step('gated-again', 'echo never', { approval })]);
+    peer.send(dispatch);
+    const request = await peer.next('step.approval-request', (m) => m.jobId === dispatch.jobId && m.stepIndex === 0);
+    assert.deepEqual([request.stepName, request.reason, request.timeoutSeconds, request.clauses], ['gated', 'ship it?', 60, approval.clauses]);
+    const sinceRequest = () => peer.received.slice(peer.received.indexOf(request));
+    await waitUntil(() => sinceRequest().some((m) => m.type === 'job.heartbeat'), 5000, 'job.heartbeat while waiting');
+    const resolved = { type: 'step.approval-resolved', runId: dispatch.runId, jobId: dispatch.jobId } as const;
+    peer.send({ ...resolved, requestId: request.messageId, stepIndex: 0, outcome: 'approved' });
+    const second = await peer.next('step.approval-request', (m) => m.jobId === dispatch.jobId && m.stepIndex === 1);
+    peer.send({ ...resolved, requestId: second.messageId, stepIndex: 1, outcome: 'rejected', reason: 'no' });
+    const status = await peer.next('job.status', (m) => m.jobId === dispatch.jobId && m.state !== 'running');
+    assert.equal(status.state, 'failed');
+    assert.deepEqual(status.data?.stepResults?.map((r) => [r.name, r.status, r.error]), [
+      ['gated', 'success', undefined],
+      ['gated-again', 'failed', 'approval rejected'],
+    ]);
+  });
+
+  it('without a token registers directly and ignores a dispatch sent before register.ack', async () => {
+    orchestrator = await ScriptedOrchestrator.start();
+    await startAgent(orchestrator.url, { token: undefined });
+    const peer = await orchestrator.connection(0);
+    const register = await peer.next('agent.register');
+    assert.equal(peer.types()[0], 'agent.register');
+    const early = dispatchFor(undefined, [step('early', 'true')]);
+    peer.send(early);
+    peer.send({ type: 'register.ack', agentId: register.agentId, labels: register.labels, scalerManaged: false });
+    await peer.next('config.ack');
+    const onTime = dispatchFor(undefined, [step('on-time', 'true')]);
+    peer.send(onTime);
+    await peer.next('job.status', (m) => m.jobId === onTime.jobId && m.state === 'success');
+    assert.deepEqual(peer.forJob(early.jobId), []);
+  });
+
   it('drains on SIGUSR1: finishes the running job, rejects new ones with draining, exits 0', async () => {
     orchestrator = await ScriptedOrchestrator.start();
     const agent = spawnAgent(['--url', orchestrator.url, '--token', AGENT_TOKEN, '--labels', 'linux', '--max-concurrency', '2']);
