@@ -61,7 +61,9 @@ const matrixEntry = z.record(z.string(), scalar);
 const matrix = z.discriminatedUnion('_type', [
   z.looseObject({
     _type: z.literal('static'),
-    values: z.union([z.record(z.string(), z.array(scalar)), z.array(z.union([scalar, matrixEntry]))]),
+    values: z.union([z.record(z.string(), z.array(scalar)), z.array(z.union([scalar, matrixEntry]))], {
+      error: 'matrix values are a map of value lists or a list of combinations',
+    }),
   }),
   z.looseObject({ _type: z.literal('dynamic'), source: z.looseObject({ file: z.string(), jobName: z.string() }) }),
 ]);
@@ -69,9 +71,10 @@ const matrix = z.discriminatedUnion('_type', [
 const hostFanout = z.looseObject({ include: z.array(z.array(labelMatcher)), exclude: z.array(labelMatcher) });
 
 /** An env map whose keys cannot be mistaken for a broken inline value. */
-const envOrInline = z.union([inlineValue, stringMap.refine((map) => !('_type' in map))], {
-  error: 'env must be a map of strings or {_type:"inline", expression}',
-});
+const envOrInline = z.union(
+  [inlineValue, stringMap.refine((map) => !('_type' in map), 'an inline env is {_type:"inline", expression}')],
+  { error: 'env must be a map of strings or {_type:"inline", expression}' },
+);
 
 const staticJob = z.looseObject({
   _type: z.literal('static'),
