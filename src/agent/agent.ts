@@ -50,6 +50,7 @@ export class Agent {
   private readonly startedAt = Date.now();
   private lifecycle: AgentLifecycle = 'running';
   private disconnectedAt: number | undefined;
+  private registeredOnce = false;
   private jobsStarted = 0;
   private metrics: NodeJS.Timeout | undefined;
   private finalExitCode: number = AGENT_EXIT.OK;
@@ -145,6 +146,7 @@ export class Agent {
     const summary = this.outbox.replay((s) => this.gapMarker(s));
     if (summary.replayed + summary.storedStatuses > 0) this.log.info(summary, 'replayed buffered messages');
     this.disconnectedAt = undefined;
+    this.registeredOnce = true;
     this.outbox.direct({ type: 'config.ack', messageId: randomUUID(), agentId: this.options.agentId });
     this.sendAgentStatus();
     this.finishIfIdle();
@@ -265,7 +267,7 @@ export class Agent {
   }
 
   private onDisconnected(): void {
-    this.disconnectedAt ??= Date.now();
+    if (this.registeredOnce) this.disconnectedAt ??= Date.now();
     // A pending approval does not survive the connection (protocol.md §10.1).
     for (const resolve of this.approvals.values()) resolve('rejected');
     this.approvals.clear();

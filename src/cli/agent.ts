@@ -52,7 +52,7 @@ export async function runAgentCommand(argv: string[], env: NodeJS.ProcessEnv = p
     process.stderr.write(`switchyard agent: ${thrown.message}\n${AGENT_USAGE}`);
     return AGENT_EXIT.USAGE;
   }
-  const log = pino({ level: args['log-level'] ?? 'info', base: { agentId: options.agentId } }, pino.destination(2));
+  const log = pino({ level: args['log-level'] ?? 'info' }, pino.destination(2));
   const agent = new Agent(options, { log, env });
   const onDrain = () => agent.drain();
   const onStop = () => agent.shutdown();
