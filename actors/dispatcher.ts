@@ -4,7 +4,7 @@ import type { Effect } from './ports.ts';
 import type { IncomingRunEvent } from './supervisor.ts';
 
 /** Delivers an event to the run that owns a job. */
-export type SendToRun = (runId: string, event: IncomingRunEvent) => Promise<void>;
+export type SendToRun = (runId: string, event: IncomingRunEvent) => Promise<unknown>;
 
 export interface PlacementRequest {
   runId: string;

@@ -53,6 +53,7 @@ export async function startCoordinator(
   registerRunRoutes(router, {
     db: database.db,
     supervisor: runtime.supervisor,
+    deliver: (runId, event) => runtime.router.deliver(runId, event),
     timeouts: jobTimeoutsOf(config),
     maxAttempts: config.maxDispatchAttempts,
     now: () => clock.now(),

@@ -1,7 +1,9 @@
 import type { Kysely } from 'kysely';
 import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
+import { ConcurrencyGroups } from '../actors/concurrency-groups.ts';
 import { Dispatcher } from '../actors/dispatcher.ts';
+import { EventRouter } from '../actors/event-router.ts';
 import { EffectExecutor } from '../actors/effect-executor.ts';
 import type { EffectHandler } from '../actors/effect-executor.ts';
 import type { FencedError } from '../actors/errors.ts';
@@ -10,6 +12,8 @@ import { Ownership } from '../actors/ownership.ts';
 import type { Clock } from '../actors/ports.ts';
 import { Supervisor } from '../actors/supervisor.ts';
 import type { CompiledConfig } from './config/index.ts';
+import { updateConcurrencyGroup } from './db/concurrency-groups.ts';
+import { deleteInboxEvents, enqueueRunEvent, peekInbox } from './db/inbox.ts';
 import { createRunStore } from './db/run-store.ts';
 import type { Schema } from './db/schema.ts';
 
@@ -20,6 +24,15 @@ export interface RuntimeDeps {
   log: Logger;
   registry: Registry;
   onFenced: (error: FencedError) => void;
+}
+
+function createRouter({ db, config, clock, log }: RuntimeDeps, supervisor: Supervisor): EventRouter {
+  const inbox = {
+    enqueue: (runId: string, event: unknown) => enqueueRunEvent(db, { runId, event, now: clock.now() }),
+    peek: (limit: number) => peekInbox(db, { coordinatorId: config.coordinatorId, limit }),
+    remove: (ids: number[]) => deleteInboxEvents(db, ids),
+  };
+  return new EventRouter(supervisor, inbox, clock, log.child({ component: 'router' }));
 }
 
 /** The actor runtime of one coordinator: supervisor, ownership, dispatcher, effect executor. */
@@ -40,30 +53,31 @@ export function createRuntime(deps: RuntimeDeps) {
     executeEffects: (effects) => executor.execute(effects),
     onFenced: deps.onFenced,
   });
-  const dispatcher = new Dispatcher((runId, event) => supervisor.send(runId, event), log.child({ component: 'dispatcher' }));
+  const router = createRouter(deps, supervisor);
+  const { db } = deps;
+  const deliver = (runId: string, event: Parameters<EventRouter['deliver']>[1]) => router.deliver(runId, event);
+  const dispatcher = new Dispatcher(deliver, log.child({ component: 'dispatcher' }));
+  const groups = new ConcurrencyGroups((key, change) => updateConcurrencyGroup(db, key, clock.now(), change), deliver, clock);
   handlers['requestPlacement'] = (effect) => dispatcher.requestPlacement(effect);
+  handlers['requestConcurrency'] = (effect) => groups.request(effect);
+  handlers['releaseConcurrency'] = (effect) => groups.release(effect);
   const ownership = new Ownership(supervisor, {
-    coordinatorId: config.coordinatorId,
-    renewMs: config.leaseRenewMs,
-    ttlMs: config.leaseTtlMs,
-    store,
-    clock,
-    log: log.child({ component: 'ownership' }),
-    metrics,
-    onAdopted: () => {},
+    ...{ coordinatorId: config.coordinatorId, renewMs: config.leaseRenewMs, ttlMs: config.leaseTtlMs },
+    ...{ store, clock, metrics, log: log.child({ component: 'ownership' }) },
+    onAdopted: () => void router.drain().catch(() => undefined),
     onFenced: (error) => {
       supervisor.stopAll();
       deps.onFenced(error);
     },
   });
   return {
-    supervisor,
-    dispatcher,
-    executor,
-    ownership,
-    handlers,
-    start: () => ownership.start(),
+    ...{ supervisor, router, dispatcher, executor, ownership, handlers },
+    async start() {
+      await ownership.start();
+      router.start();
+    },
     stop() {
+      router.stop();
       ownership.stop();
       supervisor.stopAll();
     },

@@ -76,6 +76,19 @@ export interface TimersTable {
   due_at: Millis;
 }
 
+export interface RunInboxTable {
+  id: ColumnType<number, never, never>;
+  run_id: string;
+  event: Json;
+  created_at: Millis;
+}
+
+export interface ConcurrencyGroupsTable {
+  key: string;
+  snapshot: Json;
+  updated_at: Millis;
+}
+
 export interface OutboxTable {
   effect_id: string;
   run_id: string;
@@ -95,4 +108,6 @@ export interface Schema {
   jobs: JobsTable;
   timers: TimersTable;
   outbox: OutboxTable;
+  run_inbox: RunInboxTable;
+  concurrency_groups: ConcurrencyGroupsTable;
 }

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Kysely } from 'kysely';
 import { z } from 'zod';
-import type { Supervisor } from '../../actors/supervisor.ts';
+import type { IncomingRunEvent, Supervisor } from '../../actors/supervisor.ts';
 import type { LockWorkflow } from '../../machines/lock.types.ts';
 import { planRun } from '../../machines/run.plan.ts';
 import { isTerminalRunStatus } from '../../machines/status.ts';
@@ -15,6 +15,8 @@ import type { RouteContext, Router } from './router.ts';
 export interface RunApiDeps {
   db: Kysely<Schema>;
   supervisor: Supervisor;
+  /** Sends an event to a run wherever its owner is (the run's inbox when not here). */
+  deliver: (runId: string, event: IncomingRunEvent) => Promise<'local' | 'inbox'>;
   timeouts: JobTimeouts;
   maxAttempts: number;
   now: () => number;
@@ -100,10 +102,7 @@ async function cancelRunRoute(deps: RunApiDeps, { req, res, params }: RouteConte
     sendJson(res, 200, { runId, alreadyTerminal: true, status: found.run.status });
     return;
   }
-  if (!deps.supervisor.owns(runId)) {
-    throw new HttpError(409, 'not owner', `run ${runId} is owned by coordinator ${found.owner?.coordinator_id ?? 'unknown'}`);
-  }
   const reason = body.reason ?? 'cancelled by an administrator';
-  await deps.supervisor.send(runId, { type: 'run.cancel', reason, force: body.force, by: 'api' });
-  sendJson(res, 202, { runId, cancelling: true, force: body.force });
+  const route = await deps.deliver(runId, { type: 'run.cancel', reason, force: body.force, by: 'api' });
+  sendJson(res, 202, { runId, cancelling: true, force: body.force, deliveredTo: route === 'local' ? 'owner' : 'owner inbox' });
 }

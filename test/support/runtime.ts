@@ -40,15 +40,20 @@ export async function startTestRuntime(
 }
 
 /** A workflow whose jobs wait for an agent nobody has: only deadlines and cancels move it. */
-export function waitingWorkflow(name: string, options: { timeoutMs?: number; jobs?: string[] } = {}): LockWorkflow {
+export function waitingWorkflow(
+  name: string,
+  options: { timeoutMs?: number; jobs?: string[]; group?: string; cancelInProgress?: boolean } = {},
+): LockWorkflow {
   const jobs = (options.jobs ?? ['build']).map((job, i, all) => ({
     _type: 'static' as const,
     name: job,
     runsOn: [{ kind: 'exact' as const, value: 'label-nobody-has' }],
     needs: i === 0 ? [] : [all[i - 1] as string],
     steps: [{ name: 'step', hasOutputs: false, run: 'true' }],
+    ...(options.group ? { concurrencyGroup: options.group } : {}),
   }));
-  return { name, jobs, ...(options.timeoutMs ? { timeout: options.timeoutMs } : {}) };
+  const concurrency = options.group ? { concurrency: { hasGroup: false, cancelInProgress: options.cancelInProgress ?? true, max: 1 } } : {};
+  return { name, jobs, ...concurrency, ...(options.timeoutMs ? { timeout: options.timeoutMs } : {}) };
 }
 
 export function planFor(runId: string, workflow: LockWorkflow, createdAt = Date.now()): RunInput {

@@ -1,0 +1,28 @@
+import { sql } from 'kysely';
+import type { Kysely } from 'kysely';
+import { toJson } from './json.ts';
+import type { Schema } from './schema.ts';
+
+export interface InboxEvent {
+  id: number;
+  runId: string;
+  event: unknown;
+}
+
+/** Leaves an event for the coordinator that owns `runId` (FO-4: non-owners only send messages). */
+export async function enqueueRunEvent(db: Kysely<Schema>, { runId, event, now }: { runId: string; event: unknown; now: number }) {
+  await db.insertInto('run_inbox').values({ run_id: runId, event: toJson(event), created_at: now }).execute();
+}
+
+/** The oldest inbox events of runs this coordinator owns; deleted only after delivery (at-least-once). */
+export async function peekInbox(db: Kysely<Schema>, { coordinatorId, limit }: { coordinatorId: string; limit: number }): Promise<InboxEvent[]> {
+  const { rows } = await sql<{ id: string | number; run_id: string; event: unknown }>`
+    SELECT i.id, i.run_id, i.event FROM run_inbox i JOIN run_owner o ON o.run_id = i.run_id
+     WHERE o.coordinator_id = ${coordinatorId} ORDER BY i.id LIMIT ${limit}`.execute(db);
+  return rows.map((row) => ({ id: Number(row.id), runId: row.run_id, event: row.event }));
+}
+
+export async function deleteInboxEvents(db: Kysely<Schema>, ids: number[]): Promise<void> {
+  if (ids.length === 0) return;
+  await sql`DELETE FROM run_inbox WHERE id = ANY(${ids}::int8[])`.execute(db);
+}
