@@ -98,6 +98,44 @@ export interface OutboxTable {
   done_at: Millis | null;
 }
 
+export interface AgentTokensTable {
+  id: string;
+  token_hash: string;
+  prefix: string;
+  agent_type: 'static' | 'ephemeral';
+  labels: NullableJson;
+  mandatory_labels: ColumnType<unknown, string | undefined, string>;
+  created_by: string | null;
+  created_at: Millis;
+  expires_at: Millis | null;
+  revoked_at: Millis | null;
+  consumed_at: Millis | null;
+  last_seen_at: Millis | null;
+}
+
+export interface JobLogsTable {
+  id: ColumnType<number, never, never>;
+  run_id: string;
+  job_key: string;
+  dispatch_id: string;
+  step_index: number;
+  lines: Json;
+  bytes: number;
+  created_at: Millis;
+}
+
+export interface AgentSessionsTable {
+  agent_id: string;
+  coordinator_id: string;
+  connection_id: string;
+  token_id: string | null;
+  labels: Json;
+  max_concurrency: number;
+  slots_used: number;
+  connected_at: Millis;
+  last_heartbeat_at: Millis;
+}
+
 /** Every table Switchyard owns (migrations/001_core.ts). */
 export interface Schema {
   coordinators: CoordinatorsTable;
@@ -110,4 +148,7 @@ export interface Schema {
   outbox: OutboxTable;
   run_inbox: RunInboxTable;
   concurrency_groups: ConcurrencyGroupsTable;
+  agent_tokens: AgentTokensTable;
+  job_logs: JobLogsTable;
+  agent_sessions: AgentSessionsTable;
 }
