@@ -1,0 +1,55 @@
+/** What a redacted value or token becomes. */
+export const MASK = '***';
+
+/** Secret values shorter than this are left alone: they would blank out ordinary words (SEC-4). */
+export const MIN_SECRET_LENGTH = 4;
+
+/** Variable names whose values are always masked (protocol.md §15). */
+export const SENSITIVE_NAME = /TOKEN|SECRET|PASSWORD|KEY|CREDENTIAL/i;
+
+const AGENT_TOKEN = /kat_[0-9a-fA-F]{64}/g;
+
+export interface EnvVar {
+  name: string;
+  value: string;
+  category?: string;
+}
+
+/**
+ * A function masking `secrets` (longest first, so a secret containing another is masked whole)
+ * and any agent token. A multi-line secret is also masked line by line, since logs arrive as lines.
+ * Compile once per job when redacting many lines.
+ */
+export function compileRedactor(secrets: readonly string[]): (text: string) => string {
+  const values = new Set<string>();
+  for (const secret of secrets) {
+    for (const part of [secret, ...secret.split(/\r?\n/)]) {
+      if (part.length >= MIN_SECRET_LENGTH) values.add(part);
+    }
+  }
+  const ordered = [...values].sort((a, b) => b.length - a.length);
+  return (text) => {
+    let masked = text;
+    for (const value of ordered) {
+      if (masked.includes(value)) masked = masked.split(value).join(MASK);
+    }
+    return masked.replace(AGENT_TOKEN, MASK);
+  };
+}
+
+/** `text` with every secret value (length ≥ 4) and every `kat_` token replaced by `***`. */
+export function redactSecrets(text: string, secrets: readonly string[]): string {
+  return compileRedactor(secrets)(text);
+}
+
+/**
+ * Environment variables safe to store or show: the whole value is masked when the name looks
+ * sensitive, otherwise known secrets and agent tokens inside it are.
+ */
+export function redactEnvVars<T extends EnvVar>(vars: readonly T[], secrets: readonly string[]): T[] {
+  const redact = compileRedactor(secrets);
+  return vars.map((variable) => ({
+    ...variable,
+    value: SENSITIVE_NAME.test(variable.name) ? MASK : redact(variable.value),
+  }));
+}
