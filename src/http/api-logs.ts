@@ -1,0 +1,54 @@
+import type { Kysely } from 'kysely';
+import { DEFAULT_LOG_CHUNK_LIMIT, readJobLogs, type StoredLogChunk } from '../db/job-logs.ts';
+import type { Schema } from '../db/schema.ts';
+import { HttpError, sendJson, sendText } from './respond.ts';
+import type { RouteContext, Router } from './router.ts';
+
+export interface LogApiDeps {
+  db: Kysely<Schema>;
+}
+
+const MAX_CHUNK_LIMIT = 10_000;
+
+/** Job logs (orchestration.md §19): JSON chunks, or plain text lines with `Accept: text/plain`. */
+export function registerLogRoutes(router: Router, deps: LogApiDeps): void {
+  router
+    .on('GET', '/api/v1/runs/:id/logs', (ctx) => logsRoute(deps, ctx, ctx.url.searchParams.get('job') ?? undefined))
+    .on('GET', '/api/v1/runs/:id/jobs/:job/logs', (ctx) => logsRoute(deps, ctx, ctx.params['job'] ?? ''));
+}
+
+async function logsRoute(deps: LogApiDeps, { req, res, params, url }: RouteContext, jobKey: string | undefined) {
+  const runId = params['id'] ?? '';
+  const stepIndex = optionalInteger(url, 'step', -1, Number.MAX_SAFE_INTEGER);
+  const afterId = optionalInteger(url, 'after', 0, Number.MAX_SAFE_INTEGER);
+  const limit = optionalInteger(url, 'limit', 1, MAX_CHUNK_LIMIT) ?? DEFAULT_LOG_CHUNK_LIMIT;
+  const run = await deps.db.selectFrom('runs').select('run_id').where('run_id', '=', runId).executeTakeFirst();
+  if (!run) throw new HttpError(404, 'not found', `no run ${runId}`);
+  const chunks = await readJobLogs(deps.db, { runId, jobKey, stepIndex, afterId, limit });
+  if (wantsText(req.headers.accept)) sendText(res, 200, 'text/plain; charset=utf-8', asText(chunks));
+  else sendJson(res, 200, { runId, chunks });
+}
+
+/** A query parameter as an integer in [min, max], undefined when absent, 400 otherwise. */
+function optionalInteger(url: URL, name: string, min: number, max: number): number | undefined {
+  const raw = url.searchParams.get(name);
+  if (raw === null || raw === '') return undefined;
+  const value = Number(raw);
+  if (!/^-?\d+$/.test(raw) || value < min || value > max) {
+    throw new HttpError(400, 'invalid request', `${name}: expected an integer from ${min} to ${max}, got "${raw}"`);
+  }
+  return value;
+}
+
+function wantsText(accept: string | undefined): boolean {
+  return accept !== undefined && /\btext\/plain\b/i.test(accept) && !/\bapplication\/json\b/i.test(accept);
+}
+
+function asText(chunks: readonly StoredLogChunk[]): string {
+  let text = '';
+  for (const chunk of chunks) {
+    const prefix = `[${chunk.jobKey}#${chunk.stepIndex}] `;
+    for (const line of chunk.lines) text += `${prefix}${line}\n`;
+  }
+  return text;
+}
