@@ -1,10 +1,16 @@
+import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { AgentRequirements, LabelMatcher, WaitingReason } from '../machines/types.ts';
+import type { AgentRegistry } from './agent-registry.ts';
+import { coerceError } from './errors.ts';
 import type { Effect } from './ports.ts';
 import type { IncomingRunEvent } from './supervisor.ts';
 
 /** Delivers an event to the run that owns a job. */
 export type SendToRun = (runId: string, event: IncomingRunEvent) => Promise<unknown>;
+
+/** The dispatch id the job actor holds now, if its run lives here (to confirm a grant was taken). */
+export type CurrentDispatch = (runId: string, jobKey: string) => string | null | undefined;
 
 export interface PlacementRequest {
   runId: string;
@@ -14,17 +20,23 @@ export interface PlacementRequest {
 }
 
 /**
- * Places queued jobs on agents (DSP-2). It keeps no run state: it answers a placement request
- * with one event to the job's run actor, and remembers which jobs still wait for an agent so
- * that a new or freed agent can be offered to them first-queued first.
+ * Places queued jobs on agents (DSP-2). It keeps no run state: a placement request is answered
+ * with one event to the job's run actor, and jobs no agent can take yet wait here, first-queued
+ * first, until a new agent or a freed slot lets one through.
  */
 export class Dispatcher {
-  private readonly waiting = new Map<string, PlacementRequest>();
+  private readonly waiting = new Map<string, PlacementRequest & { reason: string | null }>();
+  private offering = false;
+  private offerAgain = false;
 
   constructor(
+    private readonly registry: AgentRegistry,
     private readonly sendToRun: SendToRun,
+    private readonly currentDispatch: CurrentDispatch,
     private readonly log: Logger,
-  ) {}
+  ) {
+    registry.onCapacity(() => void this.offer());
+  }
 
   get waitingCount(): number {
     return this.waiting.size;
@@ -32,16 +44,63 @@ export class Dispatcher {
 
   async requestPlacement(effect: Effect): Promise<void> {
     const request = { runId: effect.runId, ...(effect.payload as Omit<PlacementRequest, 'runId'>) };
-    this.waiting.set(`${request.runId}\u0000${request.jobKey}`, request);
-    const reason = noAgentReason(request.requirements);
-    this.log.debug({ runId: request.runId, jobKey: request.jobKey, reason: reason.message }, 'no agent for job');
-    await this.sendToRun(request.runId, { type: 'placement.none', jobKey: request.jobKey, reason });
+    const key = keyOf(request.runId, request.jobKey);
+    this.waiting.delete(key);
+    this.waiting.set(key, { ...request, reason: null });
+    await this.tryPlace(key);
+  }
+
+  /** Offers free capacity to waiting jobs in the order they were queued. */
+  async offer(): Promise<void> {
+    if (this.offering) {
+      this.offerAgain = true;
+      return;
+    }
+    this.offering = true;
+    try {
+      do {
+        this.offerAgain = false;
+        for (const key of [...this.waiting.keys()]) await this.tryPlace(key);
+      } while (this.offerAgain);
+    } catch (thrown) {
+      this.log.warn({ err: coerceError(thrown) }, 'offering capacity failed');
+    } finally {
+      this.offering = false;
+    }
   }
 
   /** Forget jobs of a run that finished or moved to another coordinator. */
   forgetRun(runId: string): void {
     for (const [key, request] of this.waiting) if (request.runId === runId) this.waiting.delete(key);
   }
+
+  private async tryPlace(key: string): Promise<void> {
+    const request = this.waiting.get(key);
+    if (!request) return;
+    const found = this.registry.find(request.requirements);
+    if ('none' in found) {
+      const reason = found.none === 'capacity' ? capacityReason(found.matching) : noAgentReason(request.requirements);
+      if (request.reason === reason.message) return;
+      request.reason = reason.message;
+      await this.sendToRun(request.runId, { type: 'placement.none', jobKey: request.jobKey, reason });
+      return;
+    }
+    this.waiting.delete(key);
+    const { session } = found;
+    const dispatchId = randomUUID();
+    this.registry.reserve(session.agentId, dispatchId, { runId: request.runId, jobKey: request.jobKey });
+    const agentKind = session.scalerManaged ? ('scaler' as const) : ('static' as const);
+    await this.sendToRun(request.runId, { type: 'placement.granted', jobKey: request.jobKey, agentId: session.agentId, dispatchId, agentKind });
+    // A job that moved on meanwhile (cancelled, expired) ignores the grant: give the slot back.
+    if (this.currentDispatch(request.runId, request.jobKey) !== dispatchId) {
+      this.log.info({ runId: request.runId, jobKey: request.jobKey, agentId: session.agentId }, 'grant not taken; slot released');
+      this.registry.release(session.agentId, dispatchId);
+    }
+  }
+}
+
+function keyOf(runId: string, jobKey: string): string {
+  return `${runId}\u0000${jobKey}`;
 }
 
 export function describeMatcher(matcher: LabelMatcher): string {
@@ -53,4 +112,9 @@ export function noAgentReason(requirements: AgentRequirements): WaitingReason {
   const parts = [labels.length > 0 ? `labels ${labels.join(', ')}` : 'any labels'];
   if (requirements.runSteps) parts.push('that can execute run steps');
   return { kind: 'no_matching_agent', message: `no connected agent matches ${parts.join(' ')}` };
+}
+
+function capacityReason(matching: number): WaitingReason {
+  const agents = matching === 1 ? '1 matching agent is' : `all ${matching} matching agents are`;
+  return { kind: 'capacity', message: `${agents} busy` };
 }

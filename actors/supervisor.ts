@@ -4,6 +4,7 @@ import type { Logger } from 'pino';
 import { JOB_MACHINE_VERSION } from '../machines/job.machine.ts';
 import { RUN_MACHINE_ID, RUN_MACHINE_VERSION } from '../machines/run.machine.ts';
 import type { RunContext, RunEvent } from '../machines/run.machine.ts';
+import type { JobContext } from '../machines/job.setup.ts';
 import type { PersistedMachineSnapshot } from '../machines/projection.ts';
 import { RunNotOwnedError, SupervisorStoppedError, UnknownMachineVersionError, coerceError } from './errors.ts';
 import { GroupCommitter } from './group-commit.ts';
@@ -111,6 +112,12 @@ export class Supervisor {
   snapshotOf(runId: string): PersistedMachineSnapshot<RunContext> | null {
     const handle = this.runs.get(runId);
     return handle ? persistedOf(handle.actor) : null;
+  }
+
+  /** A job's live context, when its run is owned here (read-only; for building messages). */
+  jobContext(runId: string, jobKey: string): JobContext | null {
+    const child = this.runs.get(runId)?.actor.getSnapshot().children[jobKey];
+    return child ? (child.getSnapshot() as { context: JobContext }).context : null;
   }
 
   /** Creates the run actor and resolves once its first snapshot is durable (RUN-2). */

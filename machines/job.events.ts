@@ -95,6 +95,14 @@ export interface JobInput {
   concurrency: { key: string; policy: ConcurrencyPolicy } | null;
   initFailure: InitFailure | null;
   createdAt: number;
+  /** Set for a matrix child: its values and place in the fan-out (lockfile.md §5). */
+  matrix?: MatrixPlace | null;
+}
+
+export interface MatrixPlace {
+  values: Record<string, string> | null;
+  index: number;
+  total: number;
 }
 
 export interface Assignment {

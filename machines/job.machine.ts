@@ -17,6 +17,7 @@ export const jobMachine = jobSetup.createMachine({
     jobKey: input.jobKey,
     baseName: input.baseName,
     createdAt: input.createdAt,
+    matrix: input.matrix ?? null,
     requirements: input.requirements,
     timeouts: input.timeouts,
     maxAttempts: input.maxAttempts,

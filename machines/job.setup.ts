@@ -1,6 +1,6 @@
 import { assign, enqueueActions, setup } from 'xstate';
 import type { ParameterizedObject } from 'xstate';
-import type { ArmedDeadlines, Assignment, JobEvent, JobInput } from './job.events.ts';
+import type { ArmedDeadlines, Assignment, JobEvent, JobInput, MatrixPlace } from './job.events.ts';
 import { isTerminalJobStatus } from './status.ts';
 import type { TerminalJobStatus } from './status.ts';
 import type {
@@ -17,6 +17,7 @@ export interface JobContext {
   runId: string;
   jobKey: string;
   baseName: string;
+  matrix: MatrixPlace | null;
   createdAt: number;
   requirements: AgentRequirements;
   timeouts: JobTimeouts;

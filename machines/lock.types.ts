@@ -225,6 +225,8 @@ export interface LockStaticJob {
   timeout?: number;
   /** Seconds from SIGTERM to SIGKILL on cancel. @default 30 */
   gracePeriod?: number;
+  /** Clone the repository before the steps. @default true */
+  checkout?: boolean;
   approval?: LockApproval;
 }
 

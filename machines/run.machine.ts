@@ -73,6 +73,7 @@ function jobInputs(input: RunInput, gates: Record<string, JobInput['gate']>): Jo
     concurrency: plan.concurrency,
     initFailure: plan.initFailure ?? (input.initFailure ? { ...input.initFailure, jobName: plan.key } : null),
     createdAt: input.createdAt,
+    matrix: plan.fanoutIndex === null ? null : { values: plan.matrixValues, index: plan.fanoutIndex, total: plan.fanoutTotal ?? 1 },
   }));
 }
 

@@ -1,6 +1,7 @@
 import type { Kysely } from 'kysely';
 import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
+import { AgentRegistry } from '../actors/agent-registry.ts';
 import { ConcurrencyGroups } from '../actors/concurrency-groups.ts';
 import { Dispatcher } from '../actors/dispatcher.ts';
 import { EventRouter } from '../actors/event-router.ts';
@@ -56,7 +57,9 @@ export function createRuntime(deps: RuntimeDeps) {
   const router = createRouter(deps, supervisor);
   const { db } = deps;
   const deliver = (runId: string, event: Parameters<EventRouter['deliver']>[1]) => router.deliver(runId, event);
-  const dispatcher = new Dispatcher(deliver, log.child({ component: 'dispatcher' }));
+  const registry = new AgentRegistry(() => clock.now());
+  const currentDispatch = (runId: string, jobKey: string) => supervisor.jobContext(runId, jobKey)?.assignment?.dispatchId;
+  const dispatcher = new Dispatcher(registry, deliver, currentDispatch, log.child({ component: 'dispatcher' }));
   const groups = new ConcurrencyGroups((key, change) => updateConcurrencyGroup(db, key, clock.now(), change), deliver, clock);
   handlers['requestPlacement'] = (effect) => dispatcher.requestPlacement(effect);
   handlers['requestConcurrency'] = (effect) => groups.request(effect);
@@ -71,7 +74,7 @@ export function createRuntime(deps: RuntimeDeps) {
     },
   });
   return {
-    ...{ supervisor, router, dispatcher, executor, ownership, handlers },
+    ...{ supervisor, router, dispatcher, registry, deliver, executor, ownership, handlers },
     async start() {
       await ownership.start();
       router.start();

@@ -1,11 +1,15 @@
 import { loadConfig } from '../config/index.ts';
 import { createLogger } from '../log.ts';
 import { startCoordinator } from '../main.ts';
+import { runAgentCommand } from './agent.ts';
+import { runTokenCommand } from './token.ts';
 
 const USAGE = `usage: switchyard <command>
 
 commands:
-  start        run a coordinator (HTTP on $HOST:$PORT, data in $SWITCHYARD_DATA_DIR)
+  start                    run a coordinator (HTTP on $HOST:$PORT, data in $SWITCHYARD_DATA_DIR)
+  agent --url U --token T  run the reference agent (see 'switchyard agent --help')
+  token create|list        manage agent tokens through a running coordinator
 `;
 
 /** Exit status of a coordinator that found itself fenced by a newer owner. */
@@ -28,6 +32,12 @@ async function main(argv: string[]): Promise<void> {
   switch (command) {
     case 'start':
       return start();
+    case 'agent':
+      process.exitCode = await runAgentCommand(argv.slice(1));
+      return;
+    case 'token':
+      process.exitCode = await runTokenCommand(argv.slice(1));
+      return;
     case undefined:
     case 'help':
     case '--help':

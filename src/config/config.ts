@@ -45,6 +45,8 @@ export interface CompiledConfig {
   readonly queueTimeoutMs: number;
   /** Dispatch attempts per job before it fails (`SWITCHYARD_MAX_DISPATCH_ATTEMPTS`). @default 5 */
   readonly maxDispatchAttempts: number;
+  /** Agent authentication (`SWITCHYARD_AGENT_AUTH`): `token`, or `none` for loopback-only setups. @default 'token' */
+  readonly agentAuth: 'token' | 'none';
   /** pino log level (`LOG_LEVEL`). @default 'info' */
   readonly logLevel: LogLevel;
 }
@@ -93,7 +95,8 @@ function compile(raw: RawEnv): CompiledConfig {
     redisUrl: raw.REDIS_URL,
     githubWebhookSecrets: splitSecrets(raw.SWITCHYARD_GITHUB_WEBHOOK_SECRET ?? raw.GITHUB_WEBHOOK_SECRET),
     adminToken: raw.SWITCHYARD_ADMIN_TOKEN,
-    coordinatorId: raw.SWITCHYARD_COORDINATOR_ID ?? defaultCoordinatorId(),
+    // One coordinator owns an embedded data dir, so its id is stable and a restart reclaims its runs at once.
+    coordinatorId: raw.SWITCHYARD_COORDINATOR_ID ?? (raw.DATABASE_URL === undefined ? 'embedded' : defaultCoordinatorId()),
     leaseRenewMs: raw.SWITCHYARD_LEASE_RENEW_MS ?? 2_000,
     leaseTtlMs: raw.SWITCHYARD_LEASE_TTL_MS ?? 10_000,
     commitMaxBatch: raw.SWITCHYARD_COMMIT_MAX_BATCH ?? 512,
@@ -105,6 +108,7 @@ function compile(raw: RawEnv): CompiledConfig {
     queueTimeoutMs: raw.SWITCHYARD_QUEUE_TIMEOUT_MS ?? 3_600_000,
     maxDispatchAttempts: raw.SWITCHYARD_MAX_DISPATCH_ATTEMPTS ?? 5,
     logLevel: raw.LOG_LEVEL ?? 'info',
+    agentAuth: raw.SWITCHYARD_AGENT_AUTH ?? 'token',
   };
 }
 

@@ -65,6 +65,7 @@ export const envSchema = z.object({
   SWITCHYARD_QUEUE_TIMEOUT_MS: integer(0),
   SWITCHYARD_MAX_DISPATCH_ATTEMPTS: integer(1, 100),
   LOG_LEVEL: optional(z.enum(LOG_LEVELS, { message: `must be one of ${LOG_LEVELS.join(', ')}` })),
+  SWITCHYARD_AGENT_AUTH: optional(z.enum(['token', 'none'], { message: 'must be token or none' })),
 });
 
 export type RawEnv = z.infer<typeof envSchema>;

@@ -9,6 +9,7 @@ import type { JobTimeouts } from '../../machines/types.ts';
 import { readJournal } from '../db/journal.ts';
 import { getRunWithJobs, listJobsByStatus, listRuns } from '../db/run-queries.ts';
 import type { Schema } from '../db/schema.ts';
+import type { RunSource } from '../pipeline/run-source.ts';
 import { HttpError, readJson, sendJson } from './respond.ts';
 import type { RouteContext, Router } from './router.ts';
 
@@ -27,6 +28,10 @@ const MAX_BODY = 5 * 1024 * 1024;
 /** The shape checked before planning; the full lock-file schema lives with the lock-file reader. */
 const manualRunSchema = z.object({
   repository: z.string().min(1).default('manual'),
+  /** Where agents clone from; without it jobs run with no checkout. */
+  repoUrl: z.string().min(1).optional(),
+  ref: z.string().min(1).default('main'),
+  sha: z.string().min(1).default('HEAD'),
   workflow: z
     .object({
       name: z.string().min(1),
@@ -89,7 +94,16 @@ async function createRunRoute(deps: RunApiDeps, { req, res }: RouteContext) {
   } catch (thrown) {
     throw new HttpError(400, 'invalid workflow', thrown instanceof Error ? thrown.message : String(thrown));
   }
-  await deps.supervisor.createRun({ input, repository: body.repository, inputSummary: { source: 'api' } });
+  const source: RunSource = {
+    repository: body.repository,
+    repoUrl: body.repoUrl ?? null,
+    ref: body.ref,
+    sha: body.sha,
+    provider: 'api',
+    event: null,
+    workflow: body.workflow as unknown as LockWorkflow,
+  };
+  await deps.supervisor.createRun({ input, repository: body.repository, inputSummary: source });
   sendJson(res, 201, { runId, jobs: input.jobs.map((job) => job.key) });
 }
 

@@ -36,11 +36,16 @@ describe('loadConfig', () => {
     assert.equal(config.logLevel, 'info');
   });
 
-  it('generates a coordinator id from host, pid and random hex, different each time', () => {
-    const a = loadConfig({}).coordinatorId;
-    const b = loadConfig({}).coordinatorId;
+  it('generates a coordinator id from host, pid and random hex for a shared database, different each time', () => {
+    const env = { DATABASE_URL: 'postgres://127.0.0.1/switchyard' };
+    const a = loadConfig(env).coordinatorId;
+    const b = loadConfig(env).coordinatorId;
     assert.match(a, new RegExp(`-${process.pid}-[0-9a-f]{6}$`));
     assert.notEqual(a, b);
+  });
+
+  it('uses the stable id "embedded" with the embedded database, so a restart reclaims its runs', () => {
+    assert.equal(loadConfig({}).coordinatorId, 'embedded');
   });
 
   it('reads every variable', () => {

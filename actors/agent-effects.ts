@@ -1,0 +1,81 @@
+import { randomUUID } from 'node:crypto';
+import type { Logger } from 'pino';
+import type { JobContext } from '../machines/job.setup.ts';
+import type { AgentRegistry } from './agent-registry.ts';
+import type { Effect } from './ports.ts';
+import type { IncomingRunEvent } from './supervisor.ts';
+
+/** Builds the `job.dispatch` frame for one attempt, or says why it cannot be sent. */
+export type DispatchFactory = (args: {
+  runId: string;
+  jobKey: string;
+  dispatchId: string;
+  job: JobContext;
+  agentLabels: readonly string[];
+}) => Promise<{ ok: true; dispatch: object } | { ok: false; reason: string }>;
+
+export interface AgentEffectsDeps {
+  registry: AgentRegistry;
+  deliver: (runId: string, event: IncomingRunEvent) => Promise<unknown>;
+  jobContext: (runId: string, jobKey: string) => JobContext | null;
+  buildDispatch: DispatchFactory;
+  now: () => number;
+  log: Logger;
+}
+
+interface AttemptPayload {
+  jobKey: string;
+  agentId: string;
+  dispatchId: string;
+}
+
+/**
+ * The effects that reach agents: dispatch, cancel, close, slot release. Each runs after the
+ * transition that asked for it committed, and is safe to run twice (effects are at-least-once).
+ */
+export class AgentEffects {
+  constructor(private readonly deps: AgentEffectsDeps) {}
+
+  async sendDispatch(effect: Effect): Promise<void> {
+    const { jobKey, agentId, dispatchId } = effect.payload as AttemptPayload;
+    const { registry, deliver, log } = this.deps;
+    const session = registry.get(agentId);
+    if (!session) {
+      await deliver(effect.runId, { type: 'agent.disconnected', jobKey, agentId });
+      return;
+    }
+    if (session.sent.has(dispatchId)) return;
+    const job = this.deps.jobContext(effect.runId, jobKey);
+    if (!job || job.assignment?.dispatchId !== dispatchId) return;
+    const built = await this.deps.buildDispatch({ runId: effect.runId, jobKey, dispatchId, job, agentLabels: session.labels });
+    if (!built.ok) {
+      log.error({ runId: effect.runId, jobKey, reason: built.reason }, 'dispatch refused before sending');
+      await deliver(effect.runId, { type: 'agent.job.status', jobKey, agentId, dispatchId, state: 'failed', error: built.reason });
+      return;
+    }
+    session.sent.add(dispatchId);
+    session.link.send(built.dispatch);
+  }
+
+  sendCancel(effect: Effect): void {
+    const { jobKey, agentId, dispatchId, force, reason } = effect.payload as AttemptPayload & { force: boolean; reason: string };
+    const session = this.deps.registry.get(agentId);
+    if (!session) return;
+    const message = { type: 'job.cancel', messageId: randomUUID(), runId: effect.runId, jobId: dispatchId, reason, force };
+    session.link.send(message);
+    this.deps.log.info({ runId: effect.runId, jobKey, agentId, force, reason }, 'job.cancel sent');
+  }
+
+  closeAgentConnection(effect: Effect): void {
+    const { agentId, code, reason } = effect.payload as { agentId: string; code: number; reason: string };
+    const session = this.deps.registry.get(agentId);
+    if (!session) return;
+    this.deps.registry.markUnusable(agentId, reason);
+    session.link.close(code, reason);
+  }
+
+  releaseSlot(effect: Effect): void {
+    const { agentId, dispatchId } = effect.payload as { agentId: string; dispatchId: string };
+    this.deps.registry.release(agentId, dispatchId);
+  }
+}

@@ -1,0 +1,43 @@
+import type { AgentRequirements, LabelMatcher } from '../machines/types.ts';
+
+/** What matching needs to know about a connected agent (protocol.md §6). */
+export interface AgentOffer {
+  agentId: string;
+  labels: readonly string[];
+  /** The token's mandatory labels: the agent only takes jobs that require every one of them. */
+  taints: readonly string[];
+  properties: Readonly<Record<string, string | number | boolean>>;
+}
+
+export const RUN_STEPS_PROPERTY = 'switchyard.runSteps';
+
+function matches(matcher: LabelMatcher, label: string): boolean {
+  if (matcher.kind === 'exact') return matcher.value === label;
+  try {
+    return new RegExp(matcher.source, matcher.flags).test(label);
+  } catch {
+    // A matcher that does not compile was refused when the lock file was read; here it matches nothing.
+    return false;
+  }
+}
+
+/** The exact labels a job requires; taints are satisfied only by these. */
+function requiredLabels(requirements: AgentRequirements): Set<string> {
+  return new Set(requirements.runsOn.flatMap((m) => (m.kind === 'exact' ? [m.value] : [])));
+}
+
+/** Label, exclusion, taint and run-step rules of protocol.md §6 and §14 (slots are checked elsewhere). */
+export function agentCanTake(requirements: AgentRequirements, agent: AgentOffer): boolean {
+  if (!requirements.runsOn.every((matcher) => agent.labels.some((label) => matches(matcher, label)))) return false;
+  if (requirements.excludeLabels.some((matcher) => agent.labels.some((label) => matches(matcher, label)))) return false;
+  const required = requiredLabels(requirements);
+  if (!agent.taints.every((taint) => required.has(taint))) return false;
+  return !requirements.runSteps || agent.properties[RUN_STEPS_PROPERTY] === true;
+}
+
+/** `deterministic` picks the lowest agentId; `any` the first free one in arrival order. */
+export function pickAgent<T extends AgentOffer>(requirements: AgentRequirements, free: readonly T[]): T | undefined {
+  if (free.length === 0) return undefined;
+  if (requirements.runsOnPick === 'any') return free[0];
+  return [...free].sort((a, b) => a.agentId.localeCompare(b.agentId))[0];
+}

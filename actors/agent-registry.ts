@@ -1,0 +1,124 @@
+import type { AgentRequirements } from '../machines/types.ts';
+import { agentCanTake, pickAgent } from './agent-match.ts';
+import type { AgentOffer } from './agent-match.ts';
+
+/** How the registry reaches one agent's socket; the WebSocket layer implements it. */
+export interface AgentLink {
+  send(message: object): void;
+  close(code: number, reason: string): void;
+}
+
+export interface SlotHolder {
+  runId: string;
+  jobKey: string;
+}
+
+/** Who an attempt's wire `jobId` belongs to: O's own record, never the runId on the wire (§12). */
+export interface DispatchRecord extends SlotHolder {
+  agentId: string;
+  /** When the slot was freed; late messages are accepted for 30 s after it. */
+  endedAt: number | null;
+}
+
+export const LATE_MESSAGE_GRACE_MS = 30_000;
+
+export interface AgentSession extends AgentOffer {
+  connectionId: string;
+  tokenId: string | null;
+  maxConcurrency: number;
+  scalerManaged: boolean;
+  /** Not offered new jobs: silent for 90 s, draining, or its ack deadline passed (4031). */
+  unusable: string | null;
+  slots: Map<string, SlotHolder>;
+  /** Dispatch ids already sent on this connection: effects are at-least-once, frames are not. */
+  sent: Set<string>;
+  link: AgentLink;
+}
+
+/**
+ * The connected agents of this coordinator and their slots. The registry is the only owner of
+ * slot counts (`agent.status` from the agent never overwrites them, protocol.md §6).
+ */
+export class AgentRegistry {
+  private readonly sessions = new Map<string, AgentSession>();
+  private readonly listeners: (() => void)[] = [];
+  private readonly dispatches = new Map<string, DispatchRecord>();
+
+  constructor(private readonly now: () => number = Date.now) {}
+
+  dispatchOf(dispatchId: string): DispatchRecord | undefined {
+    return this.dispatches.get(dispatchId);
+  }
+
+  /** Records an attempt learned after a restart (reclaim), without taking a slot. */
+  rememberDispatch(dispatchId: string, record: DispatchRecord): void {
+    this.dispatches.set(dispatchId, record);
+  }
+
+  get size(): number {
+    return this.sessions.size;
+  }
+
+  all(): AgentSession[] {
+    return [...this.sessions.values()];
+  }
+
+  get(agentId: string): AgentSession | undefined {
+    return this.sessions.get(agentId);
+  }
+
+  /** Called when capacity may have appeared: a new agent, a freed slot. */
+  onCapacity(listener: () => void): void {
+    this.listeners.push(listener);
+  }
+
+  add(session: AgentSession): void {
+    this.sessions.set(session.agentId, session);
+    this.capacityChanged();
+  }
+
+  /** Removes the session if it is still this connection's; returns the jobs it held. */
+  remove(agentId: string, connectionId: string): SlotHolder[] {
+    const session = this.sessions.get(agentId);
+    if (!session || session.connectionId !== connectionId) return [];
+    this.sessions.delete(agentId);
+    return [...session.slots.values()];
+  }
+
+  reserve(agentId: string, dispatchId: string, holder: SlotHolder): void {
+    this.sessions.get(agentId)?.slots.set(dispatchId, holder);
+    this.dispatches.set(dispatchId, { ...holder, agentId, endedAt: null });
+  }
+
+  /** Frees the slot (idempotent); the attempt's record lives on through the late-message grace. */
+  release(agentId: string, dispatchId: string): void {
+    const record = this.dispatches.get(dispatchId);
+    if (record && record.endedAt === null) record.endedAt = this.now();
+    this.pruneEnded();
+    const session = this.sessions.get(agentId);
+    if (session?.slots.delete(dispatchId)) this.capacityChanged();
+  }
+
+  private pruneEnded(): void {
+    const horizon = this.now() - LATE_MESSAGE_GRACE_MS;
+    for (const [id, record] of this.dispatches) if (record.endedAt !== null && record.endedAt < horizon) this.dispatches.delete(id);
+  }
+
+  markUnusable(agentId: string, why: string): void {
+    const session = this.sessions.get(agentId);
+    if (session) session.unusable = why;
+  }
+
+  /** An agent with a free slot that can take the job, or why there is none. */
+  find(requirements: AgentRequirements): { session: AgentSession } | { none: 'no_matching_agent' | 'capacity'; matching: number } {
+    const matching = this.all().filter((session) => agentCanTake(requirements, session));
+    const free = matching.filter((session) => session.unusable === null && session.slots.size < session.maxConcurrency);
+    const session = pickAgent(requirements, free);
+    if (session) return { session };
+    return { none: matching.length === 0 ? 'no_matching_agent' : 'capacity', matching: matching.length };
+  }
+
+  private capacityChanged(): void {
+    for (const listener of this.listeners) listener();
+  }
+}

@@ -1,0 +1,121 @@
+import { sql } from 'kysely';
+import type { Kysely } from 'kysely';
+import type { Logger } from 'pino';
+import { AgentEffects } from '../actors/agent-effects.ts';
+import type { AgentRegistry, AgentSession, DispatchRecord } from '../actors/agent-registry.ts';
+import type { EffectHandler } from '../actors/effect-executor.ts';
+import { coerceError } from '../actors/errors.ts';
+import type { IncomingRunEvent, Supervisor } from '../actors/supervisor.ts';
+import type { CompiledConfig } from './config/index.ts';
+import { validateAgentToken } from './db/agent-tokens.ts';
+import type { AgentTokenRecord } from './db/agent-tokens.ts';
+import { appendLogChunk } from './db/job-logs.ts';
+import type { Schema } from './db/schema.ts';
+import { isRunSource } from './pipeline/run-source.ts';
+import type { RunSource } from './pipeline/run-source.ts';
+import type { ConnectionDeps } from './ws/connection.ts';
+import { buildDispatch } from './ws/dispatch-builder.ts';
+import { CLOSE_CODES } from './ws/messages.ts';
+
+export interface GatewayDeps {
+  db: Kysely<Schema>;
+  config: CompiledConfig;
+  registry: AgentRegistry;
+  supervisor: Supervisor;
+  deliver: (runId: string, event: IncomingRunEvent) => Promise<unknown>;
+  now: () => number;
+  log: Logger;
+  onUnknownType: (type: string) => void;
+  onViolation: () => void;
+}
+
+/** The wiring between agent sockets and run actors: effects out, job messages in (§9, §10, §12). */
+export function createAgentGateway(deps: GatewayDeps) {
+  const { db, registry, supervisor, log } = deps;
+  const sources = new Map<string, RunSource>();
+  const loadSource = async (runId: string): Promise<RunSource | null> => {
+    const cached = sources.get(runId);
+    if (cached) return cached;
+    const row = await db.selectFrom('runs').select('input_summary').where('run_id', '=', runId).executeTakeFirst();
+    if (!isRunSource(row?.input_summary)) return null;
+    if (sources.size > 1000) sources.delete(sources.keys().next().value as string);
+    sources.set(runId, row.input_summary);
+    return row.input_summary;
+  };
+  const effects = new AgentEffects({
+    registry,
+    deliver: deps.deliver,
+    jobContext: (runId, jobKey) => supervisor.jobContext(runId, jobKey),
+    now: deps.now,
+    log: log.child({ component: 'agent-effects' }),
+    buildDispatch: async ({ runId, jobKey, dispatchId, job, agentLabels }) => {
+      const source = await loadSource(runId);
+      if (!source) return { ok: false, reason: `run ${runId} has no stored source to build a dispatch from` };
+      return buildDispatch(source, { runId, jobKey, dispatchId, job, agentLabels }, deps.now());
+    },
+  });
+  const handlers: Record<string, EffectHandler> = {
+    sendDispatch: (effect) => effects.sendDispatch(effect),
+    sendCancel: (effect) => effects.sendCancel(effect),
+    closeAgentConnection: (effect) => effects.closeAgentConnection(effect),
+    releaseSlot: (effect) => effects.releaseSlot(effect),
+  };
+  const lookupDispatch = (dispatchId: string) => registry.dispatchOf(dispatchId) ?? dispatchFromProjection(db, dispatchId);
+  const connection: ConnectionDeps = {
+    authMode: deps.config.agentAuth,
+    validateToken: (token) => validateAgentToken(db, token, deps.now()),
+    registry,
+    deliver: deps.deliver,
+    lookupDispatch: async (dispatchId) => (await lookupDispatch(dispatchId)) ?? null,
+    appendLog: (chunk) => appendLogChunk(db, { ...chunk, now: deps.now() }).then(() => undefined),
+    reclaim: (session, inFlight) => reclaimInFlight({ ...deps, lookupDispatch }, session, inFlight),
+    now: deps.now,
+    log: log.child({ component: 'ws' }),
+    onUnknownType: deps.onUnknownType,
+    onViolation: deps.onViolation,
+  };
+  /** Revocation kicks every live socket on the token (protocol.md §3.2). */
+  const kickToken = (record: AgentTokenRecord) => {
+    for (const session of registry.all().filter((s) => s.tokenId === record.id)) {
+      session.link.send({ type: 'auth.failure', reason: 'Token revoked' });
+      session.link.close(CLOSE_CODES.AUTH_FAILED, 'Token revoked');
+    }
+  };
+  return { handlers, connection, kickToken };
+}
+
+/** After a restart the registry knows no attempts: the job projection holds the owner (B5). */
+async function dispatchFromProjection(db: Kysely<Schema>, dispatchId: string): Promise<DispatchRecord | undefined> {
+  const { rows } = await sql<{ run_id: string; job_key: string; agent_id: string | null; status: string; updated_at: number }>`
+    SELECT run_id, job_key, agent_id, status, updated_at FROM jobs WHERE dispatch_id = ${dispatchId} LIMIT 1`.execute(db);
+  const row = rows[0];
+  if (!row?.agent_id) return undefined;
+  const ended = ['success', 'failed', 'cancelled', 'skipped', 'timed_out_stale', 'drift_dropped'].includes(row.status);
+  return { runId: row.run_id, jobKey: row.job_key, agentId: row.agent_id, endedAt: ended ? Number(row.updated_at) : null };
+}
+
+type ReclaimDeps = GatewayDeps & { lookupDispatch: (dispatchId: string) => Promise<DispatchRecord | undefined> | DispatchRecord | undefined };
+
+/**
+ * `inFlightJobs` of a (re)registering agent (protocol.md §10.2): each attempt the agent still
+ * runs goes back to its job actor as `agent.job.reclaim`; one the actor refuses is cancelled.
+ */
+async function reclaimInFlight(deps: ReclaimDeps, session: AgentSession, inFlight: { jobId: string; runId: string }[]) {
+  for (const { jobId } of inFlight) {
+    try {
+      const record = await deps.lookupDispatch(jobId);
+      if (record && record.agentId === session.agentId && record.endedAt === null) {
+        deps.registry.reserve(session.agentId, jobId, { runId: record.runId, jobKey: record.jobKey });
+        await deps.deliver(record.runId, { type: 'agent.job.reclaim', jobKey: record.jobKey, agentId: session.agentId, dispatchId: jobId });
+        if (!deps.supervisor.owns(record.runId)) continue;
+        const job = deps.supervisor.jobContext(record.runId, record.jobKey);
+        if (job?.assignment?.dispatchId === jobId) continue;
+        deps.registry.release(session.agentId, jobId);
+      }
+      deps.log.warn({ agentId: session.agentId, jobId }, 'unknown in-flight job; cancelling it on the agent');
+      session.link.send({ type: 'job.cancel', messageId: jobId, runId: record?.runId ?? 'unknown', jobId, reason: 'not owned', force: true });
+    } catch (thrown) {
+      deps.log.error({ err: coerceError(thrown), jobId }, 'reclaim failed');
+    }
+  }
+}

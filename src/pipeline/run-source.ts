@@ -1,0 +1,22 @@
+import type { LockWorkflow } from '../../machines/lock.types.ts';
+import type { EventEnvelope } from './envelope.ts';
+
+/**
+ * What a run's dispatches are built from, frozen when the run is created (RUN-3) and stored as
+ * the run's input summary. Never holds secrets: credentials are resolved at dispatch time.
+ */
+export interface RunSource {
+  repository: string;
+  /** Clone URL (`file://` for local repositories); `null` runs jobs without a checkout. */
+  repoUrl: string | null;
+  ref: string;
+  sha: string;
+  provider: 'github' | 'local' | 'generic' | 'api';
+  event: EventEnvelope | null;
+  workflow: LockWorkflow;
+  trustTier?: 'trusted' | 'known' | 'unknown';
+}
+
+export function isRunSource(value: unknown): value is RunSource {
+  return typeof value === 'object' && value !== null && 'workflow' in value && 'repository' in value && 'ref' in value;
+}

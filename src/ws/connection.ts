@@ -1,0 +1,243 @@
+import { randomUUID } from 'node:crypto';
+import type { Logger } from 'pino';
+import type { WebSocket } from 'ws';
+import type { AgentSession, SlotHolder } from '../../actors/agent-registry.ts';
+import { coerceError } from '../../actors/errors.ts';
+import { checkRegisterGates } from './gates.ts';
+import type { TokenInfo } from './gates.ts';
+import { JOB_SCOPED_TYPES, handleJobMessage } from './job-messages.ts';
+import type { JobMessageDeps, JobScopedMessage } from './job-messages.ts';
+import { CLOSE_CODES, MIN_PROTOCOL_VERSION, isRefusedRequest, parseAgentMessage, refusalFor, truncateCloseReason } from './messages.ts';
+import type { AgentMessage, AgentMessageOf } from './messages.ts';
+import { ConnectionLimits, ViolationWindow } from './rate-limit.ts';
+
+export interface ConnectionDeps extends JobMessageDeps {
+  authMode: 'token' | 'none';
+  validateToken: (token: string) => Promise<TokenInfo | null>;
+  /** Reclaims the agent's in-flight jobs (§10.2); runs after register.ack. */
+  reclaim: (session: AgentSession, inFlight: { jobId: string; runId: string }[]) => Promise<void>;
+  onUnknownType: (type: string) => void;
+  onViolation: () => void;
+}
+
+type Phase = 'auth' | 'register' | 'ready' | 'closed';
+
+const AUTH_TIMEOUT_MS = 5_000;
+const REGISTER_TIMEOUT_MS = 10_000;
+const UNHEALTHY_MS = 90_000;
+const SILENT_CLOSE_MS = 180_000;
+const WATCH_EVERY_MS = 10_000;
+const MAX_HELD_FRAMES = 256;
+/** Job messages a reconnecting stock agent sends before its register.ack (§5). */
+const HOLDABLE = new Set(['job.status', 'step.status']);
+
+/**
+ * One agent socket: handshake, register gates, liveness and routing. It holds no run state;
+ * each job message becomes one event for the owning run actor (protocol.md §1, §4, §5, §8).
+ */
+export class AgentConnection {
+  readonly connectionId = randomUUID();
+  private phase: Phase;
+  private token: TokenInfo | null = null;
+  private session: AgentSession | null = null;
+  private held: JobScopedMessage[] = [];
+  private timer: NodeJS.Timeout | null = null;
+  private watchdog: NodeJS.Timeout | null = null;
+  private lastHeartbeatAt: number;
+  private readonly limits: ConnectionLimits;
+  private readonly violations = new ViolationWindow();
+  private chain: Promise<void> = Promise.resolve();
+  private readonly log: Logger;
+
+  constructor(
+    private readonly socket: WebSocket,
+    private readonly deps: ConnectionDeps,
+  ) {
+    this.log = deps.log.child({ connectionId: this.connectionId });
+    this.lastHeartbeatAt = deps.now();
+    this.limits = new ConnectionLimits(deps.now());
+    this.phase = deps.authMode === 'none' ? 'register' : 'auth';
+    this.arm(deps.authMode === 'none' ? REGISTER_TIMEOUT_MS : AUTH_TIMEOUT_MS, deps.authMode === 'none' ? 'Register timeout' : 'Auth timeout');
+    socket.on('message', (data, isBinary) => this.receive(data as Buffer, isBinary));
+    socket.on('close', () => this.closed());
+    socket.on('error', (error) => this.log.warn({ err: error }, 'agent socket error'));
+  }
+
+  private receive(data: Buffer, isBinary: boolean): void {
+    if (this.phase === 'closed') return;
+    if (isBinary) return this.close(CLOSE_CODES.INVALID_MESSAGE, 'Binary frames are not allowed');
+    const verdict = this.limits.check(data.length, this.deps.now(), data.length < 256 && data.includes('"heartbeat"'));
+    if (verdict === 'close') return this.close(CLOSE_CODES.INVALID_MESSAGE, 'Rate limit exceeded');
+    if (verdict === 'drop') return this.send({ type: 'rate.limit.warning', retryAfterMs: 1000 });
+    const parsed = parseAgentMessage(data.toString('utf8'));
+    if (!parsed.ok) {
+      if (parsed.unknownType) return this.deps.onUnknownType(parsed.type ?? 'unknown');
+      this.log.warn({ reason: parsed.reason }, 'invalid agent frame');
+      this.send({ type: 'error', code: 'invalid_message', message: parsed.reason });
+      return this.close(CLOSE_CODES.INVALID_MESSAGE, parsed.reason);
+    }
+    // Frames of one socket are handled in arrival order, one at a time.
+    this.chain = this.chain.then(() => this.route(parsed.message)).catch((thrown: unknown) => {
+      this.log.error({ err: coerceError(thrown) }, 'agent message failed');
+    });
+  }
+
+  private async route(message: AgentMessage): Promise<void> {
+    if (this.phase === 'closed') return;
+    if (this.phase === 'auth') return this.authenticate(message);
+    if (message.type === 'agent.register') return this.register(message);
+    if (this.phase === 'register') {
+      if (HOLDABLE.has(message.type) && this.held.length < MAX_HELD_FRAMES) {
+        this.held.push(message as JobScopedMessage);
+        return;
+      }
+      return this.close(CLOSE_CODES.INVALID_MESSAGE, 'Expected agent.register');
+    }
+    return this.routeRegistered(message);
+  }
+
+  private async authenticate(message: AgentMessage): Promise<void> {
+    if (message.type !== 'auth.request') return this.refuseAuth('Expected auth.request', CLOSE_CODES.AUTH_FAILED);
+    if (message.protocolVersion < MIN_PROTOCOL_VERSION) return this.refuseAuth('Unsupported protocol version', CLOSE_CODES.PROTOCOL_ERROR);
+    const token = await this.deps.validateToken(message.token);
+    if (!token) return this.refuseAuth('Invalid or expired token', CLOSE_CODES.AUTH_FAILED);
+    this.token = token;
+    this.phase = 'register';
+    this.send({ type: 'auth.success', connectionId: this.connectionId });
+    this.arm(REGISTER_TIMEOUT_MS, 'Register timeout');
+  }
+
+  private refuseAuth(reason: string, code: number): void {
+    this.log.info({ reason }, 'agent authentication refused');
+    this.send({ type: 'auth.failure', reason });
+    this.close(code, reason);
+  }
+
+  private async register(message: AgentMessageOf<'agent.register'>): Promise<void> {
+    const gate = checkRegisterGates(message, this.token, this.deps.registry.get(message.agentId), this.connectionId);
+    if (!gate.ok) return this.refuseRegister(gate.code, gate.reason);
+    const session = this.newSession(message, gate.handover);
+    this.session = session;
+    this.phase = 'ready';
+    this.disarm();
+    this.startWatchdog();
+    this.deps.registry.add(session);
+    // The same token took the agentId over: the old socket goes, its jobs stay with this session.
+    if (gate.handover && gate.handover.connectionId !== this.connectionId) {
+      gate.handover.link.close(CLOSE_CODES.INVALID_MESSAGE, 'Replaced by a new connection');
+    }
+    this.send({ type: 'register.ack', agentId: session.agentId, labels: message.labels, scalerManaged: session.scalerManaged });
+    this.log.info({ agentId: session.agentId, labels: session.labels, maxConcurrency: session.maxConcurrency }, 'agent registered');
+    await this.deps.reclaim(session, message.inFlightJobs ?? []);
+    const held = this.held.splice(0);
+    for (const frame of held) await this.jobMessage(frame);
+  }
+
+  private refuseRegister(code: number, reason: string): void {
+    this.log.info({ reason }, 'agent registration refused');
+    if (code === CLOSE_CODES.AUTH_FAILED) this.send({ type: 'auth.failure', reason });
+    this.held = [];
+    this.close(code, reason);
+  }
+
+  private newSession(message: AgentMessageOf<'agent.register'>, handover: AgentSession | undefined): AgentSession {
+    const link = { send: (m: object) => this.send(m), close: (code: number, reason: string) => this.close(code, reason) };
+    return {
+      agentId: message.agentId,
+      labels: message.labels,
+      taints: this.token?.mandatoryLabels ?? [],
+      properties: message.properties ?? {},
+      connectionId: this.connectionId,
+      tokenId: this.token?.id ?? null,
+      maxConcurrency: message.maxConcurrency ?? 1,
+      scalerManaged: handover?.scalerManaged ?? this.token?.agentType === 'ephemeral',
+      unusable: null,
+      slots: handover?.slots ?? new Map<string, SlotHolder>(),
+      sent: new Set(),
+      link,
+    };
+  }
+
+  private async routeRegistered(message: AgentMessage): Promise<void> {
+    if (message.type === 'heartbeat') {
+      this.lastHeartbeatAt = this.deps.now();
+      if (this.session?.unusable === 'silent') this.session.unusable = null;
+      return;
+    }
+    if (JOB_SCOPED_TYPES.has(message.type)) return this.jobMessage(message as JobScopedMessage);
+    if (isRefusedRequest(message)) return this.send(refusalFor(message));
+    return this.otherMessage(message);
+  }
+
+  private otherMessage(message: AgentMessage): void {
+    if (message.type === 'job.concurrency.report') {
+      // Groups are resolved before dispatch (§13.2); a workflow-level group is not enforced in v1.
+      this.send({ type: 'job.concurrency.ack', requestId: message.messageId, action: 'proceed', runId: message.runId, jobId: message.jobId });
+      return;
+    }
+    if (message.type === 'step.approval-request') {
+      const outcome = { outcome: 'rejected', reason: 'step approvals are not supported by this coordinator' };
+      this.send({ type: 'step.approval-resolved', requestId: message.messageId, runId: message.runId, jobId: message.jobId, stepIndex: message.stepIndex, ...outcome });
+      return;
+    }
+    if (message.type === 'agent.status' && this.session && message.activeJobs !== this.session.slots.size) {
+      this.log.debug({ reported: message.activeJobs, slots: this.session.slots.size }, 'agent.status disagrees with slot count (advisory)');
+    }
+  }
+
+  private async jobMessage(message: JobScopedMessage): Promise<void> {
+    if (!this.session) return;
+    const outcome = await handleJobMessage(this.deps, this.session.agentId, message);
+    if (outcome === 'violation') {
+      this.deps.onViolation();
+      if (this.violations.record(this.deps.now())) this.close(CLOSE_CODES.INVALID_MESSAGE, 'Repeated ownership violations');
+    }
+  }
+
+  private startWatchdog(): void {
+    this.watchdog ??= setInterval(() => {
+      const silent = this.deps.now() - this.lastHeartbeatAt;
+      if (silent > SILENT_CLOSE_MS) this.close(CLOSE_CODES.HEARTBEAT_TIMEOUT, 'Heartbeat timeout');
+      else if (silent > UNHEALTHY_MS && this.session && this.session.unusable === null) {
+        this.session.unusable = 'silent';
+        this.log.warn({ agentId: this.session.agentId, silentMs: silent }, 'agent unhealthy: no heartbeat');
+      }
+    }, WATCH_EVERY_MS);
+  }
+
+  send(message: object): void {
+    if (this.socket.readyState === this.socket.OPEN) this.socket.send(JSON.stringify(message));
+  }
+
+  close(code: number, reason: string): void {
+    if (this.phase === 'closed') return;
+    this.socket.close(code, truncateCloseReason(reason));
+    this.closed();
+  }
+
+  private arm(ms: number, reason: string): void {
+    this.disarm();
+    this.timer = setTimeout(() => this.close(CLOSE_CODES.AUTH_OR_REGISTER_TIMEOUT, reason), ms);
+  }
+
+  private disarm(): void {
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = null;
+  }
+
+  private closed(): void {
+    if (this.phase === 'closed') return;
+    this.phase = 'closed';
+    this.disarm();
+    if (this.watchdog) clearInterval(this.watchdog);
+    const session = this.session;
+    if (!session) return;
+    const jobs = this.deps.registry.remove(session.agentId, this.connectionId);
+    this.log.info({ agentId: session.agentId, jobs: jobs.length }, 'agent disconnected');
+    for (const job of jobs) {
+      void this.deps.deliver(job.runId, { type: 'agent.disconnected', jobKey: job.jobKey, agentId: session.agentId }).catch((thrown: unknown) => {
+        this.log.error({ err: coerceError(thrown), runId: job.runId }, 'disconnect triage failed');
+      });
+    }
+  }
+}

@@ -1,0 +1,37 @@
+import type { Server } from 'node:http';
+import type { Logger } from 'pino';
+import { WebSocketServer } from 'ws';
+import { AgentConnection } from './connection.ts';
+import type { ConnectionDeps } from './connection.ts';
+import { MAX_FRAME_BYTES } from './messages.ts';
+
+const AGENT_PATHS = new Set(['/ws/agent', '/ws']);
+
+export interface AgentServer {
+  connections: Set<AgentConnection>;
+  close(): Promise<void>;
+}
+
+/** Serves the agent protocol on `/ws/agent` and `/ws` of the coordinator's HTTP server. */
+export function attachAgentServer(server: Server, deps: ConnectionDeps, log: Logger): AgentServer {
+  const wss = new WebSocketServer({ noServer: true, maxPayload: MAX_FRAME_BYTES, perMessageDeflate: { threshold: 128 } });
+  const connections = new Set<AgentConnection>();
+  server.on('upgrade', (req, socket, head) => {
+    const path = new URL(req.url ?? '/', 'http://localhost').pathname;
+    if (!AGENT_PATHS.has(path)) return;
+    wss.handleUpgrade(req, socket, head, (ws) => {
+      const connection = new AgentConnection(ws, deps);
+      connections.add(connection);
+      ws.once('close', () => connections.delete(connection));
+    });
+  });
+  wss.on('error', (error) => log.error({ err: error }, 'agent websocket server error'));
+  return {
+    connections,
+    close: () =>
+      new Promise<void>((resolve) => {
+        for (const client of wss.clients) client.close(1001, 'Coordinator shutting down');
+        wss.close(() => resolve());
+      }),
+  };
+}
