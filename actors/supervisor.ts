@@ -44,6 +44,16 @@ export interface SupervisorOptions {
   onFenced: (error: FencedError) => void;
 }
 
+/** What observers (the visualizer's live stream) see after each committed event. */
+export interface CommittedUpdate {
+  runId: string;
+  seq: number;
+  event: unknown;
+  receivedAt: number;
+  stateAfter: unknown;
+  status: string;
+}
+
 export interface RestoreReport {
   restored: string[];
   refused: { runId: string; error: Error }[];
@@ -72,6 +82,7 @@ export class Supervisor {
   private readonly committer: GroupCommitter;
   private fenced: FencedError | null = null;
   private halted = false;
+  private readonly observers = new Set<(update: CommittedUpdate) => void>();
 
   constructor(private readonly options: SupervisorOptions) {
     this.machine = runtimeRunMachine(this.recorder);
@@ -98,6 +109,12 @@ export class Supervisor {
 
   get timersArmed(): number {
     return this.timers.size;
+  }
+
+  /** Calls `listener` after every committed event; returns the unsubscribe function. */
+  observe(listener: (update: CommittedUpdate) => void): () => void {
+    this.observers.add(listener);
+    return () => this.observers.delete(listener);
   }
 
   owns(runId: string): boolean {
@@ -257,6 +274,20 @@ export class Supervisor {
     }
     this.options.metrics.timersArmed.set(this.timers.size);
     if (entry.effects.length > 0) this.options.executeEffects(entry.effects.map((effect) => ({ ...effect, runId })));
+    if (this.observers.size > 0) this.notify(entry);
+  }
+
+  private notify(entry: CommitEntry): void {
+    for (const event of entry.events) {
+      const update = { runId: entry.runId, seq: event.seq, event: event.event, receivedAt: event.receivedAt, stateAfter: event.stateAfter, status: entry.run.status };
+      for (const observer of this.observers) {
+        try {
+          observer(update);
+        } catch (thrown) {
+          this.options.log.warn({ err: coerceError(thrown) }, 'observer failed');
+        }
+      }
+    }
   }
 
   /** A finished run leaves memory at once: nothing can move it any more (G-2). */
