@@ -1,0 +1,83 @@
+import type { LockFile } from '../../machines/lock.types.ts';
+import { coerceError } from '../../actors/errors.ts';
+import type { LockFileCache } from './cache.ts';
+import type { LockFileParseError } from './errors.ts';
+import type { LockFetchOutcome, LockFileProvider } from './providers/types.ts';
+
+export interface LockCandidate {
+  provider: LockFileProvider;
+  /** What the run clones from when this source wins (LOCK-3). */
+  cloneUrl: string | null;
+}
+
+export type LockResolution =
+  | { kind: 'found'; lock: LockFile; provider: string; cloneUrl: string | null; sha: string }
+  | { kind: 'miss' }
+  | { kind: 'corrupt'; error: LockFileParseError }
+  | { kind: 'transient'; detail: string };
+
+export interface ResolveLockFileInput {
+  /** The inbound source first, then the other registered sources of the same repository. */
+  candidates: readonly LockCandidate[];
+  /** Null reads each candidate at the head of its default branch. */
+  sha: string | null;
+  cache: LockFileCache;
+}
+
+/**
+ * LOCK-3: candidates are tried in order and the first valid lock file wins, so a valid fallback beats
+ * a corrupt inbound file. With nothing valid: `transient` when any candidate could not answer (a retry
+ * may still find a valid one), else `corrupt` when a parse error was seen, else `miss`. Never throws.
+ */
+export async function resolveLockFile(input: ResolveLockFileInput): Promise<LockResolution> {
+  let corrupt: LockFileParseError | null = null;
+  const transient: string[] = [];
+  for (const { provider, cloneUrl } of input.candidates) {
+    const read = await readCandidate(provider, input.sha, input.cache);
+    const { outcome, sha } = read;
+    switch (outcome.kind) {
+      case 'found':
+        return { kind: 'found', lock: outcome.lock, provider: provider.name, cloneUrl, sha };
+      case 'corrupt':
+        corrupt ??= outcome.error;
+        break;
+      case 'transient':
+        transient.push(`${provider.name}: ${outcome.detail}`);
+        break;
+      case 'miss':
+        break;
+      default:
+        return assertNever(outcome);
+    }
+  }
+  if (transient.length > 0) return { kind: 'transient', detail: transient.join('; ') };
+  if (corrupt !== null) return { kind: 'corrupt', error: corrupt };
+  return { kind: 'miss' };
+}
+
+async function readCandidate(
+  provider: LockFileProvider,
+  eventSha: string | null,
+  cache: LockFileCache,
+): Promise<{ outcome: LockFetchOutcome; sha: string }> {
+  try {
+    let sha = eventSha;
+    if (sha === null) {
+      const head = await provider.defaultBranchHead();
+      if ('transient' in head) return { outcome: { kind: 'transient', detail: head.transient }, sha: '' };
+      sha = head.sha;
+    }
+    const cached = cache.get(provider.name, sha);
+    if (cached !== undefined) return { outcome: cached, sha };
+    const outcome = await provider.fetch({ sha });
+    cache.set(provider.name, sha, outcome);
+    return { outcome, sha };
+  } catch (thrown) {
+    // The port says providers never throw; one that does is treated as unreachable, never as a miss.
+    return { outcome: { kind: 'transient', detail: `provider threw: ${coerceError(thrown).message}` }, sha: eventSha ?? '' };
+  }
+}
+
+function assertNever(value: never): never {
+  throw new Error(`unexpected lock fetch outcome ${JSON.stringify(value)}`);
+}
