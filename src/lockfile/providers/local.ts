@@ -1,0 +1,91 @@
+import { execFile } from 'node:child_process';
+import { coerceError } from '../../../actors/errors.ts';
+import { MAX_LOCK_FILE_BYTES } from '../parse.ts';
+import { notAFileOutcome, outcomeOf, oversizeOutcome } from './outcome.ts';
+import { LOCK_FILE_PATH, isCommitSha } from './types.ts';
+import type { DefaultBranchHead, LockFetchOutcome, LockFileProvider } from './types.ts';
+
+export interface LocalProviderOptions {
+  /** Repository `full_name` the mirror holds, e.g. `acme/app`. */
+  repository: string;
+  /** A git repository on disk, bare or with a work tree. */
+  path: string;
+  /** @default the branch `HEAD` points at, else `main` */
+  defaultBranch?: string;
+}
+
+type Git = (args: string[], maxBuffer?: number) => Promise<{ ok: true; stdout: Buffer } | { ok: false; detail: string }>;
+
+/** Reads `.kici/kici.lock.json` at a commit of a git repository on disk (LOCK-1), with `git` and no shell. */
+export function createLocalProvider(options: LocalProviderOptions): LockFileProvider {
+  const git = gitIn(options.path);
+  const provider: LockFileProvider = {
+    name: `local:${options.repository}`,
+    async fetch({ sha }) {
+      try {
+        if (sha !== null) return await readAt(git, options.path, sha);
+        const head = await provider.defaultBranchHead();
+        return 'transient' in head ? { kind: 'transient', detail: head.transient } : await readAt(git, options.path, head.sha);
+      } catch (thrown) {
+        return { kind: 'transient', detail: `reading ${options.path}: ${coerceError(thrown).message}` };
+      }
+    },
+    defaultBranchHead: () => defaultBranchHead(git, options),
+  };
+  return provider;
+}
+
+async function readAt(git: Git, path: string, sha: string): Promise<LockFetchOutcome> {
+  if (!isCommitSha(sha)) {
+    return { kind: 'transient', detail: `${JSON.stringify(sha)} is not a commit id (7 to 64 hex digits)` };
+  }
+  const present = await git(['cat-file', '-e', `${sha}^{commit}`]);
+  if (!present.ok) return { kind: 'transient', detail: `commit ${sha} is not present in ${path}` };
+  // ls-tree tells "absent" from "unreadable" by exit status, without parsing git's messages.
+  const listed = await git(['ls-tree', '-l', '--full-tree', sha, '--', LOCK_FILE_PATH]);
+  if (!listed.ok) return { kind: 'transient', detail: `listing ${LOCK_FILE_PATH} at ${sha} in ${path}: ${listed.detail}` };
+  const entry = parseTreeEntry(listed.stdout.toString('utf8'));
+  if (entry === null) return { kind: 'miss', detail: `no ${LOCK_FILE_PATH} at ${sha} in ${path}` };
+  if (entry.size === null) return notAFileOutcome(`${LOCK_FILE_PATH} is a ${entry.type}, not a file`);
+  if (entry.size > MAX_LOCK_FILE_BYTES) return oversizeOutcome(entry.size);
+  const blob = await git(['cat-file', 'blob', entry.oid], MAX_LOCK_FILE_BYTES + 1);
+  if (!blob.ok) return { kind: 'transient', detail: `reading ${LOCK_FILE_PATH} at ${sha} in ${path}: ${blob.detail}` };
+  return outcomeOf(blob.stdout);
+}
+
+interface TreeEntry {
+  type: string;
+  oid: string;
+  /** Null for anything that is not a blob (a directory or a submodule). */
+  size: number | null;
+}
+
+/** `<mode> SP <type> SP <oid> SP+ <size> TAB <path>`; empty output means the path is absent. */
+function parseTreeEntry(output: string): TreeEntry | null {
+  const match = /^\d+ (\w+) ([0-9a-f]+) +(-|\d+)\t/.exec(output);
+  if (match === null) return null;
+  const [, type = '', oid = '', size = '-'] = match;
+  return { type, oid, size: type === 'blob' && size !== '-' ? Number(size) : null };
+}
+
+async function defaultBranchHead(git: Git, options: LocalProviderOptions): Promise<DefaultBranchHead> {
+  let branch = options.defaultBranch;
+  if (branch === undefined) {
+    const symbolic = await git(['symbolic-ref', '--quiet', '--short', 'HEAD']);
+    branch = symbolic.ok ? symbolic.stdout.toString('utf8').trim() || 'main' : 'main';
+  }
+  const head = await git(['rev-parse', '--verify', '--quiet', `refs/heads/${branch}^{commit}`]);
+  if (!head.ok) return { transient: `branch ${branch} has no commit in ${options.path}` };
+  return { sha: head.stdout.toString('utf8').trim(), branch };
+}
+
+function gitIn(path: string): Git {
+  const env = { ...process.env, GIT_TERMINAL_PROMPT: '0', LC_ALL: 'C' };
+  return (args, maxBuffer = 1024 * 1024) =>
+    new Promise((resolve) => {
+      execFile('git', ['-C', path, ...args], { encoding: 'buffer', maxBuffer, env }, (error, stdout, stderr) => {
+        if (error === null) resolve({ ok: true, stdout });
+        else resolve({ ok: false, detail: stderr.toString('utf8').trim() || error.message });
+      });
+    });
+}
