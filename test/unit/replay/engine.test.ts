@@ -1,0 +1,135 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { runtimeRunMachine } from '../../../actors/intent-recorder.ts';
+import { SNAPSHOT_VERSION } from '../../../actors/supervisor.ts';
+import type { IncomingRunEvent } from '../../../actors/supervisor.ts';
+import { replayRecordedRun } from '../../../src/replay/engine.ts';
+import { ReplayJournalError, ReplayRangeError, ReplayVersionError } from '../../../src/replay/errors.ts';
+import { formatReport } from '../../../src/replay/format.ts';
+import { jobPlan, need, runInput } from '../../support/machines.ts';
+import { firing, recordInMemory } from './recording.ts';
+
+const agent = { agentId: 'agent-1', dispatchId: 'd-1' };
+const agent2 = { agentId: 'agent-2', dispatchId: 'd-2' };
+const ev = (event: IncomingRunEvent) => event;
+
+/** build (ack timeout → requeue → success on a second agent), then test (disconnect → recovery → reclaim). */
+function recordedRun() {
+  const input = runInput([jobPlan('build'), jobPlan('test', { needs: [need('build')] })], { runId: 'run-r' });
+  return recordInMemory(input, [
+    ev({ type: 'placement.granted', jobKey: 'build', ...agent, agentKind: 'static' }),
+    firing('build', 'ack'),
+    ev({ type: 'placement.none', jobKey: 'build', reason: { kind: 'capacity', message: 'every agent is busy' } }),
+    ev({ type: 'placement.granted', jobKey: 'build', ...agent2, agentKind: 'static' }),
+    ev({ type: 'agent.job.ack', jobKey: 'build', ...agent2 }),
+    ev({ type: 'agent.job.status', jobKey: 'build', ...agent2, state: 'running' }),
+    ev({ type: 'agent.job.status', jobKey: 'build', ...agent2, state: 'success' }),
+    ev({ type: 'placement.granted', jobKey: 'test', ...agent, agentKind: 'static' }),
+    ev({ type: 'agent.job.ack', jobKey: 'test', ...agent }),
+    ev({ type: 'agent.job.status', jobKey: 'test', ...agent, state: 'running' }),
+    ev({ type: 'agent.disconnected', jobKey: 'test', agentId: agent.agentId }),
+    ev({ type: 'agent.job.reclaim', jobKey: 'test', ...agent }),
+    ev({ type: 'agent.job.status', jobKey: 'test', ...agent, state: 'success' }),
+  ]);
+}
+
+describe('replay engine', () => {
+  it('replays a recorded run exactly: every step matches and the end state equals the stored snapshot', () => {
+    const recorded = recordedRun();
+    const report = replayRecordedRun(recorded);
+    assert.equal(report.divergence, null);
+    assert.equal(report.failure, null);
+    assert.deepEqual(report.snapshotCheck, { compared: true, seq: 13, equal: true, differences: [] });
+    assert.equal(report.exact, true);
+    assert.equal(report.steps.length, 14);
+    assert.equal(report.steps.at(-1)?.after.run, 'success');
+    const timeout = report.steps[2];
+    assert.equal(timeout?.type, 'timer.ack.expired');
+    assert.deepEqual(timeout?.before?.jobs['build'], { assigned: 'dispatched' });
+    assert.deepEqual(timeout?.intents.map((i) => i.type), ['releaseSlot', 'sendCancel', 'closeAgentConnection', 'requestPlacement']);
+    assert.equal(timeout?.deadlines.fired, 'build#ack');
+    assert.ok(timeout?.deadlines.disarmed.includes('build#ack'));
+    assert.equal(report.steps[3]?.waiting['build']?.message, 'every agent is busy');
+    assert.equal(report.steps[11]?.after.jobs['test'], 'recovering');
+    assert.ok(report.steps[11]?.deadlines.armed.some((d) => d.id === 'test#recovery'));
+  });
+
+  it('stops at any seq and exports the persisted snapshot of that point', () => {
+    const recorded = recordedRun();
+    const report = replayRecordedRun(recorded, { to: 4 });
+    assert.equal(report.steps.length, 5);
+    assert.equal(report.to, 4);
+    assert.deepEqual(report.snapshot.value, 'pending');
+    assert.deepEqual(report.snapshot.children?.['build']?.snapshot.value, { assigned: 'dispatched' });
+    assert.equal((report.snapshot.children?.['build']?.snapshot.context as { attempt: number }).attempt, 2);
+    assert.equal(report.snapshotCheck.compared, false);
+    assert.equal(report.exact, true);
+    assert.throws(() => replayRecordedRun(recorded, { to: 99 }), ReplayRangeError);
+  });
+
+  it('reports the first divergence when one journaled state was changed', () => {
+    const recorded = recordedRun();
+    const record = recorded.journal[6];
+    assert.ok(record);
+    record.stateAfter = { run: 'running', jobs: { build: 'failed', test: { waiting: 'gated' } } };
+    const report = replayRecordedRun(recorded);
+    assert.equal(report.divergence?.seq, 6);
+    assert.deepEqual(report.divergence?.differences.map((d) => d.path), ['jobs.build']);
+    assert.equal(report.exact, false);
+    assert.match(formatReport(report), /DIVERGED first at seq 6 \(agent\.job\.status\)/);
+  });
+
+  it('reports the first divergence when the chart changed: a run that no longer forwards job events', () => {
+    const recorded = recordedRun();
+    const altered = (recorder: Parameters<typeof runtimeRunMachine>[0]) =>
+      runtimeRunMachine(recorder).provide({ guards: { targetsOpenJob: () => false } });
+    const report = replayRecordedRun(recorded, { machine: altered });
+    assert.equal(report.divergence?.seq, 1);
+    assert.equal(report.divergence?.eventType, 'placement.granted');
+    assert.equal(report.snapshotCheck.compared && report.snapshotCheck.equal, false);
+  });
+
+  it('finds a difference only in the end snapshot (context) even when every summary matches', () => {
+    const recorded = recordedRun();
+    const stored = recorded.snapshot;
+    assert.ok(stored);
+    stored.snapshot.context.failureReason = 'tampered';
+    const report = replayRecordedRun(recorded);
+    assert.equal(report.divergence, null);
+    assert.deepEqual(report.snapshotCheck.compared && report.snapshotCheck.differences.map((d) => d.path), ['context.failureReason']);
+    assert.equal(report.exact, false);
+  });
+
+  it('refuses a run recorded by another chart version unless forced', () => {
+    const recorded = recordedRun();
+    assert.ok(recorded.snapshot);
+    recorded.snapshot.machineVersion = SNAPSHOT_VERSION + 1;
+    assert.throws(() => replayRecordedRun(recorded), (error: unknown) => {
+      assert.ok(error instanceof ReplayVersionError);
+      assert.match(error.message, new RegExp(`version ${SNAPSHOT_VERSION + 1}.*version ${SNAPSHOT_VERSION}.*force`));
+      return true;
+    });
+    const forced = replayRecordedRun(recorded, { force: true });
+    assert.equal(forced.machine.forced, true);
+    assert.equal(forced.divergence, null);
+  });
+
+  it('refuses a journal that does not start with run.created or has a gap', () => {
+    const recorded = recordedRun();
+    recorded.journal.splice(3, 1);
+    assert.throws(() => replayRecordedRun(recorded), ReplayJournalError);
+    const headless = recordedRun();
+    headless.journal[0] = { ...headless.journal[0]!, event: { type: 'run.cancel' } };
+    assert.throws(() => replayRecordedRun(headless), /not run\.created/);
+  });
+
+  it('prints each step with its time, event, state change, intents and deadlines', () => {
+    const text = formatReport(replayRecordedRun(recordedRun(), { to: 2 }));
+    assert.match(text, /seq 1 {2}\S+Z {2}placement\.granted {2}jobKey=build agentId=agent-1/);
+    assert.match(text, /job build {2}waiting\.agent → assigned\.dispatched|job build {2}queued → assigned\.dispatched/);
+    assert.match(text, /intent {3}sendDispatch/);
+    assert.match(text, /armed {4}build#ack \(ack\) due /);
+    assert.match(text, /fired {4}build#ack/);
+    assert.match(text, /result: exact/);
+  });
+});
