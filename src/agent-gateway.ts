@@ -6,6 +6,8 @@ import type { AgentRegistry, AgentSession, DispatchRecord } from '../actors/agen
 import type { EffectHandler } from '../actors/effect-executor.ts';
 import { coerceError } from '../actors/errors.ts';
 import type { IncomingRunEvent, Supervisor } from '../actors/supervisor.ts';
+import type { JobContext } from '../machines/job.setup.ts';
+import type { PersistedMachineSnapshot } from '../machines/projection.ts';
 import type { CompiledConfig } from './config/index.ts';
 import { validateAgentToken } from './db/agent-tokens.ts';
 import type { AgentTokenRecord } from './db/agent-tokens.ts';
@@ -60,7 +62,11 @@ export function createAgentGateway(deps: GatewayDeps) {
     closeAgentConnection: (effect) => effects.closeAgentConnection(effect),
     releaseSlot: (effect) => effects.releaseSlot(effect),
   };
-  const lookupDispatch = (dispatchId: string) => registry.dispatchOf(dispatchId) ?? dispatchFromProjection(db, dispatchId);
+  const lookupDispatch = (dispatchId: string) => {
+    const record = registry.dispatchOf(dispatchId);
+    if (record?.endedAt != null && isRecovering(supervisor, record, dispatchId)) return { ...record, endedAt: null };
+    return record ?? dispatchFromProjection(db, dispatchId);
+  };
   const connection: ConnectionDeps = {
     authMode: deps.config.agentAuth,
     validateToken: (token) => validateAgentToken(db, token, deps.now()),
@@ -82,6 +88,15 @@ export function createAgentGateway(deps: GatewayDeps) {
     }
   };
   return { handlers, connection, kickToken };
+}
+
+/**
+ * A job in `recovering` gave its slot back, which stamps the attempt's `endedAt`, yet the attempt
+ * lives on until the owner reclaims it or the window passes (protocol.md §10.2, §12).
+ */
+function isRecovering(supervisor: Supervisor, record: DispatchRecord, dispatchId: string): boolean {
+  const job = supervisor.snapshotOf(record.runId)?.children?.[record.jobKey]?.snapshot as PersistedMachineSnapshot<JobContext> | undefined;
+  return job?.value === 'recovering' && job.context.assignment?.dispatchId === dispatchId;
 }
 
 /** After a restart the registry knows no attempts: the job projection holds the owner (B5). */
