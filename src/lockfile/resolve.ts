@@ -74,7 +74,8 @@ async function readCandidate(
     return { outcome, sha };
   } catch (thrown) {
     // The port says providers never throw; one that does is treated as unreachable, never as a miss.
-    return { outcome: { kind: 'transient', detail: `provider threw: ${coerceError(thrown).message}` }, sha: eventSha ?? '' };
+    const detail = `provider threw: ${coerceError(thrown).message}`;
+    return { outcome: { kind: 'transient', detail }, sha: eventSha ?? '' };
   }
 }
 

@@ -50,7 +50,8 @@ export function createGitHubGet(options: GitHubClientOptions): GitHubGet {
         signal: AbortSignal.timeout(timeoutMs),
       });
       const { body, truncated } = await readLimited(response, maxBytes);
-      return { ok: true, response: { status: response.status, contentType: response.headers.get('content-type') ?? '', body, truncated } };
+      const contentType = response.headers.get('content-type') ?? '';
+      return { ok: true, response: { status: response.status, contentType, body, truncated } };
     } catch (thrown) {
       const error = coerceError(thrown);
       if (error.name === 'TimeoutError') return { ok: false, detail: `GET ${path} timed out after ${timeoutMs} ms` };

@@ -65,7 +65,8 @@ function fileContents(response: GitHubResponse): LockFetchOutcome | null {
   const size = 'size' in value && typeof value.size === 'number' ? value.size : null;
   if (size !== null && size > MAX_LOCK_FILE_BYTES) return oversizeOutcome(size);
   if (value.encoding !== 'base64') {
-    return { kind: 'transient', detail: `the Contents API did not inline ${LOCK_FILE_PATH} (encoding ${String(value.encoding)})` };
+    const detail = `the Contents API did not inline ${LOCK_FILE_PATH} (encoding ${String(value.encoding)})`;
+    return { kind: 'transient', detail };
   }
   return outcomeOf(Buffer.from(value.content, 'base64'));
 }

@@ -14,7 +14,8 @@ export interface LocalProviderOptions {
   defaultBranch?: string;
 }
 
-type Git = (args: string[], maxBuffer?: number) => Promise<{ ok: true; stdout: Buffer } | { ok: false; detail: string }>;
+type GitResult = { ok: true; stdout: Buffer } | { ok: false; detail: string };
+type Git = (args: string[], maxBuffer?: number) => Promise<GitResult>;
 
 /** Reads `.kici/kici.lock.json` at a commit of a git repository on disk (LOCK-1), with `git` and no shell. */
 export function createLocalProvider(options: LocalProviderOptions): LockFileProvider {
@@ -25,7 +26,8 @@ export function createLocalProvider(options: LocalProviderOptions): LockFileProv
       try {
         if (sha !== null) return await readAt(git, options.path, sha);
         const head = await provider.defaultBranchHead();
-        return 'transient' in head ? { kind: 'transient', detail: head.transient } : await readAt(git, options.path, head.sha);
+        if ('transient' in head) return { kind: 'transient', detail: head.transient };
+        return await readAt(git, options.path, head.sha);
       } catch (thrown) {
         return { kind: 'transient', detail: `reading ${options.path}: ${coerceError(thrown).message}` };
       }
@@ -43,7 +45,9 @@ async function readAt(git: Git, path: string, sha: string): Promise<LockFetchOut
   if (!present.ok) return { kind: 'transient', detail: `commit ${sha} is not present in ${path}` };
   // ls-tree tells "absent" from "unreadable" by exit status, without parsing git's messages.
   const listed = await git(['ls-tree', '-l', '--full-tree', sha, '--', LOCK_FILE_PATH]);
-  if (!listed.ok) return { kind: 'transient', detail: `listing ${LOCK_FILE_PATH} at ${sha} in ${path}: ${listed.detail}` };
+  if (!listed.ok) {
+    return { kind: 'transient', detail: `listing ${LOCK_FILE_PATH} at ${sha} in ${path}: ${listed.detail}` };
+  }
   const entry = parseTreeEntry(listed.stdout.toString('utf8'));
   if (entry === null) return { kind: 'miss', detail: `no ${LOCK_FILE_PATH} at ${sha} in ${path}` };
   if (entry.size === null) return notAFileOutcome(`${LOCK_FILE_PATH} is a ${entry.type}, not a file`);

@@ -192,7 +192,8 @@ describe('createGitHubProvider against a local GitHub peer', () => {
   });
 
   it('finds the default branch head through the repository and the commit', async () => {
-    peer.answers.set('/repos/acme/app', { status: 200, body: JSON.stringify({ full_name: 'acme/app', default_branch: 'release/1.x' }) });
+    const repository = { full_name: 'acme/app', default_branch: 'release/1.x' };
+    peer.answers.set('/repos/acme/app', { status: 200, body: JSON.stringify(repository) });
     peer.answers.set('/repos/acme/app/commits/release/1.x', { status: 200, body: JSON.stringify({ sha: SHA }) });
     assert.deepEqual(await provider().defaultBranchHead(), { sha: SHA, branch: 'release/1.x' });
     assert.equal(peer.requests[0]?.headers.accept, 'application/vnd.github+json');
@@ -235,7 +236,10 @@ describe('resolveLockFile across a GitHub peer and a local mirror (LOCK-3)', () 
   });
 
   const candidates = () => [
-    { provider: createGitHubProvider({ repository: 'acme/app', token: 't', apiUrl, timeoutMs: 300 }), cloneUrl: 'https://github.com/acme/app.git' },
+    {
+      provider: createGitHubProvider({ repository: 'acme/app', token: 't', apiUrl, timeoutMs: 300 }),
+      cloneUrl: 'https://github.com/acme/app.git',
+    },
     { provider: createLocalProvider({ repository: 'acme/app', path: root }), cloneUrl: root },
   ];
 

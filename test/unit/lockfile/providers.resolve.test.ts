@@ -20,7 +20,10 @@ function lockOf(text: string) {
 const OUTCOMES = {
   found: { kind: 'found', lock: lockOf(specExampleText()), bytes: 10 },
   miss: { kind: 'miss', detail: 'no .kici/kici.lock.json' },
-  corrupt: { kind: 'corrupt', error: new LockFileParseError('$.schemaVersion', 'schemaVersion 28 is not supported', 'schema_version') },
+  corrupt: {
+    kind: 'corrupt',
+    error: new LockFileParseError('$.schemaVersion', 'schemaVersion 28 is not supported', 'schema_version'),
+  },
   transient: { kind: 'transient', detail: 'HTTP 503' },
 } satisfies Record<string, LockFetchOutcome>;
 type Kind = keyof typeof OUTCOMES;
