@@ -3,6 +3,7 @@ import * as core001 from './001_core.ts';
 import * as jsonJournal002 from './002_json_journal.ts';
 import * as inboxAndGroups003 from './003_inbox_and_groups.ts';
 import * as agents004 from './004_agents.ts';
+import * as intake005 from './005_intake.ts';
 
 /**
  * Every migration, by name, in the order they apply. A static import map works under tsx, node
@@ -13,4 +14,5 @@ export const MIGRATIONS: Readonly<Record<string, Migration>> = {
   '002_json_journal': jsonJournal002,
   '003_inbox_and_groups': inboxAndGroups003,
   '004_agents': agents004,
+  '005_intake': intake005,
 };

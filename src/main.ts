@@ -10,14 +10,22 @@ import { openDatabase } from './db/database.ts';
 import { loadAdminTokenHash } from './http/admin-token.ts';
 import { registerAgentTokenRoutes } from './http/api-agent-tokens.ts';
 import { registerLogRoutes } from './http/api-logs.ts';
+import { registerMachineRoutes } from './http/api-machines.ts';
+import { registerReplayRoutes } from './http/api-replay.ts';
 import { registerRunRoutes } from './http/api-runs.ts';
 import { registerHealthRoutes } from './http/health.ts';
 import { Router } from './http/router.ts';
 import { createHttpServer, listen } from './http/server.ts';
+import { registerIntakeRoutes } from './http/api-intake.ts';
+import { registerGithubWebhook } from './http/webhooks.ts';
+import { registerGenericWebhook } from './http/webhooks-generic.ts';
+import { createIntake } from './intake.ts';
 import { createRuntime } from './runtime.ts';
 import type { Runtime } from './runtime.ts';
 import { createAgentMetrics } from './ws/metrics.ts';
 import { attachAgentServer } from './ws/server.ts';
+import { attachObserveServer } from './ws/observe.ts';
+import { registerVisualizerRoutes } from '../visualize/serve.ts';
 
 export interface Coordinator {
   port: number;
@@ -58,17 +66,28 @@ export async function startCoordinator(config: CompiledConfig, log: Logger, cloc
   });
   registerAgentTokenRoutes(router, { db, now: () => clock.now(), onRevoked: gateway.kickToken });
   registerLogRoutes(router, { db });
+  registerMachineRoutes(router);
+  registerReplayRoutes(router, { db });
+  registerVisualizerRoutes(router);
+  const intake = createIntake({ db, config, registry, createRun: (run) => runtime.supervisor.createRun(run), now: () => clock.now(), log });
+  registerGithubWebhook(router, intake.webhooks);
+  registerGenericWebhook(router, intake.webhooks);
+  registerIntakeRoutes(router, { db, now: () => clock.now(), onRequeued: (key) => intake.queue.notify(key) });
   const adminTokenHash = await loadAdminTokenHash(config.adminToken, config.dataDir, log);
   await runtime.start();
+  await intake.queue.start();
   const server: Server = createHttpServer({ router, adminTokenHash, log: log.child({ component: 'http' }) });
   const agents = attachAgentServer(server, gateway.connection, log);
+  const observers = attachObserveServer(server, { observe: (listener) => runtime.supervisor.observe(listener), adminTokenHash, log });
   const port = await listen(server, config.port, config.host);
   log.info({ port, host: config.host, coordinatorId: config.coordinatorId, database: database.kind }, 'coordinator listening');
   let closing: Promise<void> | null = null;
   async function close(): Promise<void> {
     closing ??= (async () => {
+      await intake.stop();
       runtime.stop();
       await agents.close();
+      await observers.close();
       await new Promise<void>((resolve) => server.close(() => resolve()));
       await runtime.executor.idle().catch(() => undefined);
       await database.close();

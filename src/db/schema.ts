@@ -137,7 +137,48 @@ export interface AgentSessionsTable {
 }
 
 /** Every table Switchyard owns (migrations/001_core.ts). */
+export interface DeliveriesTable {
+  source: string;
+  delivery_id: string;
+  event_name: string;
+  headers: Json;
+  body: Buffer;
+  received_at: Millis;
+  status: string;
+  attempts: ColumnType<number, number | undefined, number>;
+  next_attempt_at: Millis;
+  claimed_by: string | null;
+  claim_until: Millis | null;
+  last_error: string | null;
+  outcome: NullableJson;
+  processed_at: Millis | null;
+}
+
+export interface RepositoriesTable {
+  name: string;
+  provider: 'local' | 'github';
+  path: string | null;
+  clone_url: string | null;
+  default_branch: string | null;
+  token: string | null;
+  created_at: Millis;
+}
+
+export interface GenericSourcesTable {
+  name: string;
+  verification: 'hmac-sha256' | 'api-key' | 'none';
+  header: string | null;
+  secret: string | null;
+  event_type_header: string | null;
+  idempotency_header: string | null;
+  repository: string;
+  created_at: Millis;
+}
+
 export interface Schema {
+  deliveries: DeliveriesTable;
+  repositories: RepositoriesTable;
+  generic_sources: GenericSourcesTable;
   coordinators: CoordinatorsTable;
   run_owner: RunOwnerTable;
   run_events: RunEventsTable;

@@ -15,6 +15,10 @@ export interface RunSource {
   event: EventEnvelope | null;
   workflow: LockWorkflow;
   trustTier?: 'trusted' | 'known' | 'unknown';
+  /** Results of inline `env` expressions by job name, evaluated once at run creation (EVAL-1). */
+  resolvedEnv?: Record<string, Record<string, string>>;
+  /** The delivery that started the run, when a webhook did. */
+  delivery?: { source: string; deliveryId: string };
 }
 
 export function isRunSource(value: unknown): value is RunSource {

@@ -41,7 +41,7 @@ export function buildDispatch(source: RunSource, target: DispatchTarget, now: nu
     ...(job.matrix ? { fanoutIndex: job.matrix.index, fanoutTotal: job.matrix.total } : {}),
     agent: { labels: [...target.agentLabels] },
     environmentVars: {},
-    jobEnv: typeof lockJob.env === 'object' && lockJob.env !== null && !('_type' in lockJob.env) ? lockJob.env : {},
+    jobEnv: source.resolvedEnv?.[lockJob.name] ?? (lockJob.env && !('_type' in lockJob.env) ? lockJob.env : {}),
     ...(lockJob.timeout ? { timeout: lockJob.timeout } : {}),
     gracePeriod: lockJob.gracePeriod ?? 30,
     checkout: source.repoUrl !== null && lockJob.checkout !== false,

@@ -1,0 +1,160 @@
+import { sql } from 'kysely';
+import type { Kysely } from 'kysely';
+import { toJson } from './json.ts';
+import type { Schema } from './schema.ts';
+
+export type DeliveryStatus =
+  | 'received'
+  | 'processing'
+  | 'processed'
+  | 'ignored'
+  | 'lockfile_missing'
+  | 'lockfile_corrupt'
+  | 'retrying'
+  | 'dead';
+
+export interface Delivery {
+  source: string;
+  deliveryId: string;
+  eventName: string;
+  headers: Record<string, string>;
+  body: Buffer;
+  receivedAt: number;
+  status: DeliveryStatus;
+  attempts: number;
+}
+
+export interface DeliveryKey {
+  source: string;
+  deliveryId: string;
+}
+
+/** INT-3/INT-4: one atomic claim of the (source, delivery id) key; false means a duplicate. */
+export async function recordDelivery(
+  db: Kysely<Schema>,
+  d: { source: string; deliveryId: string; eventName: string; headers: Record<string, string>; body: Buffer; now: number },
+): Promise<boolean> {
+  const { rows } = await sql<{ one: number }>`
+    INSERT INTO deliveries (source, delivery_id, event_name, headers, body, received_at, status, next_attempt_at)
+    VALUES (${d.source}, ${d.deliveryId}, ${d.eventName}, ${toJson(d.headers)}::json, ${d.body}, ${d.now}, 'received', ${d.now})
+    ON CONFLICT (source, delivery_id) DO NOTHING RETURNING 1 AS one`.execute(db);
+  return rows.length === 1;
+}
+
+/** Claims deliveries that are due (new, retrying, or whose worker's lease ran out) (INT-5). */
+export async function claimDueDeliveries(
+  db: Kysely<Schema>,
+  { worker, now, leaseMs, limit }: { worker: string; now: number; leaseMs: number; limit: number },
+): Promise<DeliveryKey[]> {
+  const { rows } = await sql<{ source: string; delivery_id: string }>`
+    UPDATE deliveries SET status = 'processing', claimed_by = ${worker}, claim_until = ${now + leaseMs}
+     WHERE (source, delivery_id) IN (
+       SELECT source, delivery_id FROM deliveries
+        WHERE (status IN ('received', 'retrying') AND next_attempt_at <= ${now})
+           OR (status = 'processing' AND claim_until < ${now})
+        ORDER BY received_at LIMIT ${limit} FOR UPDATE SKIP LOCKED)
+    RETURNING source, delivery_id`.execute(db);
+  return rows.map((row) => ({ source: row.source, deliveryId: row.delivery_id }));
+}
+
+/** Claims one named delivery (the BullMQ worker's way in); false when another worker holds it or it is done. */
+export async function claimDelivery(db: Kysely<Schema>, key: DeliveryKey & { worker: string; now: number; leaseMs: number }): Promise<boolean> {
+  const result = await db
+    .updateTable('deliveries')
+    .set({ status: 'processing', claimed_by: key.worker, claim_until: key.now + key.leaseMs })
+    .where('source', '=', key.source)
+    .where('delivery_id', '=', key.deliveryId)
+    .where((eb) => eb.or([eb('status', 'in', ['received', 'retrying']), eb.and([eb('status', '=', 'processing'), eb('claim_until', '<', key.now)])]))
+    .executeTakeFirst();
+  return result.numUpdatedRows > 0n;
+}
+
+export async function loadDelivery(db: Kysely<Schema>, key: DeliveryKey): Promise<Delivery | null> {
+  const row = await db.selectFrom('deliveries').selectAll().where('source', '=', key.source).where('delivery_id', '=', key.deliveryId).executeTakeFirst();
+  if (!row) return null;
+  return {
+    source: row.source,
+    deliveryId: row.delivery_id,
+    eventName: row.event_name,
+    headers: row.headers as Record<string, string>,
+    body: row.body,
+    receivedAt: Number(row.received_at),
+    status: row.status as DeliveryStatus,
+    attempts: row.attempts,
+  };
+}
+
+/** Records the final outcome of processing (only the claiming worker may). */
+export async function finishDelivery(
+  db: Kysely<Schema>,
+  key: DeliveryKey & { worker: string; status: DeliveryStatus; outcome: unknown; now: number },
+): Promise<void> {
+  await db
+    .updateTable('deliveries')
+    .set({ status: key.status, outcome: toJson(key.outcome), processed_at: key.now, claimed_by: null, claim_until: null, last_error: null })
+    .where('source', '=', key.source)
+    .where('delivery_id', '=', key.deliveryId)
+    .where('claimed_by', '=', key.worker)
+    .execute();
+}
+
+/** A transient failure: try again at `nextAttemptAt`, or give up (`dead`) after the last attempt (INT-6). */
+export async function retryDelivery(
+  db: Kysely<Schema>,
+  key: DeliveryKey & { worker: string; error: string; nextAttemptAt: number | null },
+): Promise<void> {
+  await db
+    .updateTable('deliveries')
+    .set((eb) => ({
+      status: key.nextAttemptAt === null ? 'dead' : 'retrying',
+      attempts: eb('attempts', '+', 1),
+      next_attempt_at: key.nextAttemptAt ?? 0,
+      last_error: key.error.slice(0, 2000),
+      claimed_by: null,
+      claim_until: null,
+    }))
+    .where('source', '=', key.source)
+    .where('delivery_id', '=', key.deliveryId)
+    .where('claimed_by', '=', key.worker)
+    .execute();
+}
+
+/** `POST /api/v1/deliveries/:id/retry`: a dead (or any finished) delivery goes back to the queue. */
+export async function requeueDelivery(db: Kysely<Schema>, key: DeliveryKey & { now: number }): Promise<boolean> {
+  const result = await db
+    .updateTable('deliveries')
+    .set({ status: 'received', attempts: 0, next_attempt_at: key.now, last_error: null })
+    .where('source', '=', key.source)
+    .where('delivery_id', '=', key.deliveryId)
+    .where('status', 'in', ['dead', 'lockfile_missing', 'lockfile_corrupt', 'ignored', 'processed'])
+    .executeTakeFirst();
+  return result.numUpdatedRows > 0n;
+}
+
+export async function listDeliveries(db: Kysely<Schema>, filter: { status?: string; limit: number }) {
+  let query = db
+    .selectFrom('deliveries')
+    .select(['source', 'delivery_id', 'event_name', 'received_at', 'status', 'attempts', 'last_error', 'outcome', 'processed_at'])
+    .orderBy('received_at', 'desc')
+    .limit(filter.limit);
+  if (filter.status) query = query.where('status', '=', filter.status);
+  return query.execute();
+}
+
+/** Deliveries waiting to be processed now (not those retrying later). */
+export async function countDueDeliveries(db: Kysely<Schema>, now: number): Promise<number> {
+  const { rows } = await sql<{ n: number }>`
+    SELECT count(*)::int AS n FROM deliveries
+     WHERE (status IN ('received', 'retrying') AND next_attempt_at <= ${now}) OR status = 'processing'`.execute(db);
+  return rows[0]?.n ?? 0;
+}
+
+/** Due deliveries without claiming them (the BullMQ sweep enqueues them; the worker claims). */
+export async function listDueDeliveries(db: Kysely<Schema>, { now, limit }: { now: number; limit: number }) {
+  const { rows } = await sql<{ source: string; delivery_id: string; attempts: number }>`
+    SELECT source, delivery_id, attempts FROM deliveries
+     WHERE (status IN ('received', 'retrying') AND next_attempt_at <= ${now})
+        OR (status = 'processing' AND claim_until < ${now})
+     ORDER BY received_at LIMIT ${limit}`.execute(db);
+  return rows.map((row) => ({ source: row.source, deliveryId: row.delivery_id, attempts: row.attempts }));
+}

@@ -1,0 +1,96 @@
+import { createHmac, randomUUID, timingSafeEqual } from 'node:crypto';
+import type { IncomingMessage } from 'node:http';
+import type { Kysely } from 'kysely';
+import type { Logger } from 'pino';
+import type { DeliveryKey } from '../db/deliveries.ts';
+import { recordDelivery } from '../db/deliveries.ts';
+import type { Schema } from '../db/schema.ts';
+import { HttpError, readBody, sendJson } from './respond.ts';
+import type { RouteContext, Router } from './router.ts';
+
+export const MAX_WEBHOOK_BYTES = 25 * 1024 * 1024;
+const KEPT_HEADERS = ['x-github-event', 'x-github-delivery', 'x-github-hook-installation-target-id', 'content-type', 'user-agent'];
+
+export interface WebhookDeps {
+  db: Kysely<Schema>;
+  githubSecrets: readonly string[];
+  now: () => number;
+  log: Logger;
+  /** Wakes the intake queue once the delivery is durable. */
+  onAccepted: (key: DeliveryKey) => void;
+  observe: (source: string, outcome: 'accepted' | 'duplicate' | 'rejected', seconds: number) => void;
+}
+
+/**
+ * `X-Hub-Signature-256` over the exact body bytes, compared in constant time against every
+ * configured secret (INT-1). Hand-rolled over the raw Buffer: a string API would re-encode bytes
+ * that are not valid UTF-8 and verify something other than what GitHub signed.
+ */
+export function verifySignature(body: Buffer, header: string | undefined, secrets: readonly string[]): boolean {
+  if (!header?.startsWith('sha256=')) return false;
+  const given = Buffer.from(header.slice('sha256='.length), 'hex');
+  if (given.length !== 32) return false;
+  return secrets.some((secret) => timingSafeEqual(createHmac('sha256', secret).update(body).digest(), given));
+}
+
+function header(req: IncomingMessage, name: string): string | undefined {
+  const value = req.headers[name];
+  return Array.isArray(value) ? value[0] : value;
+}
+
+function keptHeaders(req: IncomingMessage, extra: readonly string[] = []): Record<string, string> {
+  const kept: Record<string, string> = {};
+  for (const name of [...KEPT_HEADERS, ...extra]) {
+    const value = header(req, name.toLowerCase());
+    if (value !== undefined) kept[name.toLowerCase()] = value;
+  }
+  return kept;
+}
+
+export function parseJsonBody(body: Buffer): unknown {
+  try {
+    return JSON.parse(new TextDecoder('utf-8', { fatal: true }).decode(body)) as unknown;
+  } catch (thrown) {
+    throw new HttpError(400, 'malformed body', thrown instanceof Error ? thrown.message : 'not JSON');
+  }
+}
+
+/** Records the delivery durably, then answers: 202 first time, 200 duplicate:true after (INT-3, INT-4). */
+export async function acceptDelivery(
+  deps: WebhookDeps,
+  res: RouteContext['res'],
+  d: { source: string; deliveryId: string; eventName: string; headers: Record<string, string>; body: Buffer },
+  started: number,
+): Promise<void> {
+  const fresh = await recordDelivery(deps.db, { ...d, now: deps.now() });
+  const seconds = (performance.now() - started) / 1000;
+  deps.observe(d.source, fresh ? 'accepted' : 'duplicate', seconds);
+  if (!fresh) {
+    sendJson(res, 200, { accepted: true, duplicate: true, deliveryId: d.deliveryId });
+    return;
+  }
+  sendJson(res, 202, { accepted: true, deliveryId: d.deliveryId });
+  deps.onAccepted({ source: d.source, deliveryId: d.deliveryId });
+}
+
+async function githubRoute(deps: WebhookDeps, { req, res }: RouteContext): Promise<void> {
+  const started = performance.now();
+  const body = await readBody(req, MAX_WEBHOOK_BYTES);
+  if (!verifySignature(body, header(req, 'x-hub-signature-256'), deps.githubSecrets)) {
+    deps.observe('github', 'rejected', 0);
+    const reason = deps.githubSecrets.length === 0 ? 'no GitHub webhook secret is configured' : 'signature does not match';
+    throw new HttpError(401, 'invalid signature', reason);
+  }
+  const eventName = header(req, 'x-github-event');
+  const deliveryId = header(req, 'x-github-delivery');
+  if (!eventName) throw new HttpError(400, 'missing header', 'X-GitHub-Event is required');
+  if (!deliveryId) throw new HttpError(400, 'missing header', 'X-GitHub-Delivery is required');
+  parseJsonBody(body);
+  await acceptDelivery(deps, res, { source: 'github', deliveryId, eventName, headers: keptHeaders(req), body }, started);
+}
+
+export function registerGithubWebhook(router: Router, deps: WebhookDeps): void {
+  router.on('POST', '/webhooks/github', (ctx) => githubRoute(deps, ctx));
+}
+
+export { header as requestHeader, keptHeaders, randomUUID as newDeliveryId };

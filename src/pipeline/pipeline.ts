@@ -1,0 +1,122 @@
+import type { Logger } from 'pino';
+import type { LockFile } from '../../machines/lock.types.ts';
+import type { LockFileCache } from '../lockfile/cache.ts';
+import { createGitHubProvider } from '../lockfile/providers/github.ts';
+import { createLocalProvider } from '../lockfile/providers/local.ts';
+import type { LockFileProvider } from '../lockfile/providers/types.ts';
+import { resolveLockFile } from '../lockfile/resolve.ts';
+import type { RepositoryRegistration } from '../db/repositories.ts';
+import type { Delivery } from '../db/deliveries.ts';
+import type { DeliveryStatus } from '../db/deliveries.ts';
+import { TransientIntakeError } from '../queue/intake-queue.ts';
+import type { EventEnvelope } from './envelope.ts';
+import { isDropped, normalizeGenericEvent, normalizeGitHubEvent } from './normalize.ts';
+import type { NormalizedEvent } from './normalize.ts';
+import type { RunStarter } from './start-runs.ts';
+import { resolveTrust } from './trust.ts';
+import type { TrustOutcome } from './trust.ts';
+
+export interface PipelineDeps {
+  repository: (name: string) => Promise<RepositoryRegistration | null>;
+  /** The repository a generic source is bound to. */
+  genericSourceRepository: (source: string) => Promise<string | null>;
+  cache: LockFileCache;
+  startRuns: RunStarter;
+  log: Logger;
+}
+
+export interface PipelineResult {
+  status: DeliveryStatus;
+  outcome: Record<string, unknown>;
+}
+
+function providerFor(repo: RepositoryRegistration): LockFileProvider {
+  if (repo.provider === 'local') {
+    return createLocalProvider({ repository: repo.name, path: repo.path ?? '', ...(repo.defaultBranch ? { defaultBranch: repo.defaultBranch } : {}) });
+  }
+  return createGitHubProvider({ repository: repo.name, token: repo.token ?? '' });
+}
+
+function decodeBody(delivery: Delivery): unknown {
+  return JSON.parse(delivery.body.toString('utf8')) as unknown;
+}
+
+/** The generic envelope wrapped like a GitHub one: the lock is read at the default branch head. */
+function genericEvent(delivery: Delivery, repository: string): NormalizedEvent | { dropped: string } {
+  const envelope = normalizeGenericEvent(delivery.source.replace(/^generic:/, ''), delivery.eventName, decodeBody(delivery));
+  if (isDropped(envelope)) return envelope;
+  return { envelope, sha: null, ref: 'HEAD', repository, cloneUrl: null, installationId: null };
+}
+
+async function normalized(deps: PipelineDeps, delivery: Delivery): Promise<NormalizedEvent | { dropped: string }> {
+  if (delivery.source === 'github') return normalizeGitHubEvent(delivery.eventName, decodeBody(delivery));
+  const repository = await deps.genericSourceRepository(delivery.source);
+  if (!repository) return { dropped: `generic source ${delivery.source} has no bound repository` };
+  return genericEvent(delivery, repository);
+}
+
+/**
+ * One delivery, from its stored body to started runs (orchestration.md §2–§4): normalize, find
+ * the registered repository, decide trust, resolve the lock file, match and start one run per
+ * matched workflow. Transient failures throw TransientIntakeError and the delivery is retried.
+ */
+export async function runPipeline(deps: PipelineDeps, delivery: Delivery): Promise<PipelineResult> {
+  const event = await normalized(deps, delivery);
+  if (isDropped(event)) return { status: 'ignored', outcome: { reason: event.dropped } };
+  const repo = await deps.repository(event.repository);
+  if (!repo) return { status: 'ignored', outcome: { reason: `repository ${event.repository} is not registered` } };
+  const provider = providerFor(repo);
+  const trust = await resolveTrust({
+    event,
+    provider: delivery.source === 'github' && repo.provider === 'github' ? 'github' : delivery.source === 'github' ? 'local' : 'generic',
+    defaultBranch: repo.defaultBranch ?? 'main',
+  });
+  const lock = await resolveLockFile({ candidates: [{ provider, cloneUrl: repo.cloneUrl }], sha: trust.lockSha, cache: deps.cache });
+  if (lock.kind === 'transient') throw new TransientIntakeError(`lock file: ${lock.detail}`);
+  if (lock.kind === 'miss') return { status: 'lockfile_missing', outcome: { repository: repo.name, sha: trust.lockSha } };
+  const source = runSourceBase(repo, event, trust, lock.kind === 'found' ? lock.sha : (trust.lockSha ?? event.sha ?? 'HEAD'));
+  if (lock.kind === 'corrupt') {
+    const runIds = await deps.startRuns.corrupt(delivery, source, lock.error.message);
+    return { status: 'lockfile_corrupt', outcome: { error: lock.error.message, runIds } };
+  }
+  return startMatched(deps, delivery, lock.lock, source);
+}
+
+async function startMatched(deps: PipelineDeps, delivery: Delivery, lock: LockFile, source: SourceBase): Promise<PipelineResult> {
+  const results = await deps.startRuns.matched(delivery, lock, source);
+  const runIds = results.flatMap((r) => (r.runId ? [r.runId] : []));
+  return { status: 'processed', outcome: { matched: results.length, runIds, workflows: results.map((r) => r.workflow) } };
+}
+
+export interface SourceBase {
+  repository: string;
+  repoUrl: string | null;
+  ref: string;
+  sha: string;
+  provider: 'github' | 'local' | 'generic';
+  event: EventEnvelope;
+  trustTier: TrustOutcome['tier'];
+}
+
+function shortRef(ref: string): string {
+  return ref.replace(/^refs\/(heads|tags)\//, '');
+}
+
+/**
+ * Code is checked out at the event's commit; a fork PR clones the head repository (TRUST-4). A
+ * local registration is cloned from disk, whatever URL the payload names.
+ */
+function runSourceBase(repo: RepositoryRegistration, event: NormalizedEvent, trust: TrustOutcome, lockSha: string): SourceBase {
+  const local = repo.provider === 'local' && repo.path ? `file://${repo.path}` : null;
+  const cloneUrl = repo.provider === 'local' ? (repo.cloneUrl ?? local) : (event.cloneUrl ?? repo.cloneUrl);
+  const ref = event.envelope.sourceBranch ?? shortRef(event.ref === 'HEAD' ? (repo.defaultBranch ?? 'main') : event.ref);
+  return {
+    repository: repo.name,
+    repoUrl: cloneUrl,
+    ref,
+    sha: event.sha ?? lockSha,
+    provider: event.envelope.provider === 'generic' ? 'generic' : repo.provider,
+    event: event.envelope,
+    trustTier: trust.tier,
+  };
+}

@@ -1,0 +1,127 @@
+import type { Kysely } from 'kysely';
+import type { Logger } from 'pino';
+import { coerceError } from '../../actors/errors.ts';
+import type { NewRun } from '../../actors/ports.ts';
+import type { LockFile, LockStaticJob, LockWorkflow } from '../../machines/lock.types.ts';
+import { planRun } from '../../machines/run.plan.ts';
+import type { InitFailure, JobTimeouts } from '../../machines/types.ts';
+import type { Delivery } from '../db/deliveries.ts';
+import type { Schema } from '../db/schema.ts';
+import type { Sandbox } from '../sandbox/index.ts';
+import type { EventEnvelope } from './envelope.ts';
+import type { SourceBase } from './pipeline.ts';
+import { runIdFor } from './run-id.ts';
+import type { RunSource } from './run-source.ts';
+import { matchWorkflows } from './triggers.ts';
+
+export interface StartedRun {
+  workflow: string;
+  runId: string | null;
+  initFailure?: string;
+}
+
+export interface RunStarter {
+  matched(delivery: Delivery, lock: LockFile, source: SourceBase): Promise<StartedRun[]>;
+  corrupt(delivery: Delivery, source: SourceBase, message: string): Promise<string[]>;
+}
+
+export interface RunStarterDeps {
+  db: Kysely<Schema>;
+  createRun: (run: NewRun) => Promise<void>;
+  sandbox: Sandbox;
+  timeouts: JobTimeouts;
+  maxAttempts: number;
+  now: () => number;
+  log: Logger;
+}
+
+const UNRESOLVED = '(unresolved workflow)';
+const MAX_MESSAGE = 2000;
+
+interface InlineResults {
+  groups: Record<string, string>;
+  env: Record<string, Record<string, string>>;
+  errors: Record<string, InitFailure>;
+}
+
+/** EVAL-1..5: inline values are evaluated once, against the envelope; a failure fails only that job. */
+async function evaluateInline(sandbox: Sandbox, workflow: LockWorkflow, event: EventEnvelope): Promise<InlineResults> {
+  const results: InlineResults = { groups: {}, env: {}, errors: {} };
+  const jobs = workflow.jobs.filter((job): job is LockStaticJob => job._type === 'static');
+  for (const job of jobs) {
+    const fail = (message: string) => {
+      results.errors[job.name] ??= { scope: 'job', category: 'dynamic_eval', message: message.slice(0, MAX_MESSAGE), jobName: job.name };
+    };
+    if (typeof job.concurrencyGroup === 'object') {
+      const r = await sandbox.evaluate({ expression: job.concurrencyGroup.expression, event, expect: 'string', field: 'concurrencyGroup', jobName: job.name });
+      if (r.ok && typeof r.value === 'string') results.groups[job.name] = r.value;
+      else if (!r.ok) fail(r.message);
+    }
+    if (job.env && '_type' in job.env) {
+      const r = await sandbox.evaluate({ expression: job.env.expression, event, expect: 'stringMap', field: 'env', jobName: job.name });
+      if (r.ok && typeof r.value === 'object') results.env[job.name] = r.value;
+      else if (!r.ok) fail(r.message);
+    }
+  }
+  return results;
+}
+
+/** Starts the runs of one delivery; each workflow on its own, so one failure never stops the others (INT-8, B15). */
+export function createRunStarter(deps: RunStarterDeps): RunStarter {
+  const exists = async (runId: string) =>
+    (await deps.db.selectFrom('runs').select('run_id').where('run_id', '=', runId).executeTakeFirst()) !== undefined;
+
+  async function failedRun(delivery: Delivery, source: SourceBase, workflow: LockWorkflow, initFailure: InitFailure): Promise<string> {
+    const runId = runIdFor(delivery.source, delivery.deliveryId, workflow.name);
+    if (await exists(runId)) return runId;
+    const input = planRun({ runId, createdAt: deps.now(), workflow, timeouts: deps.timeouts, maxAttempts: deps.maxAttempts, repository: source.repository, initFailure });
+    await deps.createRun({ input, repository: source.repository, inputSummary: toSource(source, workflow, delivery, {}) });
+    return runId;
+  }
+
+  async function startOne(delivery: Delivery, source: SourceBase, workflow: LockWorkflow): Promise<StartedRun> {
+    const runId = runIdFor(delivery.source, delivery.deliveryId, workflow.name);
+    if (await exists(runId)) return { workflow: workflow.name, runId };
+    const inline = await evaluateInline(deps.sandbox, workflow, source.event);
+    const input = planRun({
+      ...{ runId, createdAt: deps.now(), workflow, timeouts: deps.timeouts, maxAttempts: deps.maxAttempts },
+      ...{ repository: source.repository, resolvedConcurrencyGroups: inline.groups, jobErrors: inline.errors },
+    });
+    await deps.createRun({ input, repository: source.repository, inputSummary: toSource(source, workflow, delivery, inline.env) });
+    return { workflow: workflow.name, runId };
+  }
+
+  return {
+    async matched(delivery, lock, source) {
+      const started: StartedRun[] = [];
+      for (const match of matchWorkflows(lock.workflows, source.event)) {
+        if (match.outcome === 'no_match') continue;
+        const name = match.workflow.name;
+        try {
+          if (match.outcome === 'error') throw match.error;
+          started.push(await startOne(delivery, source, match.workflow));
+        } catch (thrown) {
+          const message = `workflow ${name} could not start: ${coerceError(thrown).message}`.slice(0, MAX_MESSAGE);
+          deps.log.warn({ workflow: name, deliveryId: delivery.deliveryId, message }, 'workflow failed before its run started');
+          const runId = await failedRun(delivery, source, { ...match.workflow, jobs: [] }, { scope: 'run', category: 'dynamic_eval', message });
+          started.push({ workflow: name, runId, initFailure: message });
+        }
+      }
+      return started;
+    },
+    async corrupt(delivery, source, message) {
+      const workflow: LockWorkflow = { name: UNRESOLVED, jobs: [] };
+      const initFailure: InitFailure = { scope: 'run', category: 'lock_resolution', message: message.slice(0, MAX_MESSAGE) };
+      return [await failedRun(delivery, source, workflow, initFailure)];
+    },
+  };
+}
+
+function toSource(source: SourceBase, workflow: LockWorkflow, delivery: Delivery, resolvedEnv: Record<string, Record<string, string>>): RunSource {
+  return {
+    ...source,
+    workflow,
+    resolvedEnv,
+    delivery: { source: delivery.source, deliveryId: delivery.deliveryId },
+  };
+}

@@ -1,0 +1,90 @@
+import type { Kysely } from 'kysely';
+import type { Logger } from 'pino';
+import { coerceError } from '../../actors/errors.ts';
+import { claimDueDeliveries, countDueDeliveries } from '../db/deliveries.ts';
+import type { DeliveryKey } from '../db/deliveries.ts';
+import type { Schema } from '../db/schema.ts';
+import type { DeliveryProcessor, IntakeQueue } from './intake-queue.ts';
+
+export const INTAKE_LEASE_MS = 60_000;
+const SWEEP_MS = 500;
+const BATCH = 16;
+
+/**
+ * The intake queue of the embedded default: the deliveries table is the queue. Workers claim
+ * due rows with a lease (a crash leaves them claimable again), so it also works with several
+ * coordinators on one Postgres.
+ */
+export class EmbeddedIntakeQueue implements IntakeQueue {
+  readonly kind = 'embedded' as const;
+  private timer: NodeJS.Timeout | null = null;
+  private running: Promise<void> | null = null;
+  private wakeAgain = false;
+  private stopped = true;
+
+  constructor(
+    private readonly db: Kysely<Schema>,
+    private readonly process: DeliveryProcessor,
+    private readonly worker: string,
+    private readonly now: () => number,
+    private readonly log: Logger,
+  ) {}
+
+  notify(_key: DeliveryKey): void {
+    this.wake();
+  }
+
+  start(): Promise<void> {
+    this.stopped = false;
+    this.schedule(0);
+    return Promise.resolve();
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    if (this.timer) clearTimeout(this.timer);
+    await this.running;
+  }
+
+  async idle(): Promise<void> {
+    for (;;) {
+      await this.running;
+      if (!this.running && (await countDueDeliveries(this.db, this.now())) === 0) return;
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+  }
+
+  private wake(): void {
+    if (this.stopped) return;
+    if (this.running) {
+      this.wakeAgain = true;
+      return;
+    }
+    this.schedule(0);
+  }
+
+  private schedule(ms: number): void {
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = setTimeout(() => {
+      this.running = this.sweep().finally(() => {
+        this.running = null;
+        if (this.stopped) return;
+        this.schedule(this.wakeAgain ? 0 : SWEEP_MS);
+        this.wakeAgain = false;
+      });
+    }, ms);
+  }
+
+  private async sweep(): Promise<void> {
+    try {
+      for (;;) {
+        const keys = await claimDueDeliveries(this.db, { worker: this.worker, now: this.now(), leaseMs: INTAKE_LEASE_MS, limit: BATCH });
+        if (keys.length === 0) return;
+        await Promise.all(keys.map((key) => this.process(key, this.worker)));
+        if (this.stopped) return;
+      }
+    } catch (thrown) {
+      this.log.error({ err: coerceError(thrown) }, 'intake sweep failed; retrying');
+    }
+  }
+}

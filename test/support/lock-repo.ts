@@ -1,0 +1,56 @@
+import { execFileSync } from 'node:child_process';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { tempDir } from './database.ts';
+
+/** A lock file of schema 29 with one workflow (push to main) whose jobs run shell steps. */
+export function lockFileWith(workflows: object[]): string {
+  const source = { file: '.kici/workflows/ci.ts', export: '#default' };
+  return JSON.stringify({ schemaVersion: 29, source, contentHash: '0'.repeat(64), workflows }, null, 2);
+}
+
+export function pushWorkflow(name: string, jobs: object[], extra: object = {}): object {
+  return {
+    name,
+    source: { file: '.kici/workflows/ci.ts', export: '#default' },
+    contentHash: '',
+    compileSchemaVersion: 0,
+    triggers: [{ _type: 'push', branches: [{ type: 'glob', pattern: 'main' }], paths: [] }],
+    jobs,
+    ...extra,
+  };
+}
+
+export function runJob(name: string, steps: string[], extra: object = {}): object {
+  return {
+    _type: 'static',
+    name,
+    runsOn: [{ kind: 'exact', value: 'linux' }],
+    runsOnPick: 'deterministic',
+    needs: [],
+    steps: steps.map((run, i) => ({ name: `step-${i + 1}`, hasOutputs: false, run })),
+    ...extra,
+  };
+}
+
+function git(cwd: string, ...args: string[]): string {
+  return execFileSync('git', args, { cwd, encoding: 'utf8', env: { ...process.env, GIT_AUTHOR_NAME: 't', GIT_AUTHOR_EMAIL: 't@t', GIT_COMMITTER_NAME: 't', GIT_COMMITTER_EMAIL: 't@t' } }).trim();
+}
+
+/** A real git repository on disk; `commit` writes files and returns the new commit's sha. */
+export async function createLockRepo() {
+  const path = await tempDir('sy-repo-');
+  git(path, 'init', '-q', '-b', 'main');
+  return {
+    path,
+    commit(files: Record<string, string>, message = 'change'): string {
+      for (const [file, content] of Object.entries(files)) {
+        mkdirSync(join(path, file, '..'), { recursive: true });
+        writeFileSync(join(path, file), content);
+      }
+      git(path, 'add', '-A');
+      git(path, 'commit', '-q', '-m', message);
+      return git(path, 'rev-parse', 'HEAD');
+    },
+  };
+}
