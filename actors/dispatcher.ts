@@ -60,7 +60,9 @@ export class Dispatcher {
     try {
       do {
         this.offerAgain = false;
-        for (const key of [...this.waiting.keys()]) await this.tryPlace(key);
+        // Each placement reserves its slot, in queue order, before its first await; the grants
+        // then commit together instead of one database round trip after another.
+        await Promise.all([...this.waiting.keys()].map((key) => this.tryPlace(key)));
       } while (this.offerAgain);
     } catch (thrown) {
       this.log.warn({ err: coerceError(thrown) }, 'offering capacity failed');
