@@ -24,6 +24,19 @@ export default tseslint.config(
     rules: { 'max-lines-per-function': 'off' },
   },
   {
+    // The visualizer's browser scripts: plain classic scripts (modules cannot load from file://).
+    files: ['visualize/public/**/*.js'],
+    ...tseslint.configs.disableTypeChecked,
+    languageOptions: {
+      ...tseslint.configs.disableTypeChecked.languageOptions,
+      sourceType: 'script',
+      globals: Object.fromEntries(
+        ['window', 'document', 'location', 'history', 'sessionStorage', 'fetch', 'WebSocket', 'URL', 'URLSearchParams', 'Node', 'ELK', 'setTimeout', 'clearTimeout']
+          .map((name) => [name, 'readonly']),
+      ),
+    },
+  },
+  {
     // node:test suites group many cases inside one describe() callback.
     files: ['test/**/*.ts', 'bench/**/*.ts'],
     rules: {

@@ -1,0 +1,105 @@
+'use strict';
+// Where the page's data comes from: the coordinator's API and /ws/observe, or an offline copy.
+{
+  const TOKEN_KEY = 'switchyard.adminToken';
+  const MAX_RETRY_MS = 10_000;
+
+  class UnauthorizedError extends Error {}
+
+  /** `?token=` is taken once into sessionStorage and removed from the address bar. */
+  function takeTokenFromUrl() {
+    const url = new URL(location.href);
+    const token = url.searchParams.get('token');
+    if (!token) return;
+    sessionStorage.setItem(TOKEN_KEY, token);
+    url.searchParams.delete('token');
+    history.replaceState(null, '', `${url.pathname}${url.search}${url.hash}`);
+  }
+
+  function tokenOf() {
+    return sessionStorage.getItem(TOKEN_KEY);
+  }
+
+  async function get(path) {
+    const token = tokenOf();
+    if (!token) throw new UnauthorizedError('an admin token is needed');
+    const response = await fetch(path, { headers: { authorization: `Bearer ${token}` } });
+    if (response.status === 401) {
+      sessionStorage.removeItem(TOKEN_KEY);
+      throw new UnauthorizedError('the admin token was refused');
+    }
+    const body = await response.json().catch(() => null);
+    if (!response.ok) throw new Error((body && (body.reason || body.error)) || `${response.status} ${response.statusText}`);
+    return body;
+  }
+
+  /** Live frames of every run; reconnects with backoff. Returns a function that stops watching. */
+  function watch(onFrame, onState) {
+    let socket = null;
+    let stopped = false;
+    let retryMs = 500;
+    const connect = () => {
+      const scheme = location.protocol === 'https:' ? 'wss' : 'ws';
+      socket = new WebSocket(`${scheme}://${location.host}/ws/observe?token=${encodeURIComponent(tokenOf() || '')}`);
+      socket.addEventListener('open', () => {
+        retryMs = 500;
+        onState('live');
+      });
+      socket.addEventListener('message', (message) => onFrame(JSON.parse(message.data)));
+      socket.addEventListener('close', () => {
+        if (stopped) return;
+        onState('reconnecting');
+        setTimeout(connect, retryMs);
+        retryMs = Math.min(retryMs * 2, MAX_RETRY_MS);
+      });
+    };
+    connect();
+    return () => {
+      stopped = true;
+      if (socket) socket.close();
+    };
+  }
+
+  function liveSource() {
+    takeTokenFromUrl();
+    const run = (id) => `/api/v1/runs/${encodeURIComponent(id)}`;
+    return {
+      offline: false,
+      hasToken: () => Boolean(tokenOf()),
+      setToken: (token) => sessionStorage.setItem(TOKEN_KEY, token.trim()),
+      machines: async () => (await get('/api/v1/machines')).machines,
+      runs: async () => (await get('/api/v1/runs?limit=200')).runs,
+      run: (id) => get(run(id)),
+      history: async (id) => (await get(`${run(id)}/history`)).events,
+      replay: (id) => get(`${run(id)}/replay`),
+      watch,
+    };
+  }
+
+  /** An offline copy (`switchyard visualize --out`): one run, its history and replay, embedded by data.js. */
+  function offlineSource(data) {
+    return {
+      offline: true,
+      hasToken: () => true,
+      setToken: () => {},
+      machines: async () => data.machines,
+      runs: async () => [data.run.run],
+      run: async () => data.run,
+      history: async () => data.history,
+      replay: async () => {
+        if (!data.replay) throw new Error(data.replayError || 'this copy holds no replay');
+        return data.replay;
+      },
+      watch: (_onFrame, onState) => {
+        onState(`offline copy, exported ${new Date(data.exportedAt).toISOString()}`);
+        return () => {};
+      },
+    };
+  }
+
+  const offline = window.SWITCHYARD_OFFLINE;
+  window.Switchyard = Object.assign(window.Switchyard || {}, {
+    source: offline ? offlineSource(offline) : liveSource(),
+    UnauthorizedError,
+  });
+}

@@ -1,0 +1,124 @@
+'use strict';
+// DOM rendering of the runs list, the job table, the timeline and the step details.
+{
+  const TERMINAL = new Set(['success', 'failed', 'cancelled']);
+
+  function h(tag, attributes, ...children) {
+    const element = document.createElement(tag);
+    for (const [key, value] of Object.entries(attributes || {})) {
+      if (value === undefined || value === null || value === false) continue;
+      if (key.startsWith('on')) element.addEventListener(key.slice(2), value);
+      else element.setAttribute(key, value === true ? '' : String(value));
+    }
+    for (const child of children.flat()) {
+      if (child !== null && child !== undefined) element.append(child instanceof Node ? child : String(child));
+    }
+    return element;
+  }
+
+  /** `assigned.running.started` for `{ assigned: { running: 'started' } }`. */
+  function stateText(value) {
+    if (value === undefined || value === null) return '—';
+    if (typeof value === 'string') return value;
+    return Object.entries(value).map(([key, inner]) => `${key}.${stateText(inner)}`).join(' | ');
+  }
+
+  function time(ms) {
+    return typeof ms === 'number' ? new Date(ms).toISOString().replace('T', ' ').replace('Z', '') : '—';
+  }
+
+  function renderRuns(list, runs, selectedId, activeOnly, onSelect) {
+    const shown = runs.filter((run) => !activeOnly || !TERMINAL.has(run.status));
+    list.replaceChildren(
+      ...shown.map((run) =>
+        h(
+          'li',
+          { class: run.run_id === selectedId ? 'selected' : null },
+          h(
+            'button',
+            { type: 'button', 'data-run-id': run.run_id, onclick: () => onSelect(run.run_id) },
+            h('span', { class: 'workflow' }, run.workflow_name || '(unnamed)'),
+            h('span', { class: `badge status-${run.status}`, 'data-status': run.status }, run.status),
+            h('span', { class: 'run-id' }, run.run_id.slice(0, 8)),
+            h('span', { class: 'when' }, time(Number(run.created_at))),
+          ),
+        ),
+      ),
+    );
+    if (shown.length === 0) list.append(h('li', { class: 'empty' }, activeOnly ? 'no active runs' : 'no runs yet'));
+  }
+
+  /** One row per job: state at the viewed seq, and the waiting reason when it waits. */
+  function renderJobs(body, rows, selectedJob, onSelect) {
+    body.replaceChildren(
+      ...rows.map((row) =>
+        h(
+          'tr',
+          { class: row.key === selectedJob ? 'selected' : null, 'data-job': row.key, onclick: () => onSelect(row.key) },
+          h('td', { class: 'job-key' }, row.key),
+          h('td', { class: 'job-state', 'data-state': stateText(row.value) }, stateText(row.value)),
+          h('td', { class: 'job-waiting' }, row.waiting ? h('span', { class: `reason reason-${row.waiting.kind}` }, `${row.waiting.kind}: ${row.waiting.message}`) : ''),
+          h('td', {}, row.attempt ?? '—'),
+          h('td', {}, row.agent ?? '—'),
+        ),
+      ),
+    );
+  }
+
+  function renderTimeline(parts, history, seq, onSeek) {
+    const last = history.length - 1;
+    parts.range.max = String(Math.max(last, 0));
+    parts.range.value = String(seq);
+    parts.range.disabled = history.length < 2;
+    const entry = history[seq];
+    const type = entry ? entry.event.type : '—';
+    parts.label.textContent = entry ? `seq ${seq} of ${last} · ${time(entry.receivedAt)} · ${type}` : 'no events';
+    parts.label.setAttribute('data-seq', String(seq));
+    parts.live.hidden = seq === last;
+    parts.list.replaceChildren(
+      ...history.map((item) =>
+        h(
+          'li',
+          { class: item.seq === seq ? 'selected' : null, 'data-seq': item.seq, onclick: () => onSeek(item.seq) },
+          h('span', { class: 'seq' }, `#${item.seq}`),
+          h('span', { class: 'type' }, item.event.type),
+          h('span', { class: 'when' }, time(item.receivedAt).slice(11)),
+        ),
+      ),
+    );
+    const selected = parts.list.querySelector('li.selected');
+    if (selected) selected.scrollIntoView({ block: 'nearest' });
+  }
+
+  function listOf(title, items) {
+    if (items.length === 0) return null;
+    return h('div', { class: 'detail-block' }, h('h4', {}, title), h('ul', {}, ...items.map((item) => h('li', {}, item))));
+  }
+
+  /** The event at the viewed seq, and what replay recorded for it (intents, deadlines, match). */
+  function renderDetails(container, entry, step, replayNote) {
+    if (!entry) {
+      container.replaceChildren();
+      return;
+    }
+    const { type, ...fields } = entry.event;
+    const blocks = [h('h4', {}, `Event ${type}`), h('pre', { class: 'event-json' }, JSON.stringify(fields, null, 2))];
+    if (step) {
+      blocks.push(
+        h('p', { class: step.matches ? 'match ok' : 'match diverged' }, step.matches ? 'replay matches the journal' : 'replay DIVERGES from the journal here'),
+        listOf('Intents', step.intents.map((intent) => `${intent.type} ${JSON.stringify(intent.params)}`)),
+        listOf('Deadlines', [
+          ...(step.deadlines.fired ? [`fired ${step.deadlines.fired}`] : []),
+          ...step.deadlines.armed.map((d) => `armed ${d.id} due ${time(d.at)}`),
+          ...step.deadlines.disarmed.map((id) => `disarmed ${id}`),
+        ]),
+      );
+    }
+    blocks.push(h('p', { class: 'replay-note' }, replayNote));
+    container.replaceChildren(...blocks.filter(Boolean));
+  }
+
+  window.Switchyard = Object.assign(window.Switchyard || {}, {
+    view: { h, stateText, time, renderRuns, renderJobs, renderTimeline, renderDetails },
+  });
+}
