@@ -2,6 +2,8 @@ import { loadConfig } from '../config/index.ts';
 import { createLogger } from '../log.ts';
 import { startCoordinator } from '../main.ts';
 import { runAgentCommand } from './agent.ts';
+import { runReplayCommand } from './replay.ts';
+import { runVisualizeCommand } from './visualize.ts';
 import { runTokenCommand } from './token.ts';
 
 const USAGE = `usage: switchyard <command>
@@ -10,6 +12,8 @@ commands:
   start                    run a coordinator (HTTP on $HOST:$PORT, data in $SWITCHYARD_DATA_DIR)
   agent --url U --token T  run the reference agent (see 'switchyard agent --help')
   token create|list        manage agent tokens through a running coordinator
+  replay <runId>           re-run a run's journal through the charts (see 'switchyard replay --help')
+  visualize --out <dir>    write an offline copy of the visualizer for one run (--run <runId>)
 `;
 
 /** Exit status of a coordinator that found itself fenced by a newer owner. */
@@ -37,6 +41,12 @@ async function main(argv: string[]): Promise<void> {
       return;
     case 'token':
       process.exitCode = await runTokenCommand(argv.slice(1));
+      return;
+    case 'replay':
+      process.exitCode = await runReplayCommand(argv.slice(1));
+      return;
+    case 'visualize':
+      process.exitCode = await runVisualizeCommand(argv.slice(1));
       return;
     case undefined:
     case 'help':
