@@ -1,0 +1,139 @@
+import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import { after, afterEach, before, describe, it } from 'node:test';
+import { CLOSE_CODES } from '../../../src/ws/messages.ts';
+import { DATABASE_KINDS, skipReason } from '../../support/database.ts';
+import { CoordinatorClient, dropDatabase, FakeAgent, runStepsWorkflow, type FakeAgentOptions } from '../../support/fake-agent.ts';
+import { ADMIN_TOKEN, after as processCleanups, sharedDatabaseUrl, startCoordinatorProcess, stopProcess } from '../../support/processes.ts';
+import type { CoordinatorProcess } from '../../support/processes.ts';
+
+/** Ack deadline 1 s; job lease 2 × 1 s. */
+const ENV = { SWITCHYARD_DISPATCH_ACK_TIMEOUT_MS: '1000', SWITCHYARD_JOB_HEARTBEAT_INTERVAL_MS: '1000' };
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+for (const kind of DATABASE_KINDS) {
+  describe(`agent protocol conformance with a scripted agent (${kind} Postgres)`, { skip: await skipReason(kind) }, () => {
+    let databaseUrl: string;
+    let coordinator: CoordinatorProcess;
+    let client: CoordinatorClient;
+    let token: string;
+    const agents: FakeAgent[] = [];
+
+    before(async () => {
+      databaseUrl = await sharedDatabaseUrl(kind);
+      coordinator = await startCoordinatorProcess({ DATABASE_URL: databaseUrl, ...ENV });
+      client = new CoordinatorClient(coordinator.url, ADMIN_TOKEN);
+      token = (await client.createToken()).token;
+    });
+    afterEach(async () => {
+      for (const agent of agents.splice(0)) await agent.close();
+      assert.ok(await client.healthy(), 'the coordinator still answers /healthz');
+    });
+    after(async () => {
+      await stopProcess(coordinator);
+      if (kind === 'external') await dropDatabase(databaseUrl);
+      for (const fn of processCleanups.splice(0)) await fn();
+    });
+
+    async function connect(options: FakeAgentOptions, withToken = token): Promise<FakeAgent> {
+      const agent = await FakeAgent.connect(client.wsUrl, withToken, options);
+      agents.push(agent);
+      return agent;
+    }
+
+    async function dispatched(label: string) {
+      const agent = await connect({ labels: [label] });
+      const runId = await client.createRun(runStepsWorkflow(`wf-${label}`, label, [{ name: 'build', steps: [['step', 'true']] }]));
+      return { agent, runId, dispatch: await agent.dispatch(0) };
+    }
+
+    it('register.ack echoes the labels sent, with scalerManaged false for a static token', async () => {
+      const labels = ['linux', 'gpu', 'kici:os:linux', 'kici:arch:x64'];
+      const agent = await connect({ labels });
+      const ack = await agent.next('register.ack');
+      assert.deepEqual(ack.labels, labels);
+      assert.equal(ack.agentId, agent.agentId);
+      assert.equal(ack.scalerManaged, false);
+    });
+
+    it('G3: an agentId held by another token closes 4003; the same token takes it over and the old socket goes', async () => {
+      const agentId = `g3-${randomUUID().slice(0, 8)}`;
+      const holder = await connect({ agentId });
+      const other = await client.createToken();
+      const thief = await FakeAgent.open(client.wsUrl, { agentId });
+      agents.push(thief);
+      await thief.authenticate(other.token);
+      thief.send(thief.registerMessage());
+      const refused = await thief.closed;
+      assert.equal(refused.code, CLOSE_CODES.INVALID_MESSAGE);
+      assert.match(refused.reason, /held by another token/);
+      assert.ok(!thief.types().includes('auth.failure'), 'not a credential failure: the agent may retry');
+      assert.ok(holder.isOpen);
+
+      const successor = await connect({ agentId });
+      assert.ok(successor.isOpen);
+      const replaced = await holder.closed;
+      assert.equal(replaced.code, CLOSE_CODES.INVALID_MESSAGE);
+    });
+
+    it('a second agent.register on a live socket runs the gates again: escalating labels closes 4010', async () => {
+      const scoped = await client.createToken({ labels: ['re-a'] });
+      const agent = await connect({ labels: ['re-a'] }, scoped.token);
+      agent.send(agent.registerMessage({ labels: ['re-a', 're-b'] }));
+      assert.match((await agent.next('auth.failure')).reason, /re-b/);
+      assert.equal((await agent.closed).code, CLOSE_CODES.AUTH_FAILED);
+    });
+
+    it('job.status running without job.ack settles the dispatch: the ack deadline passes without a cancel', async () => {
+      const label = `run-${randomUUID().slice(0, 8)}`;
+      const { agent, runId, dispatch } = await dispatched(label);
+      agent.status(dispatch, 'running');
+      await sleep(1_500);
+      assert.ok(agent.isOpen);
+      assert.equal(agent.types().filter((t) => t === 'job.cancel').length, 0);
+      assert.equal((await client.job(runId, 'build')).status, 'running');
+      agent.status(dispatch, 'success');
+      await client.waitForRunStatus(runId, 'success', 5_000);
+    });
+
+    it('a running job without job.heartbeat for the lease becomes timed_out_stale and gets job.cancel {force, "stale"}', async () => {
+      const label = `stale-${randomUUID().slice(0, 8)}`;
+      const { agent, runId, dispatch } = await dispatched(label);
+      agent.ack(dispatch);
+      agent.status(dispatch, 'running');
+      const cancel = await agent.next('job.cancel', (m) => m.jobId === dispatch.jobId, 6_000);
+      assert.equal(cancel.force, true);
+      assert.equal(cancel.reason, 'stale');
+      const job = await client.waitForJob(runId, 'build', (j) => j.status === 'timed_out_stale', 5_000, 'stale');
+      assert.equal(job.outcome, 'no heartbeat within the job lease');
+    });
+
+    it('job.heartbeat keeps renewing the lease', async () => {
+      const label = `beat-${randomUUID().slice(0, 8)}`;
+      const { agent, runId, dispatch } = await dispatched(label);
+      agent.ack(dispatch);
+      agent.status(dispatch, 'running');
+      for (let i = 0; i < 8; i++) {
+        await sleep(400);
+        agent.send({ type: 'job.heartbeat', runId: dispatch.runId, jobId: dispatch.jobId, timestamp: Date.now() });
+      }
+      assert.equal((await client.job(runId, 'build')).status, 'running', 'alive after 3.2 s with a 2 s lease');
+      agent.status(dispatch, 'success');
+      await client.waitForRunStatus(runId, 'success', 5_000);
+    });
+
+    it('a log.chunk from the owner arriving after the job ended (within 30 s) is still stored', async () => {
+      const label = `late-${randomUUID().slice(0, 8)}`;
+      const { agent, runId, dispatch } = await dispatched(label);
+      agent.runAtOnce(dispatch);
+      await client.waitForRunStatus(runId, 'success', 5_000);
+      agent.log(dispatch, 0, ['late but welcome']);
+      const requestId = randomUUID();
+      agent.send({ type: 'event.emit', messageId: requestId });
+      await agent.next('event.emit.response', (m) => m.requestId === requestId);
+      assert.deepEqual((await client.logs(runId)).flatMap((c) => c.lines), ['late but welcome']);
+      assert.equal(await client.metric('switchyard_ws_ownership_violations_total'), 0);
+    });
+  });
+}
