@@ -137,6 +137,16 @@ export class Supervisor {
     return child ? (child.getSnapshot() as { context: JobContext }).context : null;
   }
 
+  /** Every job of an owned run with its state value and context (read-only). */
+  jobsOf(runId: string): { jobKey: string; value: unknown; context: JobContext }[] {
+    const handle = this.runs.get(runId);
+    if (!handle) return [];
+    return Object.entries(handle.actor.getSnapshot().children).flatMap(([jobKey, child]) => {
+      const snapshot = child?.getSnapshot() as { value: unknown; context: JobContext; status: string } | undefined;
+      return snapshot && snapshot.status === 'active' ? [{ jobKey, value: snapshot.value, context: snapshot.context }] : [];
+    });
+  }
+
   /** Creates the run actor and resolves once its first snapshot is durable (RUN-2). */
   async createRun(newRun: NewRun): Promise<void> {
     this.assertRunning();

@@ -10,6 +10,7 @@ import type { EffectHandler } from '../actors/effect-executor.ts';
 import type { FencedError } from '../actors/errors.ts';
 import { createRuntimeMetrics } from '../actors/metrics.ts';
 import { Ownership } from '../actors/ownership.ts';
+import { reattachRuns } from '../actors/reattach.ts';
 import type { Clock } from '../actors/ports.ts';
 import { Supervisor } from '../actors/supervisor.ts';
 import type { CompiledConfig } from './config/index.ts';
@@ -60,6 +61,9 @@ export function createRuntime(deps: RuntimeDeps) {
   const registry = new AgentRegistry(() => clock.now());
   const currentDispatch = (runId: string, jobKey: string) => supervisor.jobContext(runId, jobKey)?.assignment?.dispatchId;
   const dispatcher = new Dispatcher(registry, deliver, currentDispatch, log.child({ component: 'dispatcher' }));
+  supervisor.observe((update) => {
+    if (['success', 'failed', 'cancelled'].includes(update.status)) dispatcher.forgetRun(update.runId);
+  });
   const groups = new ConcurrencyGroups((key, change) => updateConcurrencyGroup(db, key, clock.now(), change), deliver, clock);
   handlers['requestPlacement'] = (effect) => dispatcher.requestPlacement(effect);
   handlers['requestConcurrency'] = (effect) => groups.request(effect);
@@ -67,7 +71,9 @@ export function createRuntime(deps: RuntimeDeps) {
   const ownership = new Ownership(supervisor, {
     ...{ coordinatorId: config.coordinatorId, renewMs: config.leaseRenewMs, ttlMs: config.leaseTtlMs },
     ...{ store, clock, metrics, log: log.child({ component: 'ownership' }) },
-    onAdopted: () => void router.drain().catch(() => undefined),
+    onAdopted: (runIds) => {
+      void reattachRuns({ supervisor, registry, dispatcher, deliver, log }, runIds).then(() => router.drain()).catch(() => undefined);
+    },
     onFenced: (error) => {
       supervisor.stopAll();
       deps.onFenced(error);
