@@ -19,7 +19,7 @@ for (const kind of DATABASE_KINDS) {
         await first.supervisor.send(runId, { type: 'agent.job.status', state: 'running', ...attempt });
         first.stop();
         const second = await startTestRuntime(db, 'coord-b');
-        await eventually(async () => second.supervisor.jobContext(runId, 'build') !== null, 5000, 'adoption');
+        await eventually(() => second.supervisor.jobContext(runId, 'build') !== null, 5000, 'adoption');
         const recovering = await eventually(
           () => db.selectFrom('jobs').selectAll().where('run_id', '=', runId).where('status', '=', 'recovering').executeTakeFirst(),
           5000,
