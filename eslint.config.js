@@ -2,7 +2,7 @@ import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
-  { ignores: ['node_modules/**', '.switchyard/**', 'bench/results/**', 'test-artifacts/**', 'bin/**'] },
+  { ignores: ['node_modules/**', '.switchyard/**', 'bench/results/**', 'test-artifacts/**', 'bin/**', 'scratch/**', 'eslint.config.js'] },
   js.configs.recommended,
   ...tseslint.configs.recommendedTypeChecked,
   {
