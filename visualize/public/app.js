@@ -125,6 +125,8 @@
     }
   }, 200);
 
+  const refreshReplay = debounce(() => void loadReplay(state.runId), 400);
+
   const reloadHistory = debounce(async () => {
     const runId = state.runId;
     const events = await source.history(runId).catch(() => null);
@@ -145,6 +147,7 @@
     else if (frame.seq > state.history.length) reloadHistory();
     if (state.detail) state.detail.run.status = frame.status;
     refreshDetail();
+    refreshReplay();
     renderRun();
   }
 
