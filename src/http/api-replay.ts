@@ -38,7 +38,7 @@ async function replayRoute(deps: ReplayApiDeps, { res, params, url }: RouteConte
   const force = url.searchParams.get('force') === 'true' || url.searchParams.get('force') === '1';
   try {
     const recorded = await loadRecordedRun(deps.db, runId);
-    sendJson(res, 200, replayRecordedRun(recorded, { to, force }));
+    sendJson(res, 200, await replayRecordedRun(recorded, { to, force }));
   } catch (thrown) {
     if (thrown instanceof ReplayRunNotFoundError) throw new HttpError(404, 'not found', thrown.message);
     if (thrown instanceof ReplayRangeError) throw new HttpError(400, 'invalid request', thrown.message);

@@ -6,7 +6,7 @@ import { SNAPSHOT_VERSION } from '../../actors/supervisor.ts';
 import { RUN_MACHINE_ID } from '../../machines/run.machine.ts';
 import type { RunContext, RunEvent } from '../../machines/run.machine.ts';
 import type { RunInput } from '../../machines/run.types.ts';
-import { projectJobs, stateSummary } from '../../machines/projection.ts';
+import type { WaitingReason } from '../../machines/types.ts';
 import type { PersistedMachineSnapshot } from '../../machines/projection.ts';
 import type { JournalRecord } from '../db/journal.ts';
 import { asJson, comparableSnapshot, diffJson } from './compare.ts';
@@ -35,8 +35,24 @@ function persistedOf(actor: Actor<RuntimeRunMachine>): PersistedMachineSnapshot<
   return asJson(actor.getPersistedSnapshot()) as PersistedMachineSnapshot<RunContext>;
 }
 
-function summaryOf(actor: Actor<RuntimeRunMachine>): StateSummary {
-  return stateSummary(persistedOf(actor));
+/**
+ * `stateSummary` of the live snapshot, plus the waiting reasons, without persisting the whole
+ * actor tree at every step (the persisted form is built once, at the stop point).
+ */
+function summaryOf(actor: Actor<RuntimeRunMachine>): { summary: StateSummary; waiting: Record<string, WaitingReason> } {
+  const snapshot = actor.getSnapshot();
+  const jobs: Record<string, unknown> = {};
+  const waiting: Record<string, WaitingReason> = {};
+  for (const [key, child] of Object.entries(snapshot.children)) {
+    if (!child) continue;
+    const job = child.getSnapshot();
+    jobs[key] = job.value;
+    if (job.context.waiting) waiting[key] = job.context.waiting;
+  }
+  for (const [key, node] of Object.entries(snapshot.context.jobs)) {
+    if (!(key in jobs) && node.gate) waiting[key] = node.gate;
+  }
+  return { summary: asJson({ run: snapshot.value, jobs }) as StateSummary, waiting };
 }
 
 function checkVersion(recorded: RecordedRun, force: boolean): ReplayReport['machine'] {
@@ -66,10 +82,9 @@ function stopAt(journal: JournalRecord[], to: number | undefined): number {
 }
 
 /** Applies one journal record (seq 0 starts the actor) and records what it did. */
-function applyRecord(session: Session, record: JournalRecord): ReplayStep {
+function applyRecord(session: Session, record: JournalRecord, before: StateSummary | null): ReplayStep {
   const { actor, recorder } = session;
   const event = record.event as { type: string; at?: number };
-  const before = record.seq === 0 ? null : summaryOf(actor);
   recorder.begin(session.runId);
   let intents: Intent[];
   try {
@@ -78,9 +93,7 @@ function applyRecord(session: Session, record: JournalRecord): ReplayStep {
   } finally {
     intents = recorder.end();
   }
-  const persisted = persistedOf(actor);
-  const after = stateSummary(persisted);
-  const waiting = Object.fromEntries(projectJobs(persisted).flatMap((job) => (job.waitingReason ? [[job.jobKey, job.waitingReason]] : [])));
+  const { summary: after, waiting } = summaryOf(actor);
   return {
     seq: record.seq,
     at: typeof event.at === 'number' ? event.at : record.receivedAt,
@@ -107,32 +120,45 @@ function snapshotCheck(recorded: RecordedRun, to: number, snapshot: PersistedMac
   return { compared: true, seq: lastSeq, equal: differences.length === 0, differences };
 }
 
+/** Replay yields to the event loop this often, so a coordinator serving it stays responsive. */
+const SLICE_MS = 20;
+
+function yieldToEventLoop(): Promise<void> {
+  return new Promise((resolve) => setImmediate(resolve));
+}
+
+function divergenceOf(step: ReplayStep): ReplayDivergence {
+  return { seq: step.seq, eventType: step.type, expected: step.expected, actual: step.after, differences: diffJson(step.expected, step.after) };
+}
+
 /**
  * Re-runs a recorded run through the chart: seq 0's input creates the actor, every later event is
  * sent with the `at` it was journaled with (no clock involved), and the state after each event is
  * compared with the journaled `state_after`. The first difference is the divergence.
  */
-export function replayRecordedRun(recorded: RecordedRun, options: ReplayOptions = {}): ReplayReport {
+export async function replayRecordedRun(recorded: RecordedRun, options: ReplayOptions = {}): Promise<ReplayReport> {
   const machine = checkVersion(recorded, options.force === true);
   const input = checkJournal(recorded.runId, recorded.journal);
   const to = stopAt(recorded.journal, options.to);
   const recorder = new IntentRecorder();
-  const logic = options.machine?.(recorder) ?? runtimeRunMachine(recorder);
-  const actor = createActor(logic, { input, id: recorded.runId });
+  const actor = createActor(options.machine?.(recorder) ?? runtimeRunMachine(recorder), { input, id: recorded.runId });
   const session: Session = { runId: recorded.runId, actor, recorder, failure: null };
   actor.subscribe({ error: (thrown) => (session.failure ??= thrown instanceof Error ? thrown : new Error(String(thrown))) });
   const steps: ReplayStep[] = [];
   let divergence: ReplayDivergence | null = null;
   let failure: ReplayReport['failure'] = null;
+  let sliceStarted = performance.now();
   for (const record of recorded.journal.slice(0, to + 1)) {
-    const step = applyRecord(session, record);
+    const step = applyRecord(session, record, steps.at(-1)?.after ?? null);
     steps.push(step);
-    if (!step.matches && !divergence) {
-      divergence = { seq: step.seq, eventType: step.type, expected: step.expected, actual: step.after, differences: diffJson(step.expected, step.after) };
-    }
+    if (!step.matches) divergence ??= divergenceOf(step);
     if (session.failure) {
       failure = { seq: record.seq, message: session.failure.message };
       break;
+    }
+    if (performance.now() - sliceStarted > SLICE_MS) {
+      await yieldToEventLoop();
+      sliceStarted = performance.now();
     }
   }
   const snapshot = persistedOf(actor);

@@ -6,6 +6,7 @@ import type { IntentRecorder } from '../../../actors/intent-recorder.ts';
 import type { Schema } from '../../../src/db/schema.ts';
 import { replayRecordedRun } from '../../../src/replay/engine.ts';
 import { ReplayVersionError } from '../../../src/replay/errors.ts';
+import type { ReplayReport } from '../../../src/replay/types.ts';
 import { loadRecordedRun } from '../../../src/replay/load.ts';
 import { DATABASE_KINDS, skipReason, withTestDatabase } from '../../support/database.ts';
 import { eventually, startTestRuntime, waitingWorkflow } from '../../support/runtime.ts';
@@ -58,7 +59,7 @@ async function recordTakeover(db: Kysely<Schema>): Promise<RunDriver> {
   return run;
 }
 
-function assertExact(report: ReturnType<typeof replayRecordedRun>, journalLength: number): void {
+function assertExact(report: ReplayReport, journalLength: number): void {
   assert.equal(report.divergence, null, `divergence: ${JSON.stringify(report.divergence)}`);
   assert.equal(report.failure, null);
   assert.deepEqual(report.snapshotCheck, { compared: true, seq: journalLength - 1, equal: true, differences: [] });
@@ -76,7 +77,7 @@ for (const kind of DATABASE_KINDS) {
           assert.ok(types.includes(type), `the journal holds ${type}`);
         }
         const recorded = await loadRecordedRun(db, run.runId);
-        const report = replayRecordedRun(recorded);
+        const report = await replayRecordedRun(recorded);
         assertExact(report, types.length);
         const timeout = report.steps.find((step) => step.type === 'timer.ack.expired');
         assert.deepEqual(timeout?.before?.jobs['build'], { assigned: 'dispatched' });
@@ -95,7 +96,7 @@ for (const kind of DATABASE_KINDS) {
         const owner = await db.selectFrom('run_owner').select('coordinator_id').where('run_id', '=', run.runId).executeTakeFirstOrThrow();
         assert.equal(owner.coordinator_id, 'coord-b', 'the run finished on the adopting coordinator');
         const recorded = await loadRecordedRun(db, run.runId);
-        assertExact(replayRecordedRun(recorded), recorded.journal.length);
+        assertExact(await replayRecordedRun(recorded), recorded.journal.length);
       });
     });
 
@@ -105,18 +106,18 @@ for (const kind of DATABASE_KINDS) {
         const recorded = await loadRecordedRun(db, run.runId);
         const lastSeq = recorded.journal.length - 1;
         const neverDone = (recorder: IntentRecorder) => runtimeRunMachine(recorder).provide({ guards: { allJobsTerminal: () => false } });
-        const changed = replayRecordedRun(recorded, { machine: neverDone });
+        const changed = await replayRecordedRun(recorded, { machine: neverDone });
         assert.equal(changed.divergence?.seq, lastSeq, 'the first difference is where the last job finished');
         assert.deepEqual(changed.divergence?.differences.map((d) => d.path), ['run']);
         assert.equal(changed.exact, false);
 
         const tampered = 5;
         await db.updateTable('run_events').set({ state_after: JSON.stringify({ run: 'failed', jobs: {} }) }).where('run_id', '=', run.runId).where('seq', '=', tampered).execute();
-        const report = replayRecordedRun(await loadRecordedRun(db, run.runId));
+        const report = await replayRecordedRun(await loadRecordedRun(db, run.runId));
         assert.equal(report.divergence?.seq, tampered);
         assert.equal(report.exact, false);
 
-        const partial = replayRecordedRun(await loadRecordedRun(db, run.runId), { to: 3 });
+        const partial = await replayRecordedRun(await loadRecordedRun(db, run.runId), { to: 3 });
         assert.equal(partial.steps.length, 4);
         assert.deepEqual(partial.snapshot.children?.['build']?.snapshot.value, recorded.journal[3]?.stateAfter && (recorded.journal[3].stateAfter as { jobs: Record<string, unknown> }).jobs['build']);
       });
@@ -127,8 +128,8 @@ for (const kind of DATABASE_KINDS) {
         const run = await recordTakeover(db);
         await db.updateTable('run_snapshots').set({ machine_version: 999 }).where('run_id', '=', run.runId).execute();
         const recorded = await loadRecordedRun(db, run.runId);
-        assert.throws(() => replayRecordedRun(recorded), ReplayVersionError);
-        assert.equal(replayRecordedRun(recorded, { force: true }).machine.forced, true);
+        await assert.rejects(replayRecordedRun(recorded), ReplayVersionError);
+        assert.equal((await replayRecordedRun(recorded, { force: true })).machine.forced, true);
       });
     });
   });

@@ -34,9 +34,9 @@ function recordedRun() {
 }
 
 describe('replay engine', () => {
-  it('replays a recorded run exactly: every step matches and the end state equals the stored snapshot', () => {
+  it('replays a recorded run exactly: every step matches and the end state equals the stored snapshot', async () => {
     const recorded = recordedRun();
-    const report = replayRecordedRun(recorded);
+    const report = await replayRecordedRun(recorded);
     assert.equal(report.divergence, null);
     assert.equal(report.failure, null);
     assert.deepEqual(report.snapshotCheck, { compared: true, seq: 13, equal: true, differences: [] });
@@ -54,9 +54,9 @@ describe('replay engine', () => {
     assert.ok(report.steps[11]?.deadlines.armed.some((d) => d.id === 'test#recovery'));
   });
 
-  it('stops at any seq and exports the persisted snapshot of that point', () => {
+  it('stops at any seq and exports the persisted snapshot of that point', async () => {
     const recorded = recordedRun();
-    const report = replayRecordedRun(recorded, { to: 4 });
+    const report = await replayRecordedRun(recorded, { to: 4 });
     assert.equal(report.steps.length, 5);
     assert.equal(report.to, 4);
     assert.deepEqual(report.snapshot.value, 'pending');
@@ -64,67 +64,67 @@ describe('replay engine', () => {
     assert.equal((report.snapshot.children?.['build']?.snapshot.context as { attempt: number }).attempt, 2);
     assert.equal(report.snapshotCheck.compared, false);
     assert.equal(report.exact, true);
-    assert.throws(() => replayRecordedRun(recorded, { to: 99 }), ReplayRangeError);
+    await assert.rejects(replayRecordedRun(recorded, { to: 99 }), ReplayRangeError);
   });
 
-  it('reports the first divergence when one journaled state was changed', () => {
+  it('reports the first divergence when one journaled state was changed', async () => {
     const recorded = recordedRun();
     const record = recorded.journal[6];
     assert.ok(record);
     record.stateAfter = { run: 'running', jobs: { build: 'failed', test: { waiting: 'gated' } } };
-    const report = replayRecordedRun(recorded);
+    const report = await replayRecordedRun(recorded);
     assert.equal(report.divergence?.seq, 6);
     assert.deepEqual(report.divergence?.differences.map((d) => d.path), ['jobs.build']);
     assert.equal(report.exact, false);
     assert.match(formatReport(report), /DIVERGED first at seq 6 \(agent\.job\.status\)/);
   });
 
-  it('reports the first divergence when the chart changed: a run that no longer forwards job events', () => {
+  it('reports the first divergence when the chart changed: a run that no longer forwards job events', async () => {
     const recorded = recordedRun();
     const altered = (recorder: Parameters<typeof runtimeRunMachine>[0]) =>
       runtimeRunMachine(recorder).provide({ guards: { targetsOpenJob: () => false } });
-    const report = replayRecordedRun(recorded, { machine: altered });
+    const report = await replayRecordedRun(recorded, { machine: altered });
     assert.equal(report.divergence?.seq, 1);
     assert.equal(report.divergence?.eventType, 'placement.granted');
     assert.equal(report.snapshotCheck.compared && report.snapshotCheck.equal, false);
   });
 
-  it('finds a difference only in the end snapshot (context) even when every summary matches', () => {
+  it('finds a difference only in the end snapshot (context) even when every summary matches', async () => {
     const recorded = recordedRun();
     const stored = recorded.snapshot;
     assert.ok(stored);
     stored.snapshot.context.failureReason = 'tampered';
-    const report = replayRecordedRun(recorded);
+    const report = await replayRecordedRun(recorded);
     assert.equal(report.divergence, null);
     assert.deepEqual(report.snapshotCheck.compared && report.snapshotCheck.differences.map((d) => d.path), ['context.failureReason']);
     assert.equal(report.exact, false);
   });
 
-  it('refuses a run recorded by another chart version unless forced', () => {
+  it('refuses a run recorded by another chart version unless forced', async () => {
     const recorded = recordedRun();
     assert.ok(recorded.snapshot);
     recorded.snapshot.machineVersion = SNAPSHOT_VERSION + 1;
-    assert.throws(() => replayRecordedRun(recorded), (error: unknown) => {
+    await assert.rejects(replayRecordedRun(recorded), (error: unknown) => {
       assert.ok(error instanceof ReplayVersionError);
       assert.match(error.message, new RegExp(`version ${SNAPSHOT_VERSION + 1}.*version ${SNAPSHOT_VERSION}.*force`));
       return true;
     });
-    const forced = replayRecordedRun(recorded, { force: true });
+    const forced = await replayRecordedRun(recorded, { force: true });
     assert.equal(forced.machine.forced, true);
     assert.equal(forced.divergence, null);
   });
 
-  it('refuses a journal that does not start with run.created or has a gap', () => {
+  it('refuses a journal that does not start with run.created or has a gap', async () => {
     const recorded = recordedRun();
     recorded.journal.splice(3, 1);
-    assert.throws(() => replayRecordedRun(recorded), ReplayJournalError);
+    await assert.rejects(replayRecordedRun(recorded), ReplayJournalError);
     const headless = recordedRun();
     headless.journal[0] = { ...headless.journal[0]!, event: { type: 'run.cancel' } };
-    assert.throws(() => replayRecordedRun(headless), /not run\.created/);
+    await assert.rejects(replayRecordedRun(headless), /not run\.created/);
   });
 
-  it('prints each step with its time, event, state change, intents and deadlines', () => {
-    const text = formatReport(replayRecordedRun(recordedRun(), { to: 2 }));
+  it('prints each step with its time, event, state change, intents and deadlines', async () => {
+    const text = formatReport(await replayRecordedRun(recordedRun(), { to: 2 }));
     assert.match(text, /seq 1 {2}\S+Z {2}placement\.granted {2}jobKey=build agentId=agent-1/);
     assert.match(text, /job build {2}waiting\.agent → assigned\.dispatched|job build {2}queued → assigned\.dispatched/);
     assert.match(text, /intent {3}sendDispatch/);
