@@ -77,6 +77,8 @@ for (const kind of DATABASE_KINDS) {
       agent.status(dispatch, 'running');
       agent.step(dispatch, 0, 'step', 'running');
       agent.log(dispatch, 0, ['before the drop']);
+      // Frames still queued on a socket when it drops are not applied: wait until all four are.
+      await eventually(async () => (await client.logs(runId)).length === 1, 5_000, 'the first log chunk');
       await client.waitForJob(runId, 'build', (j) => j.status === 'running', 5_000, 'running');
       return { agentId, agent, runId, dispatch, inFlight: [{ jobId: dispatch.jobId, runId }] };
     }
