@@ -4,6 +4,7 @@ import * as jsonJournal002 from './002_json_journal.ts';
 import * as inboxAndGroups003 from './003_inbox_and_groups.ts';
 import * as agents004 from './004_agents.ts';
 import * as intake005 from './005_intake.ts';
+import * as scalers006 from './006_scalers.ts';
 
 /**
  * Every migration, by name, in the order they apply. A static import map works under tsx, node
@@ -15,4 +16,5 @@ export const MIGRATIONS: Readonly<Record<string, Migration>> = {
   '003_inbox_and_groups': inboxAndGroups003,
   '004_agents': agents004,
   '005_intake': intake005,
+  '006_scalers': scalers006,
 };
