@@ -1,0 +1,25 @@
+import { Counter, Gauge } from 'prom-client';
+import type { Registry } from 'prom-client';
+
+/** Scaler metrics (orchestration.md SCL-9 and §18), registered once per coordinator. */
+export function createScalerMetrics(registry: Registry) {
+  const registers = [registry];
+  return {
+    spawns: new Counter({ name: 'switchyard_scaler_spawns_total', help: 'Agents a scaler started', labelNames: ['backend', 'bound'], registers }),
+    spawnFailures: new Counter({
+      name: 'switchyard_scaler_spawn_failures_total',
+      help: 'Spawns that failed, timed out or ended before registering',
+      labelNames: ['backend', 'bound'],
+      registers,
+    }),
+    refusals: new Counter({
+      name: 'switchyard_scaler_spawn_refusals_total',
+      help: 'Requests for an agent refused: caps reached, or no backend serves the labels',
+      labelNames: ['reason'],
+      registers,
+    }),
+    agents: new Gauge({ name: 'switchyard_scaler_agents', help: 'Scaler agents by backend and state', labelNames: ['backend', 'state'], registers }),
+  };
+}
+
+export type ScalerMetrics = ReturnType<typeof createScalerMetrics>;
