@@ -4,6 +4,7 @@ import type { AgentRequirements, LabelMatcher, WaitingReason } from '../machines
 import type { AgentRegistry } from './agent-registry.ts';
 import { coerceError } from './errors.ts';
 import type { Effect } from './ports.ts';
+import { findHonouringScaler } from './scaler-placement.ts';
 import type { IncomingRunEvent } from './supervisor.ts';
 
 /** Delivers an event to the run that owns a job. */
@@ -19,6 +20,15 @@ export interface PlacementRequest {
   attempt: number;
 }
 
+/** A scaler consulted when no connected agent can take a job (orchestration.md §15); optional. */
+export interface ScalerPort {
+  /** Asks for an agent for the job; the answer is its waiting reason, or null to keep the dispatcher's own. */
+  requestAgent(request: PlacementRequest): WaitingReason | null;
+  /** An agent the scaler keeps for another waiting job, or one that already served its single job. */
+  unavailableFor(agentId: string, runId: string, jobKey: string, isWaiting: (runId: string, jobKey: string) => boolean): boolean;
+  onGranted(agentId: string, runId: string, jobKey: string): void;
+}
+
 /**
  * Places queued jobs on agents (DSP-2). It keeps no run state: a placement request is answered
  * with one event to the job's run actor, and jobs no agent can take yet wait here, first-queued
@@ -28,6 +38,7 @@ export class Dispatcher {
   private readonly waiting = new Map<string, PlacementRequest & { reason: string | null }>();
   private offering = false;
   private offerAgain = false;
+  private scaler: ScalerPort | null = null;
 
   constructor(
     private readonly registry: AgentRegistry,
@@ -40,6 +51,14 @@ export class Dispatcher {
 
   get waitingCount(): number {
     return this.waiting.size;
+  }
+
+  attachScaler(scaler: ScalerPort): void {
+    this.scaler = scaler;
+  }
+
+  isWaiting(runId: string, jobKey: string): boolean {
+    return this.waiting.has(keyOf(runId, jobKey));
   }
 
   async requestPlacement(effect: Effect): Promise<void> {
@@ -79,9 +98,10 @@ export class Dispatcher {
   private async tryPlace(key: string): Promise<void> {
     const request = this.waiting.get(key);
     if (!request) return;
-    const found = this.registry.find(request.requirements);
+    const found = this.findAgent(request);
     if ('none' in found) {
-      const reason = found.none === 'capacity' ? capacityReason(found.matching) : noAgentReason(request.requirements);
+      const own = found.none === 'capacity' ? capacityReason(found.matching) : noAgentReason(request.requirements);
+      const reason = this.scaler?.requestAgent(request) ?? own;
       if (request.reason === reason.message) return;
       request.reason = reason.message;
       await this.sendToRun(request.runId, { type: 'placement.none', jobKey: request.jobKey, reason });
@@ -91,6 +111,7 @@ export class Dispatcher {
     const { session } = found;
     const dispatchId = randomUUID();
     this.registry.reserve(session.agentId, dispatchId, { runId: request.runId, jobKey: request.jobKey });
+    this.scaler?.onGranted(session.agentId, request.runId, request.jobKey);
     const agentKind = session.scalerManaged ? ('scaler' as const) : ('static' as const);
     await this.sendToRun(request.runId, { type: 'placement.granted', jobKey: request.jobKey, agentId: session.agentId, dispatchId, agentKind });
     // A job that moved on meanwhile (cancelled, expired) ignores the grant: give the slot back.
@@ -98,6 +119,14 @@ export class Dispatcher {
       this.log.info({ runId: request.runId, jobKey: request.jobKey, agentId: session.agentId }, 'grant not taken; slot released');
       this.registry.release(session.agentId, dispatchId);
     }
+  }
+
+  /** With a scaler, an agent it keeps for another waiting job is passed over: the bound job wins it (SCL-3). */
+  private findAgent(request: PlacementRequest) {
+    const scaler = this.scaler;
+    if (!scaler) return this.registry.find(request.requirements);
+    const isWaiting = (runId: string, jobKey: string) => this.isWaiting(runId, jobKey);
+    return findHonouringScaler(this.registry, request.requirements, (s) => scaler.unavailableFor(s.agentId, request.runId, request.jobKey, isWaiting));
   }
 }
 
@@ -120,3 +149,4 @@ function capacityReason(matching: number): WaitingReason {
   const agents = matching === 1 ? '1 matching agent is' : `all ${matching} matching agents are`;
   return { kind: 'capacity', message: `${agents} busy` };
 }
+

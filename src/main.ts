@@ -7,8 +7,10 @@ import { createAgentGateway } from './agent-gateway.ts';
 import type { CompiledConfig } from './config/index.ts';
 import { jobTimeoutsOf } from './config/timeouts.ts';
 import { openDatabase } from './db/database.ts';
+import type { Database } from './db/database.ts';
 import { loadAdminTokenHash } from './http/admin-token.ts';
 import { registerAgentTokenRoutes } from './http/api-agent-tokens.ts';
+import { registerScalerRoutes } from './http/api-scalers.ts';
 import { registerLogRoutes } from './http/api-logs.ts';
 import { registerMachineRoutes } from './http/api-machines.ts';
 import { registerReplayRoutes } from './http/api-replay.ts';
@@ -21,10 +23,12 @@ import { registerGithubWebhook } from './http/webhooks.ts';
 import { registerGenericWebhook } from './http/webhooks-generic.ts';
 import { createIntake } from './intake.ts';
 import { createRuntime } from './runtime.ts';
+import { createScalerManager } from './scaler/index.ts';
 import type { Runtime } from './runtime.ts';
 import { createAgentMetrics } from './ws/metrics.ts';
 import { attachAgentServer } from './ws/server.ts';
 import { attachObserveServer } from './ws/observe.ts';
+import { startTokenExpirySweep } from './ws/token-expiry.ts';
 import { registerVisualizerRoutes } from '../visualize/serve.ts';
 
 export interface Coordinator {
@@ -73,17 +77,21 @@ export async function startCoordinator(config: CompiledConfig, log: Logger, cloc
   registerGithubWebhook(router, intake.webhooks);
   registerGenericWebhook(router, intake.webhooks);
   registerIntakeRoutes(router, { db, now: () => clock.now(), onRequeued: (key) => intake.queue.notify(key) });
+  const scaler = await attachScalers({ config, db, clock, log, registry, runtime, router });
   const adminTokenHash = await loadAdminTokenHash(config.adminToken, config.dataDir, log);
   await runtime.start();
+  await scaler.start();
   await intake.queue.start();
   const server: Server = createHttpServer({ router, adminTokenHash, log: log.child({ component: 'http' }) });
   const agents = attachAgentServer(server, gateway.connection, log);
   const observers = attachObserveServer(server, { observe: (listener) => runtime.supervisor.observe(listener), adminTokenHash, log });
   const port = await listen(server, config.port, config.host);
+  scaler.setOrchestratorUrl(config.scaler.orchestratorUrl ?? agentUrl(config.host, port));
   log.info({ port, host: config.host, coordinatorId: config.coordinatorId, database: database.kind }, 'coordinator listening');
   let closing: Promise<void> | null = null;
   async function close(): Promise<void> {
     closing ??= (async () => {
+      await scaler.stop();
       await intake.stop();
       runtime.stop();
       await agents.close();
@@ -95,4 +103,37 @@ export async function startCoordinator(config: CompiledConfig, log: Logger, cloc
     return closing;
   }
   return { port, url: `http://${config.host}:${port}`, runtime, close };
+}
+
+/** The scaler manager (orchestration.md §15), its API, and the sweep of expired agent tokens (protocol.md §3.2). */
+async function attachScalers(deps: { config: CompiledConfig; db: Database['db']; clock: Clock; log: Logger; registry: Registry; runtime: Runtime; router: Router }) {
+  const { config, clock, runtime } = deps;
+  const scalers = await createScalerManager({
+    ...{ config, db: deps.db, clock, log: deps.log, metricsRegistry: deps.registry, agents: runtime.registry, dispatcher: runtime.dispatcher },
+    ...{ supervisor: runtime.supervisor, deliver: runtime.deliver, epoch: () => runtime.ownership.epoch },
+  });
+  registerScalerRoutes(deps.router, {
+    ...{ scaler: scalers.manager, tracker: scalers.tracker, coordinatorId: config.coordinatorId, now: () => clock.now() },
+    ...{ agentsConnected: () => runtime.registry.size, jobsWaiting: () => runtime.dispatcher.waitingCount },
+  });
+  let stopSweep = () => {};
+  return {
+    setOrchestratorUrl: (url: string) => scalers.manager.setOrchestratorUrl(url),
+    /** Scaler writes are fenced by the lease, so this runs once the lease is held; waiting jobs then ask again. */
+    async start() {
+      if (config.scaler.backends.length > 0) await scalers.manager.start();
+      void runtime.dispatcher.offer();
+      stopSweep = startTokenExpirySweep({ db: deps.db, registry: runtime.registry, now: () => clock.now(), log: deps.log.child({ component: 'token-expiry' }) });
+    },
+    async stop() {
+      stopSweep();
+      await scalers.manager.stop();
+    },
+  };
+}
+
+/** Where spawned agents reach this coordinator: a wildcard bind address is reached on loopback. */
+function agentUrl(host: string, port: number): string {
+  const reachable = host === '0.0.0.0' || host === '::' ? '127.0.0.1' : host;
+  return `ws://${reachable.includes(':') ? `[${reachable}]` : reachable}:${port}/ws/agent`;
 }

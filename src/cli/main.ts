@@ -2,6 +2,7 @@ import { loadConfig } from '../config/index.ts';
 import { createLogger } from '../log.ts';
 import { startCoordinator } from '../main.ts';
 import { runAgentCommand } from './agent.ts';
+import { runDiagnoseCommand } from './diagnose.ts';
 import { runReplayCommand } from './replay.ts';
 import { runVisualizeCommand } from './visualize.ts';
 import { runTokenCommand } from './token.ts';
@@ -12,6 +13,7 @@ commands:
   start                    run a coordinator (HTTP on $HOST:$PORT, data in $SWITCHYARD_DATA_DIR)
   agent --url U --token T  run the reference agent (see 'switchyard agent --help')
   token create|list        manage agent tokens through a running coordinator
+  diagnose                 scaler backends and their recent spawn failures (see 'switchyard diagnose --help')
   replay <runId>           re-run a run's journal through the charts (see 'switchyard replay --help')
   visualize --out <dir>    write an offline copy of the visualizer for one run (--run <runId>)
 `;
@@ -41,6 +43,9 @@ async function main(argv: string[]): Promise<void> {
       return;
     case 'token':
       process.exitCode = await runTokenCommand(argv.slice(1));
+      return;
+    case 'diagnose':
+      process.exitCode = await runDiagnoseCommand(argv.slice(1));
       return;
     case 'replay':
       process.exitCode = await runReplayCommand(argv.slice(1));

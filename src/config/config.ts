@@ -3,6 +3,7 @@ import { hostname } from 'node:os';
 import { resolve } from 'node:path';
 import { ConfigError } from './errors.ts';
 import { envSchema, type LogLevel, type RawEnv } from './env.ts';
+import { compileScalerSettings, type ScalerSettings } from '../scaler/settings.ts';
 
 /** Everything the coordinator reads from its environment, validated and with defaults applied. */
 export interface CompiledConfig {
@@ -49,6 +50,8 @@ export interface CompiledConfig {
   readonly agentAuth: 'token' | 'none';
   /** pino log level (`LOG_LEVEL`). @default 'info' */
   readonly logLevel: LogLevel;
+  /** Scaler backends and caps (`SWITCHYARD_SCALER*`, see ScalerSettings). */
+  readonly scaler: ScalerSettings;
 }
 
 /**
@@ -57,7 +60,7 @@ export interface CompiledConfig {
  */
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): CompiledConfig {
   const raw = parseEnv(env);
-  const config = compile(raw);
+  const config = { ...compile(raw), scaler: compileScalerSettings(raw, env) };
   if (config.leaseTtlMs <= config.leaseRenewMs) {
     throw new ConfigError(
       'SWITCHYARD_LEASE_TTL_MS',
@@ -86,7 +89,7 @@ function parseEnv(env: NodeJS.ProcessEnv): RawEnv {
   throw new ConfigError(key, `Invalid ${key}: ${issue?.message ?? 'invalid value'}${shown}`);
 }
 
-function compile(raw: RawEnv): CompiledConfig {
+function compile(raw: RawEnv): Omit<CompiledConfig, 'scaler'> {
   return {
     port: raw.PORT ?? 8080,
     host: raw.HOST ?? '127.0.0.1',

@@ -66,6 +66,23 @@ export const envSchema = z.object({
   SWITCHYARD_MAX_DISPATCH_ATTEMPTS: integer(1, 100),
   LOG_LEVEL: optional(z.enum(LOG_LEVELS, { message: `must be one of ${LOG_LEVELS.join(', ')}` })),
   SWITCHYARD_AGENT_AUTH: optional(z.enum(['token', 'none'], { message: 'must be token or none' })),
+  // Scalers (orchestration.md §15); compiled by src/scaler/config.ts.
+  SWITCHYARD_SCALERS: text,
+  SWITCHYARD_SCALERS_FILE: text,
+  SWITCHYARD_SCALER_LABELS: text,
+  SWITCHYARD_SCALER_MAX_AGENTS: integer(0, 10_000),
+  SWITCHYARD_SCALER_MAX_CPU: positiveDecimal,
+  SWITCHYARD_SCALER_MAX_MEMORY_BYTES: integer(1),
+  SWITCHYARD_SCALER_SPAWN_TIMEOUT_MS: integer(1_000),
+  SWITCHYARD_SCALER_TOKEN_TTL_MS: integer(60_000),
+  SWITCHYARD_SCALER_TICK_MS: integer(50, 60_000),
+  SWITCHYARD_SCALER_URL: url(['ws', 'wss']),
+  SWITCHYARD_INSTALLATION_ID: optional(
+    z
+      .string()
+      .trim()
+      .regex(/^[A-Za-z0-9._-]{1,63}$/, 'may hold only letters, digits and . _ - (at most 63)'),
+  ),
 });
 
 export type RawEnv = z.infer<typeof envSchema>;
