@@ -36,6 +36,11 @@
     return state.replay && state.replay.steps[seq] ? state.replay.steps[seq] : null;
   }
 
+  /** A job waits while in `waiting.*`, or before it was spawned (a run that never started). */
+  function isWaiting(value) {
+    return value === 'pending' || (typeof value === 'object' && value !== null && 'waiting' in value);
+  }
+
   /** Jobs at `seq`: the state from the journal; reason, attempt and agent live or from replay. */
   function jobRows(seq, entry) {
     const jobs = (entry && entry.stateAfter && entry.stateAfter.jobs) || {};
@@ -45,11 +50,12 @@
     const keys = [...new Set([...Object.keys(jobs), ...projected.keys()])].sort();
     return keys.map((key) => {
       const job = projected.get(key);
-      const waiting = live && job ? job.waiting_reason : step ? step.waiting[key] || null : null;
+      const value = key in jobs ? jobs[key] : job && job.status;
+      const reason = live && job ? job.waiting_reason : step ? step.waiting[key] || null : null;
       return {
         key,
-        value: key in jobs ? jobs[key] : job && job.status,
-        waiting,
+        value,
+        waiting: isWaiting(value) ? reason : null,
         attempt: live && job ? job.attempt : undefined,
         agent: live && job ? job.agent_id || undefined : undefined,
       };
@@ -74,7 +80,8 @@
     const selected = rows.find((row) => row.key === state.jobKey);
     $('job-title').textContent = selected ? `Job ${selected.key}` : 'Job';
     if (state.charts.job) state.charts.job.highlight(selected ? selected.value : null);
-    view.renderTimeline({ range: $('timeline-range'), label: $('timeline-label'), live: $('follow-live'), list: $('event-list') }, state.history, seq, seek);
+    const timeline = { key: state.runId, range: $('timeline-range'), label: $('timeline-label'), live: $('follow-live'), list: $('event-list') };
+    view.renderTimeline(timeline, state.history, seq, seek);
     view.renderDetails($('step-details'), entry, replayStep(seq), state.replayNote);
   }
 

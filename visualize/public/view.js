@@ -75,19 +75,29 @@
     parts.label.textContent = entry ? `seq ${seq} of ${last} · ${time(entry.receivedAt)} · ${type}` : 'no events';
     parts.label.setAttribute('data-seq', String(seq));
     parts.live.hidden = seq === last;
-    parts.list.replaceChildren(
-      ...history.map((item) =>
-        h(
-          'li',
-          { class: item.seq === seq ? 'selected' : null, 'data-seq': item.seq, onclick: () => onSeek(item.seq) },
-          h('span', { class: 'seq' }, `#${item.seq}`),
-          h('span', { class: 'type' }, item.event.type),
-          h('span', { class: 'when' }, time(item.receivedAt).slice(11)),
+    const listKey = `${parts.key}:${history.length}`;
+    if (parts.list.getAttribute('data-key') !== listKey) {
+      parts.list.setAttribute('data-key', listKey);
+      parts.list.replaceChildren(
+        ...history.map((item) =>
+          h(
+            'li',
+            { 'data-seq': item.seq, onclick: () => onSeek(item.seq) },
+            h('span', { class: 'seq' }, `#${item.seq}`),
+            h('span', { class: 'type' }, item.event.type),
+            h('span', { class: 'when' }, time(item.receivedAt).slice(11)),
+          ),
         ),
-      ),
-    );
-    const selected = parts.list.querySelector('li.selected');
-    if (selected) selected.scrollIntoView({ block: 'nearest' });
+      );
+    }
+    const previous = parts.list.querySelector('li.selected');
+    const selected = parts.list.children[seq];
+    if (previous === selected) return;
+    if (previous) previous.classList.remove('selected');
+    if (selected) {
+      selected.classList.add('selected');
+      selected.scrollIntoView({ block: 'nearest' });
+    }
   }
 
   function listOf(title, items) {

@@ -104,6 +104,7 @@ describe('the visualizer in a real browser (Debian chromium, real coordinator pr
     await page.waitForSelector('#run-chart g.node.current[data-id="run.cancelled"]');
     await page.waitForSelector('#job-chart g.node.current[data-id="job.cancelled"]');
     assert.equal(await text(page, '#jobs-body tr[data-job="build"] .job-state'), 'cancelled');
+    assert.equal(await text(page, '#jobs-body tr[data-job="build"] .job-waiting'), '', 'a finished job shows no waiting reason');
     assert.equal(await text(page, `#runs button[data-run-id="${runId}"] .badge`), 'cancelled');
     await page.screenshot({ path: join(ARTIFACTS, '02-cancelled.png'), fullPage: true });
   });
