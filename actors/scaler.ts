@@ -114,12 +114,22 @@ export class ScalerManager implements ScalerPort {
     if (stored && !usable) this.options.log.error({ version: stored.machineVersion }, 'scaler snapshot of another machine version; its agents are treated as orphans');
     this.actor = createActor(this.machine(), usable ? { snapshot: stored.snapshot as never, input } : { input });
     this.actor.start();
-    const alive = (await Promise.all(this.options.backends.map((backend) => backend.listOwned()))).flat().map((resource) => resource.agentId);
+    const alive = (await Promise.all(this.options.backends.map((backend) => this.aliveOn(backend)))).flat();
     this.send({ type: 'scaler.reload', caps: input.caps, backends: input.backends, at: this.options.clock.now() });
     this.send({ type: 'scaler.reconcile', alive, at: this.options.clock.now() });
     await this.chain;
     await this.reap();
     this.schedule();
+  }
+
+  /** Agent ids the backend still runs; when it cannot tell, its records are kept as they are. */
+  private async aliveOn(backend: ScalerBackend): Promise<string[]> {
+    try {
+      return (await backend.listOwned()).map((resource) => resource.agentId);
+    } catch (thrown) {
+      this.options.log.warn({ backend: backend.name, err: coerceError(thrown) }, 'cannot list scaler resources; keeping its records');
+      return Object.values(this.context?.agents ?? {}).filter((agent) => agent.backend === backend.name).map((agent) => agent.agentId);
+    }
   }
 
   /** The URL spawned agents connect to; spawns wait for it (it is known once the server listens). */
