@@ -1,18 +1,5 @@
-/**
- * A write found that this coordinator no longer owns the lease epoch (or the run) it wrote under:
- * another coordinator took over. The writer must stop its run actors and never retry the write.
- */
-export class FencedError extends Error {
-  override readonly name = 'FencedError';
-
-  constructor(
-    readonly coordinatorId: string,
-    readonly epoch: number,
-    detail: string,
-  ) {
-    super(`Coordinator ${coordinatorId} (epoch ${epoch}) is fenced: ${detail}`);
-  }
-}
+/** Fencing is the runtime's error; the queries throw it (one class, whichever layer catches it). */
+export { FencedError } from '../../actors/errors.ts';
 
 /**
  * A batch tried to append an event at a (run, seq) that is already journaled, so it would be applied

@@ -1,17 +1,10 @@
 import type { Kysely } from 'kysely';
+import type { StoredRun } from '../../actors/ports.ts';
 import { TERMINAL_RUN_STATUSES } from './run-status.ts';
 import type { Schema } from './schema.ts';
 
-export interface RestorableRun {
-  runId: string;
-  seq: number;
-  machineId: string;
-  machineVersion: number;
-  snapshot: unknown;
-  status: string;
-  timers: { deadlineId: string; kind: string; jobKey: string | null; dueAt: number }[];
-  pendingEffects: { effectId: string; kind: string; payload: unknown }[];
-}
+/** A run as the supervisor restores it (the `StoredRun` of its port). */
+export type RestorableRun = StoredRun;
 
 /**
  * Snapshot, armed deadlines and not-yet-done outbox effects of each run, in three queries whatever

@@ -1,12 +1,10 @@
 import type { Kysely } from 'kysely';
-import { FencedError } from '../../actors/errors.ts';
 import type { OwnershipStore } from '../../actors/ownership.ts';
 import type { Clock, RunStore } from '../../actors/ports.ts';
 import { adoptRunsOf, findExpiredCoordinators } from './adoption.ts';
 import { commitBatch } from './commit-batch.ts';
 import { claimCoordinatorLease, renewCoordinatorLease } from './coordinator-lease.ts';
 import { markEffectsDone } from './effects.ts';
-import { FencedError as DbFencedError } from './errors.ts';
 import { reclaimOwnRuns } from './reclaim.ts';
 import { loadRunsForRestore } from './restore.ts';
 import type { Schema } from './schema.ts';
@@ -19,14 +17,7 @@ export interface Identity {
 /** The supervisor's and ownership's ports, on Postgres. Every write is fenced by the epoch. */
 export function createRunStore(db: Kysely<Schema>, identity: Identity, clock: Clock): RunStore & OwnershipStore {
   return {
-    async commit(entries) {
-      try {
-        await commitBatch(db, { coordinatorId: identity.coordinatorId, epoch: identity.epoch(), now: clock.now(), entries });
-      } catch (thrown) {
-        if (thrown instanceof DbFencedError) throw new FencedError(identity.coordinatorId, identity.epoch(), thrown.message);
-        throw thrown;
-      }
-    },
+    commit: (entries) => commitBatch(db, { coordinatorId: identity.coordinatorId, epoch: identity.epoch(), now: clock.now(), entries }),
     markEffectsDone: (effectIds) => markEffectsDone(db, { effectIds, now: clock.now() }),
     loadRuns: (runIds) => loadRunsForRestore(db, runIds),
     claimLease: (args) => claimCoordinatorLease(db, args),
