@@ -8,6 +8,7 @@ import type { Dispatcher } from '../../actors/dispatcher.ts';
 import type { Clock } from '../../actors/ports.ts';
 import { ScalerManager } from '../../actors/scaler.ts';
 import type { ScalerStore } from '../../actors/scaler-reaper.ts';
+import type { ScalerJobs } from '../../actors/scaler-effects.ts';
 import type { IncomingRunEvent, Supervisor } from '../../actors/supervisor.ts';
 import { SCALER_MACHINE_VERSION } from '../../machines/scaler.machine.ts';
 import type { CompiledConfig } from '../config/index.ts';
@@ -49,7 +50,8 @@ export function createBackend(definition: ScalerDefinition, common: { installati
   return new ContainerBackend({ ...rest, installationId: common.installationId, remoteHost: host, now: common.now, log });
 }
 
-function storeFor(wiring: ScalerWiring): ScalerStore {
+/** The scaler's fenced state in the database. */
+export function scalerStore(wiring: Pick<ScalerWiring, 'db' | 'config' | 'clock' | 'epoch'>): ScalerStore {
   const { db, config, clock } = wiring;
   const me = config.coordinatorId;
   return {
@@ -67,6 +69,17 @@ function jobSnapshot(supervisor: Supervisor, runId: string, jobKey: string): Job
   return supervisor.snapshotOf(runId)?.children?.[jobKey]?.snapshot as JobSnapshot | undefined;
 }
 
+/** What the scaler reads of jobs: their live state in the run actors owned here. */
+export function scalerJobs(supervisor: Supervisor): ScalerJobs {
+  return {
+    isWaitingForAgent: (runId, jobKey) => {
+      const value = jobSnapshot(supervisor, runId, jobKey)?.value;
+      return value === 'queued' || (typeof value === 'object' && value !== null && (value as Record<string, unknown>)['waiting'] === 'agent');
+    },
+    jobTimeoutMs: (runId, jobKey) => jobSnapshot(supervisor, runId, jobKey)?.context?.timeouts?.jobTimeoutMs ?? null,
+  };
+}
+
 /** The scaler of one coordinator, its backends built from configuration (SCL-1). Not started yet. */
 export async function createScalerManager(wiring: ScalerWiring): Promise<{ manager: ScalerManager; tracker: FailureTracker }> {
   const { config, db, clock, log, supervisor } = wiring;
@@ -79,15 +92,9 @@ export async function createScalerManager(wiring: ScalerWiring): Promise<{ manag
     backends,
     caps: { maxAgents: settings.maxAgents, maxCpu: settings.maxCpu, maxMemoryBytes: settings.maxMemoryBytes },
     ...{ spawnTimeoutMs: settings.spawnTimeoutMs, tokenTtlMs: settings.tokenTtlMs, tickMs: settings.tickMs },
-    store: storeFor(wiring),
+    store: scalerStore(wiring),
     registry: wiring.agents,
-    jobs: {
-      isWaitingForAgent: (runId, jobKey) => {
-        const value = jobSnapshot(supervisor, runId, jobKey)?.value;
-        return value === 'queued' || (typeof value === 'object' && value !== null && (value as Record<string, unknown>)['waiting'] === 'agent');
-      },
-      jobTimeoutMs: (runId, jobKey) => jobSnapshot(supervisor, runId, jobKey)?.context?.timeouts?.jobTimeoutMs ?? null,
-    },
+    jobs: scalerJobs(supervisor),
     deliver: wiring.deliver,
     offer: () => void wiring.dispatcher.offer(),
     mintToken: async ({ agentId, labels, mandatoryLabels, expiresAt }) => {

@@ -45,9 +45,9 @@ describe('buildIsolationRuleOps (SCL-12)', () => {
       '    ip saddr 10.88.0.8 ip daddr 10.88.0.1 comment "switchyard:scaler-container-ffffffff" accept # handle 5',
       '    ip saddr 10.88.0.7 ip daddr 10.0.0.0/8 comment "switchyard:scaler-container-1a2b3c4d" drop # handle 9',
     ].join('\n');
-    const removed = await removeIsolationRules('scaler-container-1a2b3c4d', async (args) => {
+    const removed = await removeIsolationRules('scaler-container-1a2b3c4d', (args) => {
       calls.push(args);
-      return args[0] === '-a' ? listing : '';
+      return Promise.resolve(args[0] === '-a' ? listing : '');
     });
     assert.equal(removed, 2);
     assert.deepEqual(calls.slice(1).map((c) => c.at(-1)), ['4', '9']);

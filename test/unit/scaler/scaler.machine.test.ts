@@ -179,7 +179,8 @@ describe('scaler machine (orchestration.md §15)', () => {
     const h = start();
     h.send(request('a', '00000001'));
     const persisted = JSON.parse(JSON.stringify(h.actor.getPersistedSnapshot())) as object;
-    const restored = createActor(scalerMachine, { snapshot: persisted as never, input: undefined as never }).start();
+    const input: ScalerInput = { caps: { maxAgents: 1, maxCpu: null, maxMemoryBytes: null }, backends: [], timeouts: { spawnMs: 1, boundIdleMs: 1, unboundIdleMs: 1 } };
+    const restored = createActor(scalerMachine, { snapshot: persisted as never, input }).start();
     assert.deepEqual(Object.keys(restored.getSnapshot().context.agents), ['scaler-bare-metal-00000001']);
   });
 });

@@ -1,0 +1,154 @@
+import assert from 'node:assert/strict';
+import type { Kysely } from 'kysely';
+import { randomUUID } from 'node:crypto';
+import { it } from 'node:test';
+import { pino } from 'pino';
+import { Registry } from 'prom-client';
+import { systemClock } from '../../../actors/ports.ts';
+import { ScalerManager } from '../../../actors/scaler.ts';
+import { createAgentToken } from '../../../src/db/agent-tokens.ts';
+import type { Schema } from '../../../src/db/schema.ts';
+import type { ExitListener, LabelSet, OwnedResource, ScalerBackend, SpawnContext, SpawnedAgent } from '../../../src/scaler/backend.ts';
+import { loadConfig } from '../../../src/config/index.ts';
+import { FailureTracker } from '../../../src/scaler/failure-tracker.ts';
+import { scalerJobs, scalerStore } from '../../../src/scaler/index.ts';
+import { createScalerMetrics } from '../../../src/scaler/metrics.ts';
+import { describeEachKind, withTestDatabase } from '../../support/database.ts';
+import { eventually, planFor, startTestRuntime } from '../../support/runtime.ts';
+import type { TestRuntime } from '../../support/runtime.ts';
+
+const LABEL = 'scaled';
+const silent = pino({ level: process.env.TEST_LOG_LEVEL ?? 'silent' });
+
+/** A backend that starts nothing: it records spawns and destroys, and fails the spawns it is told to. */
+class RecordingBackend implements ScalerBackend {
+  readonly type = 'bare-metal' as const;
+  readonly name = 'fake';
+  readonly spawnsOnLocalHost = true;
+  readonly labelSets: LabelSet[] = [{ labels: [LABEL], mandatoryLabels: [], properties: { 'switchyard.runSteps': true }, resources: null, warmPool: null }];
+  readonly spawned: { agentId: string; context: SpawnContext | null; token: string }[] = [];
+  readonly destroyed: string[] = [];
+  readonly live = new Set<string>();
+  failNext: string | null = null;
+  constructor(readonly maxAgents: number) {}
+  getActiveCount = () => this.live.size;
+  onExit(_listener: ExitListener): void {}
+  spawn(labelSet: LabelSet, agentId: string, _url: string, _limits: unknown, context: SpawnContext | null, credentials: { token: string }): Promise<SpawnedAgent> {
+    if (this.failNext) {
+      const message = this.failNext;
+      this.failNext = null;
+      return Promise.reject(new Error(message));
+    }
+    this.spawned.push({ agentId, context, token: credentials.token });
+    this.live.add(agentId);
+    return Promise.resolve({ id: agentId, labelSet, backendRef: agentId, spawnedAt: Date.now(), state: 'spawning' });
+  }
+  destroy(agentId: string): Promise<void> {
+    this.destroyed.push(agentId);
+    this.live.delete(agentId);
+    return Promise.resolve();
+  }
+  listOwned(): Promise<OwnedResource[]> {
+    return Promise.resolve([...this.live].map((agentId) => ({ agentId, backendRef: agentId, scaler: this.name, boundJobId: null, runId: null })));
+  }
+  shutdownAll = () => Promise.resolve();
+  reload = () => ({ ok: true as const });
+}
+
+function managerFor(runtime: TestRuntime, db: Kysely<Schema>, backend: RecordingBackend, coordinatorId: string, spawnTimeoutMs = 60_000) {
+  const config = loadConfig({ SWITCHYARD_COORDINATOR_ID: coordinatorId, DATABASE_URL: 'postgres://unused' });
+  const manager = new ScalerManager({
+    backends: [backend],
+    caps: { maxAgents: 3, maxCpu: null, maxMemoryBytes: null },
+    ...{ spawnTimeoutMs, tokenTtlMs: 3_600_000, tickMs: 50 },
+    store: scalerStore({ db, config, clock: systemClock, epoch: () => runtime.ownership.epoch }),
+    registry: runtime.registry,
+    jobs: scalerJobs(runtime.supervisor),
+    deliver: runtime.deliver,
+    offer: () => void runtime.dispatcher.offer(),
+    mintToken: async (args) => {
+      const { token, record } = await createAgentToken(db, { agentType: 'ephemeral', createdBy: args.agentId, labels: args.labels, expiresAt: args.expiresAt, now: Date.now() });
+      return { token, tokenId: record.id };
+    },
+    revokeToken: () => Promise.resolve(),
+    tracker: new FailureTracker(),
+    metrics: createScalerMetrics(new Registry()),
+    clock: systemClock,
+    log: silent,
+  });
+  runtime.dispatcher.attachScaler(manager);
+  manager.setOrchestratorUrl('ws://127.0.0.1:9/ws/agent');
+  return manager;
+}
+
+async function createRuns(runtime: TestRuntime, count: number): Promise<string[]> {
+  const ids = Array.from({ length: count }, () => randomUUID());
+  const workflow = { name: 'scaled', jobs: [{ _type: 'static' as const, name: 'build', runsOn: [{ kind: 'exact' as const, value: LABEL }], needs: [], steps: [{ name: 's', hasOutputs: false, run: 'true' }] }] };
+  await Promise.all(ids.map((id) => runtime.supervisor.createRun({ input: planFor(id, workflow), repository: 'acme/app' })));
+  return ids;
+}
+
+async function reasons(db: Kysely<Schema>, runIds: string[]) {
+  const rows = await db.selectFrom('jobs').select(['run_id', 'waiting_reason', 'status', 'attempt']).where('run_id', 'in', runIds).execute();
+  return rows.map((row) => ({ ...row, reason: row.waiting_reason as { kind: string; message: string } | null }));
+}
+
+await describeEachKind('scaler manager on a real runtime', (kind) => {
+  it(`SCL-5: 50 jobs asking at once get exactly the capped number of spawns, the rest wait "scaler at capacity" (${kind})`, async (t) => {
+    await withTestDatabase(kind, async ({ db }) => {
+      const runtime = await startTestRuntime(db, 'coord-caps');
+      const backend = new RecordingBackend(10);
+      const manager = managerFor(runtime, db, backend, 'coord-caps');
+      t.after(async () => {
+        await manager.stop();
+        runtime.stop();
+      });
+      await manager.start();
+      const runIds = await createRuns(runtime, 50);
+      const settled = await eventually(async () => {
+        const rows = await reasons(db, runIds);
+        const spawning = rows.filter((r) => r.reason?.kind === 'scaler_spawning');
+        const capacity = rows.filter((r) => r.reason?.kind === 'capacity');
+        return spawning.length === 3 && capacity.length === 47 ? { spawning, capacity } : null;
+      }, 15_000, '3 spawning and 47 at capacity');
+      assert.ok(settled.capacity.every((r) => r.reason?.message === 'scaler at capacity'));
+      assert.ok(settled.spawning.every((r) => /^spawning on fake \(agent scaler-bare-metal-[0-9a-f]{8}\)$/.test(r.reason?.message ?? '')));
+      await eventually(() => backend.spawned.length === 3, 5_000, 'three spawns');
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      assert.equal(backend.spawned.length, 3, 'never more than the cap, however often the dispatcher asks');
+      assert.deepEqual(new Set(backend.spawned.map((s) => s.context?.runId)).size, 3, 'each spawn is bound to a different job');
+      const stored = await db.selectFrom('scaler_state' as never).selectAll().execute();
+      assert.equal(stored.length, 1, 'the reservations are stored');
+    });
+  });
+
+  it(`a bound spawn failure reaches its job as provision.failed with a readable reason; a spawn that never registers is released (B14) (${kind})`, async (t) => {
+    await withTestDatabase(kind, async ({ db }) => {
+      const runtime = await startTestRuntime(db, 'coord-fail');
+      const backend = new RecordingBackend(1);
+      backend.failNext = 'no capacity left in rack 7';
+      const manager = managerFor(runtime, db, backend, 'coord-fail', 600);
+      t.after(async () => {
+        await manager.stop();
+        runtime.stop();
+      });
+      await manager.start();
+      const [runId] = await createRuns(runtime, 1);
+      const failed = await eventually(async () => {
+        const [row] = await reasons(db, [runId as string]);
+        return row?.reason?.kind === 'scaler_failed' ? row : null;
+      }, 10_000, 'the job to wait with scaler_failed');
+      assert.equal(failed.reason?.message, 'scaler fake could not provide an agent: no capacity left in rack 7');
+      assert.equal(failed.attempt, 1, 'the failed spawn counted one attempt');
+      // The retry spawns again; that agent never registers, so its deadline releases it and reports it.
+      await eventually(() => backend.destroyed.length >= 1, 10_000, 'the unregistered spawn to be destroyed at its deadline');
+      const [again] = await eventually(async () => {
+        const rows = await reasons(db, [runId as string]);
+        return rows[0]?.reason?.message.includes('did not register within 1 s') ? rows : null;
+      }, 10_000, 'the spawn timeout to reach the job');
+      assert.equal(again?.attempt, 2);
+      await eventually(() => backend.spawned.length >= 2, 10_000, 'the freed reservation to serve the next attempt');
+      assert.ok((manager.context ? Object.keys(manager.context.agents).length : 9) <= 1, 'never more than one reservation (cap 1)');
+    });
+  });
+});
