@@ -23,7 +23,8 @@ describe('ephemeral token expiry (protocol.md §3.2)', { skip: await skipReason(
     const databaseUrl = await sharedDatabaseUrl('external');
     const config = loadConfig({ DATABASE_URL: databaseUrl, PORT: '0', SWITCHYARD_ADMIN_TOKEN: 'expiry-admin', SWITCHYARD_DATA_DIR: await tempDir('sy-expiry-'), LOG_LEVEL: 'silent' });
     const coordinator = await startCoordinator(config, silent);
-    const { db, close } = await openDatabase(config, silent);
+    const database = await openDatabase(config, silent);
+    const { db } = database;
     try {
       const wsUrl = `${coordinator.url.replace('http', 'ws')}/ws/agent`;
       const mint = async (agentId: string, labels: string[]) =>
@@ -52,7 +53,7 @@ describe('ephemeral token expiry (protocol.md §3.2)', { skip: await skipReason(
       assert.deepEqual(rows.map((r) => r.status), ['success'], 'the job was not failed by the expiry');
     } finally {
       await coordinator.close();
-      await close();
+      await database.close();
     }
   });
 });
