@@ -103,6 +103,7 @@ for (const kind of DATABASE_KINDS) {
         const by = after.map((e) => (e.event as { by?: string }).by).filter(Boolean);
         assert.deepEqual(by, ['test'], 'the zombie wrote nothing; the owner did');
         assert.deepEqual(after.map((e) => e.seq), after.map((_, i) => i), 'one contiguous journal, one writer at a time');
+        first.stop();
         second.stop();
       });
     });
