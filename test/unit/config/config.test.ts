@@ -69,7 +69,10 @@ describe('loadConfig', () => {
       SWITCHYARD_MAX_DISPATCH_ATTEMPTS: '3',
       LOG_LEVEL: 'debug',
     });
-    assert.deepEqual(config, {
+    const { scaler, ...rest } = config;
+    assert.deepEqual(scaler.backends, [], 'no scalers by default with DATABASE_URL');
+    assert.equal(scaler.maxAgents, 10);
+    assert.deepEqual(rest, {
       port: 9090,
       host: '0.0.0.0',
       dataDir: '/var/lib/switchyard',
@@ -89,6 +92,7 @@ describe('loadConfig', () => {
       queueTimeoutMs: 0,
       maxDispatchAttempts: 3,
       logLevel: 'debug',
+      agentAuth: 'token',
     });
   });
 

@@ -133,3 +133,19 @@ describe('candidatesFor (SCL-2)', () => {
     assert.deepEqual(candidatesFor(regex, [{ name: 'b', labelSets: sets }]), [{ backend: 'b', labelSet: 0 }]);
   });
 });
+
+describe('scaler settings (src/config)', () => {
+  it('the embedded mode has one bare-metal backend by default; DATABASE_URL mode none; "none" turns it off', async () => {
+    const { loadConfig, ConfigError } = await import('../../../src/config/index.ts');
+    const embedded = loadConfig({ SWITCHYARD_SCALER_LABELS: 'linux, big' });
+    assert.deepEqual(embedded.scaler.backends.map((b) => [b.type, b.name]), [['bare-metal', 'bare-metal']]);
+    assert.ok(embedded.scaler.backends[0]?.labelSets[0]?.labels.includes('kici:os:linux'));
+    assert.ok(embedded.scaler.backends[0]?.labelSets[0]?.labels.includes('big'));
+    assert.equal(embedded.scaler.spawnTimeoutMs, 300_000);
+    assert.equal(embedded.scaler.tokenTtlMs, 3_600_000);
+    assert.deepEqual(loadConfig({ DATABASE_URL: 'postgres://x/y' }).scaler.backends, []);
+    assert.deepEqual(loadConfig({ SWITCHYARD_SCALERS: 'none' }).scaler.backends, []);
+    assert.throws(() => loadConfig({ SWITCHYARD_SCALERS: '[{"type":"container","name":"d"}]' }), (error: unknown) => error instanceof ConfigError && error.key === 'SWITCHYARD_SCALERS' && /image/.test(error.message));
+    assert.throws(() => loadConfig({ SWITCHYARD_SCALERS: '[not json' }), ConfigError);
+  });
+});
