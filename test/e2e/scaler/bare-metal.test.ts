@@ -98,8 +98,10 @@ describe('bare-metal scaler (real processes)', { skip: await skipReason('externa
       assert.match(logs, /scaler says 42/);
       const owner = await installation(db);
       await eventually(async () => (await agentProcesses(owner)).length === 0, 15_000, 'the single-use agent to be destroyed');
-      const scalers = (await (await coordinator.api('/api/v1/scalers')).json()) as { agents: unknown[]; backends: { name: string; spawnsOnLocalHost: boolean }[] };
-      assert.deepEqual(scalers.agents, [], 'no reservation left');
+      const scalers = await eventually(async () => {
+        const status = (await (await coordinator.api('/api/v1/scalers')).json()) as { agents: unknown[]; backends: { name: string; spawnsOnLocalHost: boolean }[] };
+        return status.agents.length === 0 ? status : null;
+      }, 15_000, 'no reservation left');
       assert.deepEqual(scalers.backends.map((b) => [b.name, b.spawnsOnLocalHost]), [['bare-metal', true]]);
       const metrics = await (await fetch(`${coordinator.url}/metrics`)).text();
       assert.match(metrics, /switchyard_scaler_spawns_total\{backend="bare-metal",bound="true"\} 1/);
