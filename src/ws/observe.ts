@@ -13,15 +13,7 @@ const MAX_BUFFERED_BYTES = 4 * 1024 * 1024;
 const CLOSE_TOO_SLOW = 1013;
 
 /** What `/ws/observe` sends after every committed event of a run this coordinator owns. */
-export interface RunUpdateFrame {
-  type: 'run.update';
-  runId: string;
-  seq: number;
-  event: unknown;
-  receivedAt: number;
-  stateAfter: unknown;
-  status: string;
-}
+export type RunUpdateFrame = { type: 'run.update' } & CommittedUpdate;
 
 export interface ObserveDeps {
   observe: (listener: (update: CommittedUpdate) => void) => () => void;
