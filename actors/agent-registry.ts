@@ -109,6 +109,14 @@ export class AgentRegistry {
     if (session) session.unusable = why;
   }
 
+  /** Back in service when it was out for `why` (a silent agent heartbeats again): waiting jobs may go to it. */
+  markUsable(agentId: string, why: string): void {
+    const session = this.sessions.get(agentId);
+    if (session?.unusable !== why) return;
+    session.unusable = null;
+    this.capacityChanged();
+  }
+
   /** An agent with a free slot that can take the job, or why there is none. */
   find(requirements: AgentRequirements): { session: AgentSession } | { none: 'no_matching_agent' | 'capacity'; matching: number } {
     const matching = this.all().filter((session) => agentCanTake(requirements, session));

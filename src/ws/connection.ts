@@ -161,7 +161,7 @@ export class AgentConnection {
   private async routeRegistered(message: AgentMessage): Promise<void> {
     if (message.type === 'heartbeat') {
       this.lastHeartbeatAt = this.deps.now();
-      if (this.session?.unusable === 'silent') this.session.unusable = null;
+      if (this.session) this.deps.registry.markUsable(this.session.agentId, 'silent');
       return;
     }
     if (JOB_SCOPED_TYPES.has(message.type)) return this.jobMessage(message as JobScopedMessage);
