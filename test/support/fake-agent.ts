@@ -38,6 +38,8 @@ export interface FakeAgentOptions {
   onDispatch?: (dispatch: JobDispatchFrame, agent: FakeAgent) => void;
   /** `permessage-deflate` as the stock agent offers it. @default true */
   compress?: boolean;
+  /** `heartbeat` period once registered, as the stock agent's; 0 sends none. @default 30000 */
+  heartbeatMs?: number;
 }
 
 /**
@@ -50,6 +52,7 @@ export class FakeAgent {
   readonly closed: Promise<{ code: number; reason: string }>;
   readonly agentId: string;
   private listeners: (() => void)[] = [];
+  private heartbeat: NodeJS.Timeout | undefined;
 
   private constructor(
     readonly socket: WebSocket,
@@ -58,7 +61,12 @@ export class FakeAgent {
     this.agentId = options.agentId ?? `fake-${randomUUID().slice(0, 8)}`;
     socket.on('message', (data, isBinary) => this.onFrame(data, isBinary));
     socket.on('error', () => undefined);
-    this.closed = new Promise((resolve) => socket.once('close', (code, reason) => resolve({ code, reason: reason.toString('utf8') })));
+    this.closed = new Promise((resolve) =>
+      socket.once('close', (code, reason) => {
+        clearInterval(this.heartbeat);
+        resolve({ code, reason: reason.toString('utf8') });
+      }),
+    );
   }
 
   /** Opens the socket and stops there: the handshake is up to the test. */
@@ -104,7 +112,12 @@ export class FakeAgent {
   async register(extra: Partial<AgentRegister> = {}): Promise<RegisterAck> {
     const before = this.received.length;
     this.send(this.registerMessage(extra));
-    return this.next('register.ack', undefined, 10_000, before);
+    const ack = await this.next('register.ack', undefined, 10_000, before);
+    const every = this.options.heartbeatMs ?? 30_000;
+    if (every > 0 && this.heartbeat === undefined) {
+      this.heartbeat = setInterval(() => this.isOpen && this.send({ type: 'heartbeat', timestamp: Date.now() }), every).unref();
+    }
+    return ack;
   }
 
   send(message: AgentMessage | { type: string; [key: string]: unknown }): void {
