@@ -30,8 +30,10 @@ function requiredLabels(requirements: AgentRequirements): Set<string> {
 export function agentCanTake(requirements: AgentRequirements, agent: AgentOffer): boolean {
   if (!requirements.runsOn.every((matcher) => agent.labels.some((label) => matches(matcher, label)))) return false;
   if (requirements.excludeLabels.some((matcher) => agent.labels.some((label) => matches(matcher, label)))) return false;
-  const required = requiredLabels(requirements);
-  if (!agent.taints.every((taint) => required.has(taint))) return false;
+  if (agent.taints.length > 0) {
+    const required = requiredLabels(requirements);
+    if (!agent.taints.every((taint) => required.has(taint))) return false;
+  }
   return !requirements.runSteps || agent.properties[RUN_STEPS_PROPERTY] === true;
 }
 
