@@ -21,6 +21,8 @@ export interface DispatchRecord extends SlotHolder {
 }
 
 export const LATE_MESSAGE_GRACE_MS = 30_000;
+/** Ended attempts are swept at most this often: a sweep walks every record. */
+const PRUNE_EVERY_MS = 1_000;
 
 export interface AgentSession extends AgentOffer {
   connectionId: string;
@@ -43,6 +45,7 @@ export class AgentRegistry {
   private readonly sessions = new Map<string, AgentSession>();
   private readonly listeners: (() => void)[] = [];
   private readonly dispatches = new Map<string, DispatchRecord>();
+  private prunedAt = 0;
 
   constructor(private readonly now: () => number = Date.now) {}
 
@@ -100,7 +103,10 @@ export class AgentRegistry {
   }
 
   private pruneEnded(): void {
-    const horizon = this.now() - LATE_MESSAGE_GRACE_MS;
+    const now = this.now();
+    if (now - this.prunedAt < PRUNE_EVERY_MS) return;
+    this.prunedAt = now;
+    const horizon = now - LATE_MESSAGE_GRACE_MS;
     for (const [id, record] of this.dispatches) if (record.endedAt !== null && record.endedAt < horizon) this.dispatches.delete(id);
   }
 
