@@ -1,0 +1,284 @@
+/**
+ * Dispatch benchmark (issue 4 §6): one coordinator started in this process on a fresh external
+ * database, 50 in-process scripted agents (maxConcurrency 1) that answer every `job.dispatch` with
+ * ack → running → success at once. Runs are created through POST /api/v1/runs.
+ *
+ * Measured (all clocks are this process's `performance.now()`):
+ * - dispatch → ack round trip: commit of `placement.granted` (the transaction that records the
+ *   dispatch intent and arms the ack deadline) → commit of `agent.job.ack`, both seen by the
+ *   supervisor's commit observer. It spans the dispatch effect, the socket, the agent, routing,
+ *   the job actor and the group commit;
+ * - ack sent → ack committed: the agent's `job.ack` send → commit of `agent.job.ack`;
+ * - create-run → job.dispatch: start of the POST → the agent receiving the frame;
+ * - sustained runs/s and jobs/s with every run submitted at once.
+ * Client, agents and coordinator share one event loop, so the figures are a floor.
+ *
+ * Run: node --no-node-snapshot --import tsx bench/dispatch.bench.ts [--quick] [--runs N]
+ */
+import { randomBytes } from 'node:crypto';
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { cpus, loadavg, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import pg from 'pg';
+import { pino } from 'pino';
+import { loadConfig } from '../src/config/index.ts';
+import { startCoordinator, type Coordinator } from '../src/main.ts';
+import { CoordinatorClient, FakeAgent, runStepsWorkflow, type JobDispatchFrame } from '../test/support/fake-agent.ts';
+
+const argv = process.argv.slice(2);
+const quick = argv.includes('--quick');
+const runsArg = argv.indexOf('--runs');
+const THROUGHPUT_RUNS = runsArg >= 0 ? Number(argv[runsArg + 1]) : quick ? 500 : 3000;
+const LATENCY_RUNS = quick ? 200 : 1000;
+const LATENCY_CLIENTS = 10;
+const FANOUT_RUNS = Math.round(THROUGHPUT_RUNS / 4);
+const FANOUT_JOBS = 4;
+const AGENTS = 50;
+const LABEL = 'bench';
+const admin = { host: process.env.PGHOST ?? '127.0.0.1', port: Number(process.env.PGPORT ?? 5432), user: process.env.PGUSER ?? 'postgres', password: process.env.PGPASSWORD };
+
+/** Per dispatch id and per run: when each step of the path happened. */
+class Timeline {
+  readonly granted = new Map<string, number>();
+  readonly ackCommitted = new Map<string, number>();
+  readonly received = new Map<string, number>();
+  readonly ackSent = new Map<string, number>();
+  readonly dispatchOfRun = new Map<string, string>();
+  readonly finished = new Map<string, { at: number; status: string }>();
+  private waiters = new Map<string, (() => void)[]>();
+
+  whenFinished(runId: string): Promise<void> {
+    if (this.finished.has(runId)) return Promise.resolve();
+    return new Promise((resolve) => this.waiters.set(runId, [...(this.waiters.get(runId) ?? []), resolve]));
+  }
+
+  finish(runId: string, status: string, at: number): void {
+    if (this.finished.has(runId)) return;
+    this.finished.set(runId, { at, status });
+    for (const resolve of this.waiters.get(runId) ?? []) resolve();
+    this.waiters.delete(runId);
+  }
+}
+
+function percentiles(samples: number[]): { n: number; p50: number; p95: number; p99: number; max: number } {
+  const sorted = [...samples].sort((a, b) => a - b);
+  const at = (q: number) => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? NaN;
+  const round = (v: number) => Math.round(v * 100) / 100;
+  return { n: sorted.length, p50: round(at(0.5)), p95: round(at(0.95)), p99: round(at(0.99)), max: round(sorted.at(-1) ?? NaN) };
+}
+
+function between(from: Map<string, number>, to: Map<string, number>, ids: Iterable<string>): number[] {
+  const out: number[] = [];
+  for (const id of ids) {
+    const a = from.get(id);
+    const b = to.get(id);
+    if (a !== undefined && b !== undefined) out.push(b - a);
+  }
+  return out;
+}
+
+async function freshDatabase(): Promise<{ url: string; drop: () => Promise<void> }> {
+  const name = `sy_bench_dispatch_${randomBytes(4).toString('hex')}`;
+  const client = new pg.Client({ ...admin, database: 'postgres' });
+  await client.connect();
+  await client.query(`CREATE DATABASE "${name}"`);
+  const password = admin.password === undefined ? '' : `:${encodeURIComponent(admin.password)}`;
+  return {
+    url: `postgres://${encodeURIComponent(admin.user)}${password}@${admin.host}:${admin.port}/${name}`,
+    drop: async () => {
+      await client.query(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`);
+      await client.end();
+    },
+  };
+}
+
+function observe(coordinator: Coordinator, timeline: Timeline): void {
+  coordinator.runtime.supervisor.observe((update) => {
+    const now = performance.now();
+    const event = update.event as { type: string; dispatchId?: string };
+    if (event.type === 'placement.granted' && event.dispatchId) timeline.granted.set(event.dispatchId, now);
+    if (event.type === 'agent.job.ack' && event.dispatchId) timeline.ackCommitted.set(event.dispatchId, now);
+    if (['success', 'failed', 'cancelled'].includes(update.status)) timeline.finish(update.runId, update.status, now);
+  });
+}
+
+async function connectAgents(client: CoordinatorClient, token: string, timeline: Timeline): Promise<FakeAgent[]> {
+  const onDispatch = (dispatch: JobDispatchFrame, agent: FakeAgent) => {
+    timeline.received.set(dispatch.jobId, performance.now());
+    timeline.dispatchOfRun.set(dispatch.runId, timeline.dispatchOfRun.get(dispatch.runId) ?? dispatch.jobId);
+    timeline.ackSent.set(dispatch.jobId, performance.now());
+    agent.runAtOnce(dispatch);
+    agent.received.length = 0;
+  };
+  const ids = Array.from({ length: AGENTS }, (_, i) => `bench-agent-${String(i).padStart(2, '0')}`);
+  return Promise.all(ids.map((agentId) => FakeAgent.connect(client.wsUrl, token, { agentId, labels: [LABEL], maxConcurrency: 1, onDispatch })));
+}
+
+/** Runs `count` tasks with at most `width` in flight. */
+async function pool(count: number, width: number, task: (i: number) => Promise<void>): Promise<void> {
+  let next = 0;
+  await Promise.all(Array.from({ length: width }, async () => {
+    while (next < count) await task(next++);
+  }));
+}
+
+interface PhaseResult {
+  runs: number;
+  jobs: number;
+  seconds: number;
+  runsPerSecond: number;
+  jobsPerSecond: number;
+  failed: number;
+  /** CPU time of this process (coordinator, agents and client together) over wall time, in % of one core. */
+  processCpuPercent: number;
+}
+
+async function throughput(client: CoordinatorClient, timeline: Timeline, runs: number, jobsPerRun: number): Promise<PhaseResult & { runIds: string[] }> {
+  const jobs = Array.from({ length: jobsPerRun }, (_, i) => ({ name: `job${i}`, steps: [['s', 'true']] as [string, string][] }));
+  const workflow = runStepsWorkflow(`bench-${jobsPerRun}`, LABEL, jobs);
+  const runIds: string[] = [];
+  const started = performance.now();
+  const cpu = process.cpuUsage();
+  await pool(runs, 64, async () => {
+    runIds.push(await client.createRun(workflow));
+  });
+  await allFinished(client, timeline, runIds);
+  const seconds = (Math.max(...runIds.map((id) => timeline.finished.get(id)?.at ?? 0)) - started) / 1000;
+  const used = process.cpuUsage(cpu);
+  const processCpuPercent = Math.round((used.user + used.system) / 1e4 / seconds);
+  const failed = runIds.filter((id) => timeline.finished.get(id)?.status !== 'success').length;
+  const round = (v: number) => Math.round(v * 10) / 10;
+  return { runs, jobs: runs * jobsPerRun, seconds: round(seconds), runsPerSecond: round(runs / seconds), jobsPerSecond: round((runs * jobsPerRun) / seconds), failed, processCpuPercent, runIds };
+}
+
+/** Waits for every run to end; a phase that stops making progress for 30 s fails, naming stuck jobs. */
+async function allFinished(client: CoordinatorClient, timeline: Timeline, runIds: string[]): Promise<void> {
+  let done = -1;
+  for (;;) {
+    const now = runIds.filter((id) => timeline.finished.has(id)).length;
+    if (now === runIds.length) return;
+    if (now === done) {
+      const stuck = runIds.filter((id) => !timeline.finished.has(id)).slice(0, 5);
+      const views = await Promise.all(stuck.map((id) => client.run(id)));
+      throw new Error(`no progress for 30 s; ${runIds.length - now} runs open, e.g. ${JSON.stringify(views)}`);
+    }
+    done = now;
+    await Promise.race([Promise.all(runIds.map((id) => timeline.whenFinished(id))), new Promise((resolve) => setTimeout(resolve, 30_000))]);
+  }
+}
+
+/** Closed loop below agent capacity, so create → dispatch is not queueing behind busy agents. */
+async function latency(client: CoordinatorClient, timeline: Timeline): Promise<{ createToDispatch: number[]; runIds: string[] }> {
+  const workflow = runStepsWorkflow('bench-latency', LABEL, [{ name: 'build', steps: [['s', 'true']] }]);
+  const createToDispatch: number[] = [];
+  const runIds: string[] = [];
+  await pool(LATENCY_RUNS, LATENCY_CLIENTS, async () => {
+    const started = performance.now();
+    const runId = await client.createRun(workflow);
+    runIds.push(runId);
+    await allFinished(client, timeline, [runId]);
+    const dispatchId = timeline.dispatchOfRun.get(runId);
+    const received = dispatchId === undefined ? undefined : timeline.received.get(dispatchId);
+    if (received !== undefined) createToDispatch.push(received - started);
+  });
+  return { createToDispatch, runIds };
+}
+
+function dispatchIdsOf(timeline: Timeline, runIds: string[]): string[] {
+  return runIds.flatMap((id) => {
+    const dispatchId = timeline.dispatchOfRun.get(id);
+    return dispatchId === undefined ? [] : [dispatchId];
+  });
+}
+
+async function main(): Promise<void> {
+  const database = await freshDatabase();
+  const dataDir = await mkdtemp(join(tmpdir(), 'sy-bench-dispatch-'));
+  const adminToken = `sya_bench_${randomBytes(8).toString('hex')}`;
+  const config = loadConfig({
+    DATABASE_URL: database.url,
+    PORT: '0',
+    SWITCHYARD_DATA_DIR: dataDir,
+    SWITCHYARD_ADMIN_TOKEN: adminToken,
+    SWITCHYARD_COORDINATOR_ID: 'bench-dispatch',
+    LOG_LEVEL: 'silent',
+  });
+  const coordinator = await startCoordinator(config, pino({ level: 'silent' }));
+  const client = new CoordinatorClient(coordinator.url, adminToken);
+  const timeline = new Timeline();
+  observe(coordinator, timeline);
+  const agents = await connectAgents(client, (await client.createToken()).token, timeline);
+  try {
+    const warm = await throughput(client, timeline, 100, 1);
+    const measured = await latency(client, timeline);
+    const latencyDispatches = dispatchIdsOf(timeline, measured.runIds);
+    const oneJob = await throughput(client, timeline, THROUGHPUT_RUNS, 1);
+    const loadedDispatches = dispatchIdsOf(timeline, oneJob.runIds);
+    const fanout = await throughput(client, timeline, FANOUT_RUNS, FANOUT_JOBS);
+    const results = {
+      unloaded: {
+        clients: LATENCY_CLIENTS,
+        dispatchToAckRoundTripMs: percentiles(between(timeline.granted, timeline.ackCommitted, latencyDispatches)),
+        ackSentToCommittedMs: percentiles(between(timeline.ackSent, timeline.ackCommitted, latencyDispatches)),
+        createRunToDispatchMs: percentiles(measured.createToDispatch),
+      },
+      saturated: {
+        dispatchToAckRoundTripMs: percentiles(between(timeline.granted, timeline.ackCommitted, loadedDispatches)),
+        ackSentToCommittedMs: percentiles(between(timeline.ackSent, timeline.ackCommitted, loadedDispatches)),
+      },
+      throughputOneJobRuns: stripIds(oneJob),
+      throughputFourJobRuns: stripIds(fanout),
+      warmupFailed: warm.failed,
+      groupCommit: await commitFigures(client),
+    };
+    report(results);
+    console.log(`group commit: ${JSON.stringify(results.groupCommit)}`);
+    await mkdir(new URL('results/', import.meta.url), { recursive: true });
+    const environment = { node: process.version, cpus: cpus().length, loadAverage1m: loadavg()[0], cpuModel: cpus()[0]?.model ?? 'unknown', agents: AGENTS, database: 'external Postgres 127.0.0.1:5432' };
+    const file = new URL('results/dispatch.json', import.meta.url);
+    await writeFile(file, `${JSON.stringify({ at: new Date().toISOString(), quick, environment, results }, null, 2)}\n`);
+  } finally {
+    await Promise.all(agents.map((agent) => agent.close()));
+    await coordinator.close();
+    await database.drop();
+    await rm(dataDir, { recursive: true, force: true });
+  }
+}
+
+/** Mean transaction time and batch size over the whole benchmark, from the coordinator's /metrics. */
+async function commitFigures(client: CoordinatorClient): Promise<{ transactions: number; meanCommitMs: number; meanBatchSize: number }> {
+  const sample = (name: string) => client.metric(name);
+  const transactions = await sample('switchyard_commit_seconds_count');
+  const meanCommitMs = (await sample('switchyard_commit_seconds_sum')) / transactions * 1000;
+  const meanBatchSize = (await sample('switchyard_group_commit_batch_size_sum')) / (await sample('switchyard_group_commit_batch_size_count'));
+  return { transactions, meanCommitMs: Math.round(meanCommitMs * 100) / 100, meanBatchSize: Math.round(meanBatchSize * 100) / 100 };
+}
+
+function stripIds({ runIds: _ids, ...rest }: PhaseResult & { runIds: string[] }): PhaseResult {
+  return rest;
+}
+
+function report(results: {
+  unloaded: Record<string, unknown>;
+  saturated: Record<string, unknown>;
+  throughputOneJobRuns: PhaseResult;
+  throughputFourJobRuns: PhaseResult;
+}): void {
+  const rows: [string, string, unknown][] = [];
+  for (const [phase, figures] of Object.entries({ unloaded: results.unloaded, saturated: results.saturated })) {
+    for (const [name, value] of Object.entries(figures)) if (typeof value === 'object') rows.push([phase, name, value]);
+  }
+  console.log(`\ndispatch benchmark: ${AGENTS} agents, one coordinator, external Postgres (latencies in ms)\n`);
+  console.log(`${'phase'.padEnd(10)} ${'measure'.padEnd(28)} ${'n'.padStart(6)} ${'p50'.padStart(8)} ${'p95'.padStart(8)} ${'p99'.padStart(8)} ${'max'.padStart(8)}`);
+  for (const [phase, name, value] of rows) {
+    const v = value as ReturnType<typeof percentiles>;
+    console.log(`${phase.padEnd(10)} ${name.padEnd(28)} ${String(v.n).padStart(6)} ${String(v.p50).padStart(8)} ${String(v.p95).padStart(8)} ${String(v.p99).padStart(8)} ${String(v.max).padStart(8)}`);
+  }
+  console.log('');
+  for (const [name, t] of [['1-job runs', results.throughputOneJobRuns], ['4-job runs', results.throughputFourJobRuns]] as const) {
+    const line = `${t.runs} runs / ${t.jobs} jobs in ${t.seconds} s: ${t.runsPerSecond} runs/s, ${t.jobsPerSecond} jobs/s`;
+    console.log(`${name.padEnd(11)} ${line} (failed ${t.failed}, process CPU ${t.processCpuPercent}% of one core)`);
+  }
+}
+
+await main();
