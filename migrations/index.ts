@@ -5,6 +5,7 @@ import * as inboxAndGroups003 from './003_inbox_and_groups.ts';
 import * as agents004 from './004_agents.ts';
 import * as intake005 from './005_intake.ts';
 import * as scalers006 from './006_scalers.ts';
+import * as journalWriter007 from './007_journal_writer.ts';
 
 /**
  * Every migration, by name, in the order they apply. A static import map works under tsx, node
@@ -17,4 +18,5 @@ export const MIGRATIONS: Readonly<Record<string, Migration>> = {
   '004_agents': agents004,
   '005_intake': intake005,
   '006_scalers': scalers006,
+  '007_journal_writer': journalWriter007,
 };

@@ -65,8 +65,9 @@ function writes(rows: CommitRows, input: CommitBatchInput): RawBuilder<unknown>[
   }
   if (rows.events.length > 0) {
     add('events', sql`
-      INSERT INTO run_events (run_id, seq, event, received_at, state_after)
-      SELECT run_id, seq, coalesce(event, 'null'), received_at, coalesce(state_after, 'null')
+      INSERT INTO run_events (run_id, seq, event, received_at, state_after, written_by, writer_epoch)
+      SELECT run_id, seq, coalesce(event, 'null'), received_at, coalesce(state_after, 'null'),
+             ${input.coordinatorId}::text, ${input.epoch}::int8
         FROM ${fenced(rows.events, 'run_id text, seq int4, event json, received_at int8, state_after json')}`);
   }
   add('snapshots', sql`

@@ -30,6 +30,9 @@ export interface RunEventsTable {
   event: Json;
   received_at: Millis;
   state_after: Json;
+  /** The coordinator and lease epoch that journaled the row (null before migration 007). */
+  written_by: string | null;
+  writer_epoch: number | null;
 }
 
 export interface RunSnapshotsTable {

@@ -31,6 +31,8 @@ await describeEachKind('commitBatch', (kind) => {
       assert.deepEqual(await readJournal(db, 'run-1'), [
         { seq: 1, event: { type: 'test.event', at: 1_001, n: 1 }, receivedAt: 1_001, stateAfter: { value: 's1' } },
       ]);
+      const writer = await db.selectFrom('run_events').select(['written_by', 'writer_epoch']).executeTakeFirstOrThrow();
+      assert.deepEqual(writer, { written_by: ME, writer_epoch: 1 }, 'each journal row names the coordinator and epoch that wrote it');
       const snapshot = await db.selectFrom('run_snapshots').selectAll().executeTakeFirstOrThrow();
       assert.deepEqual(snapshot, {
         run_id: 'run-1', seq: 1, machine_id: 'run', machine_version: 1, status: 'running', updated_at: 1_001,
