@@ -65,6 +65,13 @@ export function connectDatabase(
   pool.on('error', (error: Error & { code?: string }) => {
     if (closing === undefined) log.warn({ error: error.message, code: error.code }, 'idle database connection failed');
   });
+  // A checked-out client has no pool listener: a connection reset between two queries of a
+  // transaction would be an unhandled 'error' and kill the process. Its next query fails instead.
+  pool.on('connect', (client) => {
+    client.on('error', (error: Error & { code?: string }) => {
+      if (closing === undefined) log.warn({ error: error.message, code: error.code }, 'database connection failed while in use');
+    });
+  });
   const db = new Kysely<Schema>({ dialect: new PostgresDialect({ pool }) });
   return {
     db,
