@@ -1,106 +1,143 @@
 /**
  * Webhook benchmark (issue: intake): `202` latency and webhook → `job.dispatch` latency at 1, 10
  * and 100 concurrent deliveries, against an in-process coordinator on a fresh Postgres database
- * with in-process agents. Run: `node --no-node-snapshot --import tsx bench/webhook.bench.ts`.
+ * with 20 in-process agents that finish every job at once. Client, agents and coordinator share
+ * one event loop, so the figures are a floor.
+ * Run: node --no-node-snapshot --import tsx bench/webhook.bench.ts [--quick] [--commit-batching off]
  */
-import { randomBytes } from 'node:crypto';
-import { mkdir, writeFile } from 'node:fs/promises';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { sign } from '@octokit/webhooks-methods';
-import pg from 'pg';
 import { pino } from 'pino';
 import { loadConfig } from '../src/config/index.ts';
-import { findFreePort } from '../src/db/free-port.ts';
-import { startCoordinator } from '../src/main.ts';
+import { startCoordinator, type Coordinator } from '../src/main.ts';
 import { runIdFor } from '../src/pipeline/run-id.ts';
 import { FakeAgent } from '../test/support/fake-agent.ts';
-import { createLockRepo, lockFileWith, pushWorkflow, runJob } from '../test/support/lock-repo.ts';
+import { createLockRepo } from './lock-repo.ts';
+import { benchFlags, freshDatabase, percentiles, writeResult } from './support.ts';
 
+const flags = benchFlags();
 const SECRET = 'bench-secret';
+const ADMIN_TOKEN = 'bench-admin';
 const AGENTS = 20;
-const admin = { host: '127.0.0.1', port: 5432, user: process.env.PGUSER ?? 'postgres', database: 'postgres' };
+const LABEL = 'linux';
+/** Rounds per concurrency level: every round sends `concurrency` deliveries at once. */
+const ROUNDS: Record<number, number> = flags.quick ? { 1: 40, 10: 10, 100: 2 } : { 1: 300, 10: 60, 100: 10 };
 
-function percentile(values: number[], p: number): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  return Math.round((sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? 0) * 100) / 100;
-}
+/** When each run's first `job.dispatch` reached an agent, and who waits for it. */
+class Dispatches {
+  private readonly at = new Map<string, number>();
+  private readonly waiters = new Map<string, () => void>();
 
-async function freshDatabaseUrl(): Promise<string> {
-  const name = `sy_bench_${randomBytes(4).toString('hex')}`;
-  const client = new pg.Client(admin);
-  await client.connect();
-  await client.query(`CREATE DATABASE "${name}"`);
-  await client.end();
-  return `postgres://${admin.user}@127.0.0.1:5432/${name}`;
-}
-
-async function main() {
-  const repo = await createLockRepo();
-  const sha = repo.commit({ '.kici/kici.lock.json': lockFileWith([pushWorkflow('bench', [runJob('build', ['true'])])]) });
-  const port = await findFreePort();
-  const config = loadConfig({
-    DATABASE_URL: await freshDatabaseUrl(),
-    PORT: String(port),
-    GITHUB_WEBHOOK_SECRET: SECRET,
-    SWITCHYARD_AGENT_AUTH: 'none',
-    SWITCHYARD_ADMIN_TOKEN: 'bench-admin',
-    SWITCHYARD_DATA_DIR: `/tmp/sy-bench-${port}`,
-    LOG_LEVEL: 'silent',
-  });
-  const coordinator = await startCoordinator(config, pino({ level: 'silent' }));
-  const api = (path: string, body: unknown) =>
-    fetch(`${coordinator.url}${path}`, { method: 'POST', body: JSON.stringify(body), headers: { authorization: 'Bearer bench-admin' } });
-  await api('/api/v1/repositories', { name: 'acme/app', provider: 'local', path: repo.path });
-  const dispatchedAt = new Map<string, number>();
-  for (let i = 0; i < AGENTS; i++) {
-    await FakeAgent.connect(`${coordinator.url.replace('http', 'ws')}/ws/agent`, null, {
-      labels: ['linux'],
-      onDispatch: (dispatch, agent) => {
-        dispatchedAt.set(dispatch.runId, performance.now());
-        const attempt = { runId: dispatch.runId, jobId: dispatch.jobId };
-        agent.ack(attempt);
-        agent.status(attempt, 'running');
-        agent.status(attempt, 'success');
-      },
-    });
+  seen(runId: string): void {
+    if (this.at.has(runId)) return;
+    this.at.set(runId, performance.now());
+    this.waiters.get(runId)?.();
+    this.waiters.delete(runId);
   }
-  const results: Record<string, Record<string, number>> = {};
+
+  /** Resolves with the dispatch time, or NaN when none came within 30 s. */
+  async when(runId: string): Promise<number> {
+    if (!this.at.has(runId)) {
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(resolve, 30_000);
+        this.waiters.set(runId, () => {
+          clearTimeout(timer);
+          resolve();
+        });
+      });
+    }
+    return this.at.get(runId) ?? NaN;
+  }
+}
+
+async function connectAgents(coordinator: Coordinator, dispatches: Dispatches): Promise<FakeAgent[]> {
+  const url = `${coordinator.url.replace('http', 'ws')}/ws/agent`;
+  const onDispatch = (dispatch: { runId: string; jobId: string }, agent: FakeAgent) => {
+    dispatches.seen(dispatch.runId);
+    const attempt = { runId: dispatch.runId, jobId: dispatch.jobId };
+    agent.ack(attempt);
+    agent.status(attempt, 'running');
+    agent.status(attempt, 'success');
+    agent.received.length = 0;
+  };
+  return Promise.all(Array.from({ length: AGENTS }, () => FakeAgent.connect(url, null, { labels: [LABEL], onDispatch })));
+}
+
+/** One push delivery: its `202` time and its webhook → `job.dispatch` time, in ms. */
+async function deliver(coordinator: Coordinator, dispatches: Dispatches, sha: string, deliveryId: string): Promise<[number, number]> {
+  const body = JSON.stringify({ ref: 'refs/heads/main', after: sha, deleted: false, commits: [], repository: { full_name: 'acme/app', default_branch: 'main' }, sender: { id: 1, login: 'x' } });
+  const headers = { 'x-github-event': 'push', 'x-github-delivery': deliveryId, 'x-hub-signature-256': await sign(SECRET, body) };
+  const started = performance.now();
+  const res = await fetch(`${coordinator.url}/webhooks/github`, { method: 'POST', body, headers });
+  const accepted = performance.now() - started;
+  if (res.status !== 202) throw new Error(`webhook answered ${res.status}: ${await res.text()}`);
+  return [accepted, (await dispatches.when(runIdFor('github', deliveryId, 'bench'))) - started];
+}
+
+async function measure(coordinator: Coordinator, dispatches: Dispatches, sha: string) {
+  const results: Record<string, { deliveries: number; acceptMs: ReturnType<typeof percentiles>; webhookToDispatchMs: ReturnType<typeof percentiles> }> = {};
   let counter = 0;
   for (const concurrency of [1, 10, 100]) {
     const accept: number[] = [];
     const toDispatch: number[] = [];
-    const rounds = concurrency === 1 ? 100 : concurrency === 10 ? 30 : 5;
-    for (let r = 0; r < rounds; r++) {
-      await Promise.all(
-        Array.from({ length: concurrency }, async () => {
-          const deliveryId = `bench-${counter++}`;
-          const body = JSON.stringify({ ref: 'refs/heads/main', after: sha, deleted: false, commits: [], repository: { full_name: 'acme/app', default_branch: 'main' }, sender: { id: 1, login: 'x' } });
-          const started = performance.now();
-          const res = await fetch(`${coordinator.url}/webhooks/github`, {
-            method: 'POST',
-            body,
-            headers: { 'x-github-event': 'push', 'x-github-delivery': deliveryId, 'x-hub-signature-256': await sign(SECRET, body) },
-          });
-          accept.push(performance.now() - started);
-          if (res.status !== 202) throw new Error(`webhook answered ${res.status}`);
-          const runId = runIdFor('github', deliveryId, 'bench');
-          for (let waited = 0; !dispatchedAt.has(runId) && waited < 10_000; waited += 1) await new Promise((resolve) => setTimeout(resolve, 1));
-          toDispatch.push((dispatchedAt.get(runId) ?? NaN) - started);
-        }),
-      );
+    for (let round = 0; round < (ROUNDS[concurrency] ?? 1); round++) {
+      const samples = await Promise.all(Array.from({ length: concurrency }, () => deliver(coordinator, dispatches, sha, `bench-${counter++}`)));
+      for (const [a, d] of samples) {
+        accept.push(a);
+        toDispatch.push(d);
+      }
     }
-    results[`concurrency_${concurrency}`] = {
-      accept_p50_ms: percentile(accept, 50),
-      accept_p99_ms: percentile(accept, 99),
-      webhook_to_dispatch_p50_ms: percentile(toDispatch, 50),
-      webhook_to_dispatch_p99_ms: percentile(toDispatch, 99),
-      deliveries: accept.length,
-    };
+    const missing = toDispatch.filter(Number.isNaN).length;
+    if (missing > 0) throw new Error(`${missing} deliveries at concurrency ${concurrency} never reached an agent`);
+    results[`concurrency_${concurrency}`] = { deliveries: accept.length, acceptMs: percentiles(accept), webhookToDispatchMs: percentiles(toDispatch) };
   }
-  console.table(results);
-  await mkdir('bench/results', { recursive: true });
-  await writeFile('bench/results/webhook.json', JSON.stringify({ at: new Date().toISOString(), results }, null, 2));
-  await coordinator.close();
-  process.exit(0);
+  return results;
+}
+
+async function main(): Promise<void> {
+  const database = await freshDatabase('webhook');
+  const repo = createLockRepo('bench', LABEL);
+  const dataDir = await mkdtemp(join(tmpdir(), 'sy-bench-webhook-'));
+  const config = loadConfig({
+    DATABASE_URL: database.url,
+    PORT: '0',
+    GITHUB_WEBHOOK_SECRET: SECRET,
+    SWITCHYARD_AGENT_AUTH: 'none',
+    SWITCHYARD_ADMIN_TOKEN: ADMIN_TOKEN,
+    SWITCHYARD_DATA_DIR: dataDir,
+    SWITCHYARD_COMMIT_BATCHING: flags.commitBatching,
+    LOG_LEVEL: 'silent',
+  });
+  const coordinator = await startCoordinator(config, pino({ level: 'silent' }));
+  const dispatches = new Dispatches();
+  const agents = await connectAgents(coordinator, dispatches);
+  try {
+    const body = JSON.stringify({ name: 'acme/app', provider: 'local', path: repo.path });
+    const res = await fetch(`${coordinator.url}/api/v1/repositories`, { method: 'POST', body, headers: { authorization: `Bearer ${ADMIN_TOKEN}` } });
+    if (!res.ok) throw new Error(`registering the repository: ${res.status} ${await res.text()}`);
+    const results = await measure(coordinator, dispatches, repo.sha);
+    report(results);
+    console.log(`results: ${(await writeResult('webhook', flags, { agents: AGENTS, results })).pathname}`);
+  } finally {
+    await Promise.all(agents.map((agent) => agent.close()));
+    await coordinator.close();
+    await database.drop();
+    await rm(dataDir, { recursive: true, force: true });
+    repo.remove();
+  }
+}
+
+function report(results: Awaited<ReturnType<typeof measure>>): void {
+  console.log(`\nwebhook benchmark: ${AGENTS} agents, commit batching ${flags.commitBatching} (latencies in ms)\n`);
+  console.log(`${'concurrency'.padEnd(16)} ${'measure'.padEnd(22)} ${'n'.padStart(6)} ${'p50'.padStart(8)} ${'p95'.padStart(8)} ${'p99'.padStart(8)} ${'max'.padStart(8)}`);
+  for (const [level, figures] of Object.entries(results)) {
+    for (const [name, v] of [['202 accepted', figures.acceptMs], ['webhook → job.dispatch', figures.webhookToDispatchMs]] as const) {
+      console.log(`${level.padEnd(16)} ${name.padEnd(22)} ${String(v.n).padStart(6)} ${String(v.p50).padStart(8)} ${String(v.p95).padStart(8)} ${String(v.p99).padStart(8)} ${String(v.max).padStart(8)}`);
+    }
+  }
 }
 
 await main();
+process.exit(0);
