@@ -13,20 +13,21 @@
  * - sustained runs/s and jobs/s with every run submitted at once.
  * Client, agents and coordinator share one event loop, so the figures are a floor.
  *
- * Run: node --no-node-snapshot --import tsx bench/dispatch.bench.ts [--quick] [--runs N]
+ * Run: node --no-node-snapshot --import tsx bench/dispatch.bench.ts [--quick] [--runs N] [--commit-batching off]
  */
 import { randomBytes } from 'node:crypto';
-import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { cpus, loadavg, tmpdir } from 'node:os';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import pg from 'pg';
 import { pino } from 'pino';
 import { loadConfig } from '../src/config/index.ts';
 import { startCoordinator, type Coordinator } from '../src/main.ts';
 import { CoordinatorClient, FakeAgent, runStepsWorkflow, type JobDispatchFrame } from '../test/support/fake-agent.ts';
+import { benchFlags, freshDatabase, percentiles, pool, writeResult, type Percentiles } from './support.ts';
 
 const argv = process.argv.slice(2);
-const quick = argv.includes('--quick');
+const flags = benchFlags(argv);
+const quick = flags.quick;
 const runsArg = argv.indexOf('--runs');
 const THROUGHPUT_RUNS = runsArg >= 0 ? Number(argv[runsArg + 1]) : quick ? 500 : 3000;
 const LATENCY_RUNS = quick ? 200 : 1000;
@@ -35,7 +36,6 @@ const FANOUT_RUNS = Math.round(THROUGHPUT_RUNS / 4);
 const FANOUT_JOBS = 4;
 const AGENTS = 50;
 const LABEL = 'bench';
-const admin = { host: process.env.PGHOST ?? '127.0.0.1', port: Number(process.env.PGPORT ?? 5432), user: process.env.PGUSER ?? 'postgres', password: process.env.PGPASSWORD };
 
 /** Per dispatch id and per run: when each step of the path happened. */
 class Timeline {
@@ -60,13 +60,6 @@ class Timeline {
   }
 }
 
-function percentiles(samples: number[]): { n: number; p50: number; p95: number; p99: number; max: number } {
-  const sorted = [...samples].sort((a, b) => a - b);
-  const at = (q: number) => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? NaN;
-  const round = (v: number) => Math.round(v * 100) / 100;
-  return { n: sorted.length, p50: round(at(0.5)), p95: round(at(0.95)), p99: round(at(0.99)), max: round(sorted.at(-1) ?? NaN) };
-}
-
 function between(from: Map<string, number>, to: Map<string, number>, ids: Iterable<string>): number[] {
   const out: number[] = [];
   for (const id of ids) {
@@ -75,21 +68,6 @@ function between(from: Map<string, number>, to: Map<string, number>, ids: Iterab
     if (a !== undefined && b !== undefined) out.push(b - a);
   }
   return out;
-}
-
-async function freshDatabase(): Promise<{ url: string; drop: () => Promise<void> }> {
-  const name = `sy_bench_dispatch_${randomBytes(4).toString('hex')}`;
-  const client = new pg.Client({ ...admin, database: 'postgres' });
-  await client.connect();
-  await client.query(`CREATE DATABASE "${name}"`);
-  const password = admin.password === undefined ? '' : `:${encodeURIComponent(admin.password)}`;
-  return {
-    url: `postgres://${encodeURIComponent(admin.user)}${password}@${admin.host}:${admin.port}/${name}`,
-    drop: async () => {
-      await client.query(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`);
-      await client.end();
-    },
-  };
 }
 
 function observe(coordinator: Coordinator, timeline: Timeline): void {
@@ -112,14 +90,6 @@ async function connectAgents(client: CoordinatorClient, token: string, timeline:
   };
   const ids = Array.from({ length: AGENTS }, (_, i) => `bench-agent-${String(i).padStart(2, '0')}`);
   return Promise.all(ids.map((agentId) => FakeAgent.connect(client.wsUrl, token, { agentId, labels: [LABEL], maxConcurrency: 1, onDispatch })));
-}
-
-/** Runs `count` tasks with at most `width` in flight. */
-async function pool(count: number, width: number, task: (i: number) => Promise<void>): Promise<void> {
-  let next = 0;
-  await Promise.all(Array.from({ length: width }, async () => {
-    while (next < count) await task(next++);
-  }));
 }
 
 interface PhaseResult {
@@ -192,7 +162,7 @@ function dispatchIdsOf(timeline: Timeline, runIds: string[]): string[] {
 }
 
 async function main(): Promise<void> {
-  const database = await freshDatabase();
+  const database = await freshDatabase('dispatch');
   const dataDir = await mkdtemp(join(tmpdir(), 'sy-bench-dispatch-'));
   const adminToken = `sya_bench_${randomBytes(8).toString('hex')}`;
   const config = loadConfig({
@@ -201,6 +171,7 @@ async function main(): Promise<void> {
     SWITCHYARD_DATA_DIR: dataDir,
     SWITCHYARD_ADMIN_TOKEN: adminToken,
     SWITCHYARD_COORDINATOR_ID: 'bench-dispatch',
+    SWITCHYARD_COMMIT_BATCHING: flags.commitBatching,
     LOG_LEVEL: 'silent',
   });
   const coordinator = await startCoordinator(config, pino({ level: 'silent' }));
@@ -233,10 +204,8 @@ async function main(): Promise<void> {
     };
     report(results);
     console.log(`group commit: ${JSON.stringify(results.groupCommit)}`);
-    await mkdir(new URL('results/', import.meta.url), { recursive: true });
-    const environment = { node: process.version, cpus: cpus().length, loadAverage1m: loadavg()[0], cpuModel: cpus()[0]?.model ?? 'unknown', agents: AGENTS, database: 'external Postgres 127.0.0.1:5432' };
-    const file = new URL('results/dispatch.json', import.meta.url);
-    await writeFile(file, `${JSON.stringify({ at: new Date().toISOString(), quick, environment, results }, null, 2)}\n`);
+    const setup = { agents: AGENTS, latencyRuns: LATENCY_RUNS, latencyClients: LATENCY_CLIENTS, database: 'external Postgres' };
+    console.log(`results: ${(await writeResult('dispatch', flags, { setup, ...results })).pathname}`);
   } finally {
     await Promise.all(agents.map((agent) => agent.close()));
     await coordinator.close();
@@ -268,10 +237,10 @@ function report(results: {
   for (const [phase, figures] of Object.entries({ unloaded: results.unloaded, saturated: results.saturated })) {
     for (const [name, value] of Object.entries(figures)) if (typeof value === 'object') rows.push([phase, name, value]);
   }
-  console.log(`\ndispatch benchmark: ${AGENTS} agents, one coordinator, external Postgres (latencies in ms)\n`);
+  console.log(`\ndispatch benchmark: ${AGENTS} agents, one coordinator, external Postgres, commit batching ${flags.commitBatching} (latencies in ms)\n`);
   console.log(`${'phase'.padEnd(10)} ${'measure'.padEnd(28)} ${'n'.padStart(6)} ${'p50'.padStart(8)} ${'p95'.padStart(8)} ${'p99'.padStart(8)} ${'max'.padStart(8)}`);
   for (const [phase, name, value] of rows) {
-    const v = value as ReturnType<typeof percentiles>;
+    const v = value as Percentiles;
     console.log(`${phase.padEnd(10)} ${name.padEnd(28)} ${String(v.n).padStart(6)} ${String(v.p50).padStart(8)} ${String(v.p95).padStart(8)} ${String(v.p99).padStart(8)} ${String(v.max).padStart(8)}`);
   }
   console.log('');
