@@ -3,7 +3,7 @@
 // an outbox effect. "spread": every entry of a batch is a different run (the worst case: one
 // snapshot per event). "bursts": 8 consecutive events per run, folded into one snapshot.
 // inFlight 2: two batches on disjoint runs committed concurrently (uses both cores).
-// Run: node --import tsx bench/commit-batch.bench.ts [seconds per case, default 3]
+// Run: node --import tsx bench/commit-batch.bench.ts [--quick] (3 s per case; --quick: 1 s, external only)
 import { randomBytes } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -14,8 +14,10 @@ import { commitBatch } from '../src/db/commit-batch.ts';
 import type { CommitEntry } from '../src/db/commit.types.ts';
 import { claimCoordinatorLease } from '../src/db/coordinator-lease.ts';
 import { openDatabase, type Database, type DatabaseKind } from '../src/db/database.ts';
+import { benchFlags, writeResult } from './support.ts';
 
-const SECONDS = Number(process.argv[2] ?? 3);
+const flags = benchFlags();
+const SECONDS = flags.quick ? 1 : 3;
 const RUNS = 2_000;
 const log = pino({ level: 'warn' });
 const admin = { host: process.env.PGHOST ?? '127.0.0.1', port: Number(process.env.PGPORT ?? 5432), user: process.env.PGUSER ?? 'postgres', database: 'postgres' };
@@ -115,7 +117,8 @@ async function withDatabase(kind: DatabaseKind, fn: (database: Database) => Prom
 }
 
 const results: Record<string, unknown>[] = [];
-for (const kind of ['external', 'embedded'] as const) {
+const KINDS: DatabaseKind[] = flags.quick ? ['external'] : ['external', 'embedded'];
+for (const kind of KINDS) {
   await withDatabase(kind, async (database) => {
     await measure(database, { batchSize: 64, burst: 1, lanes: 1 }); // warm-up: connections, plans, buffers
     for (const c of CASES) {
@@ -125,3 +128,4 @@ for (const kind of ['external', 'embedded'] as const) {
   });
 }
 console.table(results);
+console.log(`results: ${(await writeResult('commit-batch', flags, { secondsPerCase: SECONDS, cases: results })).pathname}`);

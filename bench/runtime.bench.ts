@@ -4,7 +4,6 @@
  * of 10 000 runs. Run: `node --expose-gc --import tsx bench/runtime.bench.ts [--quick]`.
  */
 import { randomBytes, randomUUID } from 'node:crypto';
-import { mkdir, writeFile } from 'node:fs/promises';
 import pg from 'pg';
 import { pino } from 'pino';
 import { connectDatabase } from '../src/db/database.ts';
@@ -12,8 +11,10 @@ import { migrateToLatest } from '../src/db/migrate.ts';
 import type { Database } from '../src/db/database.ts';
 import { planFor, startTestRuntime, waitingWorkflow } from '../test/support/runtime.ts';
 import type { TestRuntime } from '../test/support/runtime.ts';
+import { benchFlags, writeResult } from './support.ts';
 
-const quick = process.argv.includes('--quick');
+const flags = benchFlags();
+const quick = flags.quick;
 const log = pino({ level: 'silent' });
 const admin = { host: '127.0.0.1', port: 5432, user: process.env.PGUSER ?? 'postgres', database: 'postgres' };
 
@@ -109,14 +110,15 @@ async function main() {
   const big100 = results[`events_per_s_100_runs_batched`] ?? 0;
   const small100 = results[`events_per_s_100_runs_unbatched`] ?? 1;
   results['group_commit_gain_100_runs'] = Math.round((big100 / small100) * 10) / 10;
+  const bigOn = results[`events_per_s_${big}_runs_batched`] ?? 0;
+  results[`group_commit_gain_${big}_runs`] = Math.round((bigOn / (results[`events_per_s_${big}_runs_unbatched`] ?? 1)) * 10) / 10;
   const targets: Record<string, string> = {
     [`events_per_s_${big}_runs_batched`]: '≥ 20000',
     [`bytes_per_idle_run_${big}`]: '≤ 10240',
     [`adoption_ms_${big}_runs`]: '≤ 2000',
   };
   for (const [name, value] of Object.entries(results)) console.log(`${name.padEnd(36)} ${String(value).padStart(10)}  ${targets[name] ?? ''}`);
-  await mkdir('bench/results', { recursive: true });
-  await writeFile('bench/results/runtime.json', JSON.stringify({ at: new Date().toISOString(), quick, results }, null, 2));
+  console.log(`results: ${(await writeResult('runtime', flags, { bigRuns: big, ...results })).pathname}`);
 }
 
 await main();
