@@ -129,6 +129,7 @@ export const jobMachine = jobSetup.createMachine({
               actions: [
                 { type: 'cancelOnAgent', params: { force: true, reason: 'dispatch ack timeout' } },
                 'closeForAckTimeout',
+                { type: 'freeSlot', params: { after: true } },
                 { type: 'setOutcome', params: { outcome: 'dispatch ack timeout' } },
               ],
             },

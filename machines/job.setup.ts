@@ -195,8 +195,14 @@ export const jobSetup = jobBase.extend({
       const { agentId, dispatchId } = context.assignment;
       enqueue({ type: 'sendCancel', params: { jobKey: context.jobKey, agentId, dispatchId, ...params } });
     }),
-    freeSlot: compose(({ context, enqueue }) => {
+    /**
+     * Leaving `assigned` frees the agent's slot, except on the ack timeout: that transition closes
+     * the connection first and frees the slot after, so the slot is never offered on a socket about
+     * to be closed (`after: true` is that explicit release).
+     */
+    freeSlot: compose<{ after?: boolean } | undefined>(({ context, event, enqueue }, params) => {
       if (!context.assignment) return;
+      if (event.type === 'timer.ack.expired' && params?.after !== true) return;
       const { agentId, dispatchId } = context.assignment;
       enqueue({ type: 'releaseSlot', params: { agentId, dispatchId } });
     }),

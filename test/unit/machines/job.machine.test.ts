@@ -215,16 +215,18 @@ describe('job machine: requeue and attempts', () => {
     assert.deepEqual(intents, []);
   });
 
-  it('ack timeout → forced cancel "dispatch ack timeout", close 4031, requeue', () => {
+  it('ack timeout → forced cancel "dispatch ack timeout", close 4031, then the slot is freed, requeue', () => {
     const dispatched = dispatchedJob();
     const [queued, intents] = stepJob(dispatched, expiry(dispatched, 'ack'));
     assert.equal(queued.value, 'queued');
     assert.equal(queued.context.outcome, 'dispatch ack timeout');
+    // Found by the chaos suite: freed before the close, the slot was granted to another job on the
+    // socket being closed, and that job waited out the recovery window for an agent that never had it.
     assert.deepEqual(intents, [
       intent.disarm('ack'),
-      intent.releaseSlot(),
       intent.cancel(true, 'dispatch ack timeout'),
       { type: 'closeAgentConnection', params: { agentId: OWNER.agentId, code: 4031, reason: 'dispatch ack timeout' } },
+      intent.releaseSlot(),
       intent.arm('queue', T.granted + 10_000 + HOUR),
       intent.placement(1),
     ]);

@@ -46,7 +46,7 @@ describe('replay engine', () => {
     const timeout = report.steps[2];
     assert.equal(timeout?.type, 'timer.ack.expired');
     assert.deepEqual(timeout?.before?.jobs['build'], { assigned: 'dispatched' });
-    assert.deepEqual(timeout?.intents.map((i) => i.type), ['releaseSlot', 'sendCancel', 'closeAgentConnection', 'requestPlacement']);
+    assert.deepEqual(timeout?.intents.map((i) => i.type), ['sendCancel', 'closeAgentConnection', 'releaseSlot', 'requestPlacement']);
     assert.equal(timeout?.deadlines.fired, 'build#ack');
     assert.ok(timeout?.deadlines.disarmed.includes('build#ack'));
     assert.equal(report.steps[3]?.waiting['build']?.message, 'every agent is busy');
