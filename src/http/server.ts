@@ -23,9 +23,12 @@ export function createHttpServer(options: HttpServerOptions): Server {
 
 async function handle(options: HttpServerOptions, req: IncomingMessage, res: ServerResponse): Promise<void> {
   const started = performance.now();
-  const url = new URL(req.url ?? '/', 'http://localhost');
   const method = req.method ?? 'GET';
+  let path = req.url ?? '/';
   try {
+    const url = parseRequestUrl(req);
+    if (url === null) throw new HttpError(400, 'bad request', 'the request target is not a valid URL');
+    path = url.pathname;
     if (url.pathname.startsWith(ADMIN_PREFIX) && !PUBLIC_API.has(url.pathname)) requireAdmin(req, options.adminTokenHash);
     const match = options.router.match(method, url.pathname);
     if (match === null) throw new HttpError(404, 'not found', `no route for ${url.pathname}`);
@@ -34,8 +37,14 @@ async function handle(options: HttpServerOptions, req: IncomingMessage, res: Ser
   } catch (thrown) {
     answerError(options.log, req, res, thrown);
   } finally {
-    options.log.debug({ method, path: url.pathname, status: res.statusCode, ms: Math.round(performance.now() - started) }, 'http request');
+    options.log.debug({ method, path, status: res.statusCode, ms: Math.round(performance.now() - started) }, 'http request');
   }
+}
+
+/** The request target as a URL, or null when it is not one (`//[`, `http://x:99999/`): `new URL` would throw. */
+export function parseRequestUrl(req: IncomingMessage): URL | null {
+  const target = req.url ?? '/';
+  return URL.canParse(target, 'http://localhost') ? new URL(target, 'http://localhost') : null;
 }
 
 function answerError(log: Logger, req: IncomingMessage, res: ServerResponse, thrown: unknown): void {

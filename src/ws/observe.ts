@@ -5,6 +5,7 @@ import type { Logger } from 'pino';
 import { WebSocketServer } from 'ws';
 import type { WebSocket } from 'ws';
 import type { CommittedUpdate } from '../../actors/supervisor.ts';
+import { parseRequestUrl } from '../http/server.ts';
 
 export const OBSERVE_PATH = '/ws/observe';
 
@@ -75,8 +76,8 @@ export function attachObserveServer(server: Server, deps: ObserveDeps): ObserveS
     ws.send(JSON.stringify({ type: 'observe.ready', runId: watcher.runId }));
   };
   server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
-    const url = new URL(req.url ?? '/', 'http://localhost');
-    if (url.pathname !== OBSERVE_PATH) return;
+    const url = parseRequestUrl(req);
+    if (url?.pathname !== OBSERVE_PATH) return;
     if (!tokenMatches(url.searchParams.get('token'), deps.adminTokenHash)) {
       deps.log.info({ path: OBSERVE_PATH }, 'observer refused: missing or wrong admin token');
       refuse(socket, '401 Unauthorized');

@@ -1,6 +1,7 @@
 import type { Server } from 'node:http';
 import type { Logger } from 'pino';
 import { WebSocketServer } from 'ws';
+import { parseRequestUrl } from '../http/server.ts';
 import { AgentConnection } from './connection.ts';
 import type { ConnectionDeps } from './connection.ts';
 import { MAX_FRAME_BYTES } from './messages.ts';
@@ -17,8 +18,8 @@ export function attachAgentServer(server: Server, deps: ConnectionDeps, log: Log
   const wss = new WebSocketServer({ noServer: true, maxPayload: MAX_FRAME_BYTES, perMessageDeflate: { threshold: 128 } });
   const connections = new Set<AgentConnection>();
   server.on('upgrade', (req, socket, head) => {
-    const path = new URL(req.url ?? '/', 'http://localhost').pathname;
-    if (!AGENT_PATHS.has(path)) return;
+    const path = parseRequestUrl(req)?.pathname;
+    if (path === undefined || !AGENT_PATHS.has(path)) return;
     wss.handleUpgrade(req, socket, head, (ws) => {
       const connection = new AgentConnection(ws, deps);
       connections.add(connection);
