@@ -119,7 +119,7 @@ async function main(): Promise<void> {
     if (!res.ok) throw new Error(`registering the repository: ${res.status} ${await res.text()}`);
     const results = await measure(coordinator, dispatches, repo.sha);
     report(results);
-    console.log(`results: ${(await writeResult('webhook', flags, { agents: AGENTS, results })).pathname}`);
+    console.log(`results: ${(await writeResult('webhook', flags, { agents: AGENTS, ...results })).pathname}`);
   } finally {
     await Promise.all(agents.map((agent) => agent.close()));
     await coordinator.close();
