@@ -1,4 +1,5 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import { HttpError } from './respond.ts';
 
 export interface RouteContext {
   req: IncomingMessage;
@@ -47,8 +48,17 @@ function matchParts(parts: string[], segments: string[]): Record<string, string>
   for (let i = 0; i < parts.length; i++) {
     const part = parts[i] as string;
     const segment = segments[i] as string;
-    if (part.startsWith(':')) params[part.slice(1)] = decodeURIComponent(segment);
+    if (part.startsWith(':')) params[part.slice(1)] = decodeSegment(segment);
     else if (part !== segment) return null;
   }
   return params;
+}
+
+/** A path parameter; `%ZZ` or a cut-off `%E0%A4` is the client's error, not a URIError (500). */
+function decodeSegment(segment: string): string {
+  try {
+    return decodeURIComponent(segment);
+  } catch {
+    throw new HttpError(400, 'bad request', `malformed percent-encoding in path segment ${JSON.stringify(segment)}`);
+  }
 }
