@@ -37,8 +37,9 @@ function providerFor(repo: RepositoryRegistration): LockFileProvider {
   return createGitHubProvider({ repository: repo.name, token: repo.token ?? '' });
 }
 
+/** Decoded as the webhook route checked it (a leading BOM dropped), so an accepted body parses here too. */
 function decodeBody(delivery: Delivery): unknown {
-  return JSON.parse(delivery.body.toString('utf8')) as unknown;
+  return JSON.parse(new TextDecoder().decode(delivery.body)) as unknown;
 }
 
 /** The generic envelope wrapped like a GitHub one: the lock is read at the default branch head. */
