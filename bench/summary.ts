@@ -131,12 +131,17 @@ export interface SummaryOptions {
 }
 
 export async function buildSummary(options: SummaryOptions): Promise<{ rows: Row[]; file: URL }> {
-  const get = (name: string, batching: 'on' | 'off' = 'on') => load(name, batching, options.since);
+  const sources: Record<string, unknown> = {};
+  const get = async (name: string, batching: 'on' | 'off' = 'on') => {
+    const source = await load(name, batching, options.since);
+    if (source) sources[source.name] = { at: source.at, quick: dig(source.data, 'quick'), environment: dig(source.data, 'environment') };
+    return source;
+  };
   const on = { dispatch: await get('dispatch'), webhook: await get('webhook') };
   const rows = [...webhookRows(on.webhook), ...dispatchRows(on.dispatch), ...runtimeRows(await get('runtime'), await get('takeover'))];
   if (options.compare) rows.push(...compareRows(on, { dispatch: await get('dispatch', 'off'), webhook: await get('webhook', 'off') }));
   const file = new URL('summary.json', RESULTS_DIR);
-  const body = { at: new Date().toISOString(), quick: options.quick, compare: options.compare, failedBenches: options.failed, environment: { atStart: options.environmentAtStart, atEnd: environment() }, figures: rows };
+  const body = { at: new Date().toISOString(), quick: options.quick, compare: options.compare, failedBenches: options.failed, environment: { atStart: options.environmentAtStart, atEnd: environment() }, figures: rows, sources };
   await writeFile(file, `${JSON.stringify(body, null, 2)}\n`);
   return { rows, file };
 }
