@@ -66,6 +66,8 @@ export function attachObserveServer(server: Server, deps: ObserveDeps): ObserveS
     watchers.add(watcher);
     unsubscribe ??= deps.observe(broadcast);
     ws.on('message', () => ws.close(1008, 'this stream is read-only'));
+    // A frame ws refuses (invalid UTF-8, bad opcode) is an 'error' event: unheard, it kills the process.
+    ws.on('error', (error) => deps.log.info({ err: error }, 'observer socket error'));
     ws.once('close', () => {
       watchers.delete(watcher);
       if (watchers.size === 0) {
