@@ -92,20 +92,25 @@ export function createRunStarter(deps: RunStarterDeps): RunStarter {
   }
 
   return {
+    /**
+     * A workflow whose trigger cannot be evaluated becomes a failed run and the others go on (B15).
+     * Anything else that throws here (the database, a lost lease, the sandbox itself) is not the
+     * workflow's fault: it propagates, the delivery is retried, and the runs already started are
+     * found again by their deterministic ids.
+     */
     async matched(delivery, lock, source) {
       const started: StartedRun[] = [];
       for (const match of matchWorkflows(lock.workflows, source.event)) {
         if (match.outcome === 'no_match') continue;
-        const name = match.workflow.name;
-        try {
-          if (match.outcome === 'error') throw match.error;
+        if (match.outcome === 'matched') {
           started.push(await startOne(delivery, source, match.workflow));
-        } catch (thrown) {
-          const message = `workflow ${name} could not start: ${coerceError(thrown).message}`.slice(0, MAX_MESSAGE);
-          deps.log.warn({ workflow: name, deliveryId: delivery.deliveryId, message }, 'workflow failed before its run started');
-          const runId = await failedRun(delivery, source, { ...match.workflow, jobs: [] }, { scope: 'run', category: 'dynamic_eval', message });
-          started.push({ workflow: name, runId, initFailure: message });
+          continue;
         }
+        const name = match.workflow.name;
+        const message = `workflow ${name} could not start: ${coerceError(match.error).message}`.slice(0, MAX_MESSAGE);
+        deps.log.warn({ workflow: name, deliveryId: delivery.deliveryId, message }, 'workflow failed before its run started');
+        const runId = await failedRun(delivery, source, { ...match.workflow, jobs: [] }, { scope: 'run', category: 'dynamic_eval', message });
+        started.push({ workflow: name, runId, initFailure: message });
       }
       return started;
     },

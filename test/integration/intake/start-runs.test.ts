@@ -1,0 +1,56 @@
+import assert from 'node:assert/strict';
+import { it } from 'node:test';
+import type { LockFile, LockWorkflow } from '../../../machines/lock.types.ts';
+import type { NewRun } from '../../../actors/ports.ts';
+import { DEFAULT_JOB_TIMEOUTS } from '../../../machines/types.ts';
+import type { Delivery } from '../../../src/db/deliveries.ts';
+import type { SourceBase } from '../../../src/pipeline/pipeline.ts';
+import { runIdFor } from '../../../src/pipeline/run-id.ts';
+import { createRunStarter } from '../../../src/pipeline/start-runs.ts';
+import { IsolatedVmSandbox } from '../../../src/sandbox/index.ts';
+import { describeEachKind, testLog, withTestDatabase } from '../../support/database.ts';
+import { startTestRuntime } from '../../support/runtime.ts';
+import * as gh from '../../unit/pipeline/github-payloads.ts';
+import { github } from '../../unit/pipeline/trigger-helpers.ts';
+
+const workflow = (name: string): LockWorkflow =>
+  ({
+    name,
+    triggers: [{ _type: 'push', branches: [{ type: 'glob', pattern: 'main' }], paths: [] }],
+    jobs: [{ _type: 'static', name: 'build', needs: [], steps: [{ name: 's', hasOutputs: false, run: 'true' }] }],
+  }) as unknown as LockWorkflow;
+const lock = { schemaVersion: 29, workflows: [workflow('first'), workflow('second')] } as unknown as LockFile;
+const delivery: Delivery = { source: 'github', deliveryId: 'd-1', eventName: 'push', headers: {}, body: Buffer.from('{}'), receivedAt: 0, status: 'processing', attempts: 1 };
+const source: SourceBase = { repository: 'acme/app', repoUrl: null, ref: 'refs/heads/main', sha: 'a'.repeat(40), provider: 'local', event: github('push', gh.push('refs/heads/main')), trustTier: 'trusted' };
+
+/** Found by the chaos suite: a Postgres reset while a run was being created turned into a failed run. */
+await describeEachKind('starting the runs of a delivery', (kind) => {
+  it('a database failure while creating a run is retried with the delivery, never recorded as a failed run', () =>
+    withTestDatabase(kind, async ({ db }) => {
+      const runtime = await startTestRuntime(db, 'coord-s');
+      const sandbox = new IsolatedVmSandbox();
+      let failNext = true;
+      const createRun = async (run: NewRun) => {
+        if (run.input.runId === runIdFor('github', 'd-1', 'second') && failNext) {
+          failNext = false;
+          throw new Error('Client has encountered a connection error and is not queryable');
+        }
+        await runtime.supervisor.createRun(run);
+      };
+      try {
+        const starter = createRunStarter({ db, createRun, sandbox, timeouts: DEFAULT_JOB_TIMEOUTS, maxAttempts: 5, now: Date.now, log: testLog });
+        await assert.rejects(starter.matched(delivery, lock, source), /connection error/, 'the delivery fails and will be retried');
+        const failed = await db.selectFrom('runs').select(['run_id', 'status']).where('status', '=', 'failed').execute();
+        assert.deepEqual(failed, [], 'no failed run for a workflow that did nothing wrong');
+        const retried = await starter.matched(delivery, lock, source);
+        assert.deepEqual(retried.map((r) => [r.workflow, r.runId, r.initFailure]), [
+          ['first', runIdFor('github', 'd-1', 'first'), undefined],
+          ['second', runIdFor('github', 'd-1', 'second'), undefined],
+        ]);
+        assert.equal((await db.selectFrom('runs').select('run_id').execute()).length, 2, 'the retry found the first run and created the second');
+      } finally {
+        sandbox.dispose();
+        runtime.stop();
+      }
+    }));
+});
