@@ -1,7 +1,6 @@
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
-import { createRequire } from 'node:module';
 import { after as afterAll, before, describe, it } from 'node:test';
 import { sign } from '@octokit/webhooks-methods';
 import pg from 'pg';
@@ -10,37 +9,12 @@ import { createLockRepo, lockFileWith, pushWorkflow, runJob } from '../support/l
 import { after, sharedDatabaseUrl, startCoordinatorProcess, stopProcess } from '../support/processes.ts';
 import type { CoordinatorProcess } from '../support/processes.ts';
 import { eventually } from '../support/runtime.ts';
+import { githubHeaders, pushPayload } from '../support/webhooks.ts';
 
 const SECRET = 'webhook-secret-for-tests';
-const require = createRequire(import.meta.url);
-const examples = require('@octokit/webhooks-examples') as { name: string; examples: Record<string, unknown>[] }[];
-
-/** GitHub's own example push payload, pointed at our repository and commit. */
-function pushPayload(sha: string, repository = 'acme/app'): Record<string, unknown> {
-  const example = structuredClone(examples.find((e) => e.name === 'push')?.examples[0] ?? {});
-  const repo = example['repository'] as Record<string, unknown>;
-  return {
-    ...example,
-    ref: 'refs/heads/main',
-    after: sha,
-    deleted: false,
-    commits: [],
-    repository: { ...repo, full_name: repository, name: repository.split('/')[1], default_branch: 'main' },
-  };
-}
-
 async function postWebhook(coordinator: CoordinatorProcess, payload: unknown, deliveryId: string, signature?: string) {
   const body = JSON.stringify(payload);
-  return fetch(`${coordinator.url}/webhooks/github`, {
-    method: 'POST',
-    body,
-    headers: {
-      'content-type': 'application/json',
-      'x-github-event': 'push',
-      'x-github-delivery': deliveryId,
-      'x-hub-signature-256': signature ?? (await sign(SECRET, body)),
-    },
-  });
+  return fetch(`${coordinator.url}/webhooks/github`, { method: 'POST', body, headers: await githubHeaders(SECRET, body, deliveryId, 'push', signature) });
 }
 
 async function deliveryStatus(db: pg.Client, deliveryId: string): Promise<string | undefined> {
