@@ -1,0 +1,43 @@
+import type { InvariantResult } from './invariants.ts';
+
+export interface ChaosReport {
+  seed: number;
+  durationMs: number;
+  elapsedMs: number;
+  /** From the end of the faults until every run was final. */
+  settleMs: number;
+  agents: number;
+  deliveries: number;
+  /** Webhook requests sent: duplicates and redeliveries included. */
+  sends: number;
+  unaccepted: number;
+  faults: Record<string, number>;
+  garbageCloseCodes: Record<string, number>;
+  fencedExits: number;
+  attempts: number;
+  runStatuses: Record<string, number>;
+  jobOutcomes: Record<string, number>;
+  invariants: InvariantResult[];
+  logDir: string;
+}
+
+export function chaosPassed(report: ChaosReport): boolean {
+  return report.unaccepted === 0 && report.invariants.every((i) => i.ok);
+}
+
+/** The report as the console shows it: what was thrown at the cluster, then each invariant. */
+export function formatReport(report: ChaosReport): string {
+  const faults = Object.entries(report.faults).map(([kind, n]) => `${kind} ×${n}`).join(', ') || 'none';
+  const lines = [
+    `chaos: seed ${report.seed}, ${report.durationMs / 1000} s of faults, ${report.agents} agents, 2 coordinators (elapsed ${(report.elapsedMs / 1000).toFixed(1)} s, settled in ${(report.settleMs / 1000).toFixed(1)} s)`,
+    `  deliveries: ${report.deliveries} (${report.sends} requests with duplicates, reordering and redeliveries; ${report.unaccepted} never accepted)`,
+    `  faults: ${faults}`,
+    `  garbage bursts closed with: ${Object.entries(report.garbageCloseCodes).map(([code, n]) => `${code} ×${n}`).join(', ') || '—'}; fenced coordinator exits: ${report.fencedExits}`,
+    `  runs: ${Object.entries(report.runStatuses).map(([status, n]) => `${status} ${n}`).join(', ')}; job attempts seen by agents: ${report.attempts}`,
+    `  jobs that did not succeed: ${Object.entries(report.jobOutcomes).map(([why, n]) => `${why} ×${n}`).join('; ') || 'none'}`,
+    `  logs: ${report.logDir}`,
+    'invariants:',
+    ...report.invariants.flatMap((i) => [`  ${i.ok ? 'PASS' : 'FAIL'}  ${i.name} — ${i.checked}`, ...i.violations.map((v) => `          ${v}`)]),
+  ];
+  return lines.join('\n');
+}
