@@ -8,6 +8,8 @@ import type { Rng } from './rng.ts';
 export interface AgentBehaviour {
   /** The `job.ack` is lost: the agent holds the job and says nothing until it is cancelled. */
   dropAck: number;
+  /** Also lose the ack of every agent's n-th dispatch, so even a short run sees some. */
+  dropAckOf: number;
   /** The job fails instead of succeeding. */
   fail: number;
   jobMs: readonly [number, number];
@@ -43,6 +45,7 @@ export class ChaosAgent {
   private watchdog: NodeJS.Timeout | undefined;
   private heartbeat: NodeJS.Timeout | undefined;
   private lastPong = 0;
+  private dispatches = 0;
 
   constructor(
     readonly agentId: string,
@@ -182,7 +185,9 @@ export class ChaosAgent {
     const job: HeldJob = { runId, dispatchId, jobName, unreported: null, timers: [] };
     this.jobs.set(dispatchId, job);
     this.ledger.start({ runId, jobName, dispatchId, agentId: this.agentId });
-    if (this.rng.chance(this.behaviour.dropAck)) {
+    this.dispatches++;
+    if (this.dispatches === this.behaviour.dropAckOf || this.rng.chance(this.behaviour.dropAck)) {
+      this.ledger.lostAcks++;
       job.timers.push(setTimeout(() => this.stopJob(job, 'abandoned'), ABANDON_AFTER_MS).unref());
       return;
     }

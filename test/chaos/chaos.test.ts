@@ -34,7 +34,9 @@ describe('chaos: two coordinators, six agents, 20 s of random faults', { skip: a
       'coordinator SIGKILL',
       'coordinator SIGSTOP',
       'garbage frame burst',
+      'job.ack lost',
     ]);
+    assert.ok((report.faults['job.ack lost'] ?? 0) > 0, 'some acks were lost');
     assert.equal(report.unaccepted, 0, 'every delivery was eventually accepted by some coordinator');
     assert.ok(report.deliveries > 0 && report.sends > report.deliveries, 'deliveries were sent, with duplicates');
   });

@@ -24,6 +24,8 @@ export interface Overlap {
 
 export class AttemptLedger {
   private readonly attempts = new Map<string, AttemptRecord>();
+  /** Dispatches whose `job.ack` the agents "lost" on purpose. */
+  lostAcks = 0;
 
   start(record: Omit<AttemptRecord, 'start' | 'end' | 'how'>): void {
     const key = `${record.agentId}/${record.dispatchId}`;

@@ -33,7 +33,7 @@ const SECRET = 'chaos-webhook-secret';
 const ADMIN_TOKEN = `sya_chaos_${randomBytes(6).toString('hex')}`;
 const WORKFLOW = 'chaos';
 const RECOVERY_WINDOW_MS = 6000;
-const BEHAVIOUR: AgentBehaviour = { dropAck: 0.04, fail: 0.05, jobMs: [50, 900] };
+const BEHAVIOUR: AgentBehaviour = { dropAck: 0.03, dropAckOf: 4, fail: 0.05, jobMs: [50, 900] };
 
 /** Timeouts short enough that every fault resolves within seconds (defaults are minutes). */
 function coordinatorEnv(databaseUrl: string): Record<string, string> {
@@ -131,7 +131,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
         deliveries: load.deliveries.size,
         sends: [...load.deliveries.values()].reduce((n, d) => n + d.sends, 0),
         unaccepted: load.unaccepted().length,
-        faults: Object.fromEntries(faults.counts),
+        faults: { ...Object.fromEntries(faults.counts), 'job.ack lost': ledger.lostAcks },
         garbageCloseCodes: Object.fromEntries(faults.garbageCloseCodes),
         fencedExits: coordinators.reduce((n, c) => n + c.fencedExits, 0),
         attempts: ledger.size,
