@@ -1,6 +1,6 @@
 import { createHmac, randomUUID } from 'node:crypto';
-import { createRequire } from 'node:module';
 import { lockFileWith, pushWorkflow, runJob } from '../support/lock-repo.ts';
+import { pushPayload } from '../support/webhooks.ts';
 
 export const SECRET = 'corpus-webhook-secret';
 export const GENERIC_SOURCE = 'corpus-hmac';
@@ -42,17 +42,6 @@ export interface HttpCase {
   todo?: string;
   /** Why a connection reset is an accepted answer too (a known race, reported). */
   resetAllowed?: string;
-}
-
-const require = createRequire(import.meta.url);
-const examples = require('@octokit/webhooks-examples') as { name: string; examples: Record<string, unknown>[] }[];
-
-/** GitHub's own example push payload, pointed at our repository and commit. */
-export function pushPayload(sha: string, repository = 'acme/app'): Record<string, unknown> {
-  const example = structuredClone(examples.find((e) => e.name === 'push')?.examples[0] ?? {});
-  const repo = example['repository'] as Record<string, unknown>;
-  const name = repository.split('/')[1];
-  return { ...example, ref: 'refs/heads/main', after: sha, deleted: false, commits: [], repository: { ...repo, full_name: repository, name, default_branch: 'main' } };
 }
 
 export function hmac(secret: string, body: Buffer, algorithm = 'sha256'): string {

@@ -9,6 +9,7 @@ import { createLockRepo } from '../support/lock-repo.ts';
 import { ADMIN_TOKEN, after as processCleanups, sharedDatabaseUrl, startCoordinatorProcess } from '../support/processes.ts';
 import type { CoordinatorProcess } from '../support/processes.ts';
 import { eventually } from '../support/runtime.ts';
+import { pushPayload } from '../support/webhooks.ts';
 import {
   API_CASES,
   GENERIC_SECRET,
@@ -19,7 +20,6 @@ import {
   WEBHOOK_CASES,
   github,
   goodLock,
-  pushPayload,
   withAdminToken,
 } from './bad-input-corpus.cases.ts';
 import type { HttpCase, LockCase, Processing, Wire } from './bad-input-corpus.cases.ts';
@@ -211,25 +211,17 @@ describe('bad-input corpus against one coordinator (external Postgres)', { skip:
     }
   }
 
-  describe('webhook', () => {
-    for (const c of WEBHOOK_CASES) {
-      it(c.name, { todo: c.todo }, async () => {
-        await checkHttpCase(c);
-        await sendGood();
-        count('webhook');
-      });
-    }
-  });
-
-  describe('api', () => {
-    for (const c of API_CASES) {
-      it(c.name, { todo: c.todo }, async () => {
-        await checkHttpCase(c);
-        await sendGood();
-        count('api');
-      });
-    }
-  });
+  for (const [category, cases] of [['webhook', WEBHOOK_CASES], ['api', API_CASES]] as const) {
+    describe(category, () => {
+      for (const c of cases) {
+        it(c.name, { todo: c.todo }, async () => {
+          await checkHttpCase(c);
+          await sendGood();
+          count(category);
+        });
+      }
+    });
+  }
 
   describe('lockfile', () => {
     LOCK_CASES.forEach((c, index) => {
