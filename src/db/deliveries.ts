@@ -158,3 +158,12 @@ export async function listDueDeliveries(db: Kysely<Schema>, { now, limit }: { no
      ORDER BY received_at LIMIT ${limit}`.execute(db);
   return rows.map((row) => ({ source: row.source, deliveryId: row.delivery_id, attempts: row.attempts }));
 }
+
+/**
+ * A delivery body as JSON: strict UTF-8 (a leading BOM dropped), then JSON.parse. The webhook
+ * routes check a body with it before accepting it and the pipeline reads it with it, so an
+ * accepted body always parses again.
+ */
+export function parseDeliveryBody(body: Buffer): unknown {
+  return JSON.parse(new TextDecoder('utf-8', { fatal: true }).decode(body)) as unknown;
+}

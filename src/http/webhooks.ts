@@ -3,7 +3,7 @@ import type { IncomingMessage } from 'node:http';
 import type { Kysely } from 'kysely';
 import type { Logger } from 'pino';
 import type { DeliveryKey } from '../db/deliveries.ts';
-import { recordDelivery } from '../db/deliveries.ts';
+import { parseDeliveryBody, recordDelivery } from '../db/deliveries.ts';
 import type { Schema } from '../db/schema.ts';
 import { HttpError, readBody, sendJson } from './respond.ts';
 import type { RouteContext, Router } from './router.ts';
@@ -49,7 +49,7 @@ function keptHeaders(req: IncomingMessage, extra: readonly string[] = []): Recor
 
 export function parseJsonBody(body: Buffer): unknown {
   try {
-    return JSON.parse(new TextDecoder('utf-8', { fatal: true }).decode(body)) as unknown;
+    return parseDeliveryBody(body);
   } catch (thrown) {
     throw new HttpError(400, 'malformed body', thrown instanceof Error ? thrown.message : 'not JSON');
   }

@@ -6,7 +6,7 @@ import { createLocalProvider } from '../lockfile/providers/local.ts';
 import type { LockFileProvider } from '../lockfile/providers/types.ts';
 import { resolveLockFile } from '../lockfile/resolve.ts';
 import type { RepositoryRegistration } from '../db/repositories.ts';
-import type { Delivery } from '../db/deliveries.ts';
+import { parseDeliveryBody, type Delivery } from '../db/deliveries.ts';
 import type { DeliveryStatus } from '../db/deliveries.ts';
 import { TransientIntakeError } from '../queue/intake-queue.ts';
 import type { EventEnvelope } from './envelope.ts';
@@ -37,20 +37,16 @@ function providerFor(repo: RepositoryRegistration): LockFileProvider {
   return createGitHubProvider({ repository: repo.name, token: repo.token ?? '' });
 }
 
-/** Decoded as the webhook route checked it (a leading BOM dropped), so an accepted body parses here too. */
-function decodeBody(delivery: Delivery): unknown {
-  return JSON.parse(new TextDecoder().decode(delivery.body)) as unknown;
-}
 
 /** The generic envelope wrapped like a GitHub one: the lock is read at the default branch head. */
 function genericEvent(delivery: Delivery, repository: string): NormalizedEvent | { dropped: string } {
-  const envelope = normalizeGenericEvent(delivery.source.replace(/^generic:/, ''), delivery.eventName, decodeBody(delivery));
+  const envelope = normalizeGenericEvent(delivery.source.replace(/^generic:/, ''), delivery.eventName, parseDeliveryBody(delivery.body));
   if (isDropped(envelope)) return envelope;
   return { envelope, sha: null, ref: 'HEAD', repository, cloneUrl: null, installationId: null };
 }
 
 async function normalized(deps: PipelineDeps, delivery: Delivery): Promise<NormalizedEvent | { dropped: string }> {
-  if (delivery.source === 'github') return normalizeGitHubEvent(delivery.eventName, decodeBody(delivery));
+  if (delivery.source === 'github') return normalizeGitHubEvent(delivery.eventName, parseDeliveryBody(delivery.body));
   const repository = await deps.genericSourceRepository(delivery.source);
   if (!repository) return { dropped: `generic source ${delivery.source} has no bound repository` };
   return genericEvent(delivery, repository);
