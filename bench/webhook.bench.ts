@@ -14,7 +14,7 @@ import { loadConfig } from '../src/config/index.ts';
 import { startCoordinator, type Coordinator } from '../src/main.ts';
 import { runIdFor } from '../src/pipeline/run-id.ts';
 import { FakeAgent } from '../test/support/fake-agent.ts';
-import { createLockRepo } from './lock-repo.ts';
+import { createLockRepo, lockFileWith, pushWorkflow, runJob } from '../test/support/lock-repo.ts';
 import { benchFlags, freshDatabase, percentiles, writeResult } from './support.ts';
 
 const flags = benchFlags();
@@ -98,7 +98,9 @@ async function measure(coordinator: Coordinator, dispatches: Dispatches, sha: st
 
 async function main(): Promise<void> {
   const database = await freshDatabase('webhook');
-  const repo = createLockRepo('bench', LABEL);
+  const repo = await createLockRepo();
+  const job = runJob('build', ['true'], { runsOn: [{ kind: 'exact', value: LABEL }] });
+  const sha = repo.commit({ '.kici/kici.lock.json': lockFileWith([pushWorkflow('bench', [job])]) });
   const dataDir = await mkdtemp(join(tmpdir(), 'sy-bench-webhook-'));
   const config = loadConfig({
     DATABASE_URL: database.url,
@@ -117,7 +119,7 @@ async function main(): Promise<void> {
     const body = JSON.stringify({ name: 'acme/app', provider: 'local', path: repo.path });
     const res = await fetch(`${coordinator.url}/api/v1/repositories`, { method: 'POST', body, headers: { authorization: `Bearer ${ADMIN_TOKEN}` } });
     if (!res.ok) throw new Error(`registering the repository: ${res.status} ${await res.text()}`);
-    const results = await measure(coordinator, dispatches, repo.sha);
+    const results = await measure(coordinator, dispatches, sha);
     report(results);
     console.log(`results: ${(await writeResult('webhook', flags, { agents: AGENTS, ...results })).pathname}`);
   } finally {

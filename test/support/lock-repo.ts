@@ -1,7 +1,17 @@
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtemp } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { tempDir } from './database.ts';
+
+/**
+ * Repositories still on disk, removed when the process exits. No node:test hook, so benchmarks and
+ * the chaos runner can use these repositories too without turning into a test file.
+ */
+const leftovers = new Set<string>();
+process.once('exit', () => {
+  for (const path of leftovers) rmSync(path, { recursive: true, force: true });
+});
 
 /** A lock file of schema 29 with one workflow (push to main) whose jobs run shell steps. */
 export function lockFileWith(workflows: object[]): string {
@@ -39,7 +49,8 @@ function git(cwd: string, ...args: string[]): string {
 
 /** A real git repository on disk; `commit` writes files and returns the new commit's sha. */
 export async function createLockRepo() {
-  const path = await tempDir('sy-repo-');
+  const path = await mkdtemp(join(tmpdir(), 'sy-repo-'));
+  leftovers.add(path);
   git(path, 'init', '-q', '-b', 'main');
   return {
     path,
@@ -51,6 +62,10 @@ export async function createLockRepo() {
       git(path, 'add', '-A');
       git(path, 'commit', '-q', '-m', message);
       return git(path, 'rev-parse', 'HEAD');
+    },
+    remove(): void {
+      rmSync(path, { recursive: true, force: true });
+      leftovers.delete(path);
     },
   };
 }
