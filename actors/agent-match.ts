@@ -1,4 +1,4 @@
-import type { AgentRequirements, LabelMatcher } from '../machines/types.ts';
+import type { AgentRequirements, LabelMatcher, StepExecutor } from '../machines/types.ts';
 
 /** What matching needs to know about a connected agent (protocol.md §6). */
 export interface AgentOffer {
@@ -9,7 +9,26 @@ export interface AgentOffer {
   properties: Readonly<Record<string, string | number | boolean>>;
 }
 
+/** The reference agent declares it executes `run:` steps (protocol.md §14). */
 export const RUN_STEPS_PROPERTY = 'switchyard.runSteps';
+/** Declared by an agent that executes both kinds; without it, a run-steps agent runs no TypeScript. */
+export const TYPESCRIPT_STEPS_PROPERTY = 'switchyard.typescriptSteps';
+
+/**
+ * Whether an agent can execute a job's steps. An agent that does not declare run steps is taken
+ * for a KiCI agent: the stock agent announces itself only by `version` and its `kici:role:*` labels.
+ */
+export function canExecute(executor: StepExecutor, properties: AgentOffer['properties']): boolean {
+  const runSteps = properties[RUN_STEPS_PROPERTY] === true;
+  switch (executor) {
+    case 'any':
+      return true;
+    case 'run-steps':
+      return runSteps;
+    case 'kici':
+      return !runSteps || properties[TYPESCRIPT_STEPS_PROPERTY] === true;
+  }
+}
 
 function matches(matcher: LabelMatcher, label: string): boolean {
   if (matcher.kind === 'exact') return matcher.value === label;
@@ -34,7 +53,12 @@ export function agentCanTake(requirements: AgentRequirements, agent: AgentOffer)
     const required = requiredLabels(requirements);
     if (!agent.taints.every((taint) => required.has(taint))) return false;
   }
-  return !requirements.runSteps || agent.properties[RUN_STEPS_PROPERTY] === true;
+  return canExecute(requirements.executor, agent.properties);
+}
+
+/** The label, exclusion and taint rules alone: the agent could take the job if it could execute its steps. */
+export function labelsFit(requirements: AgentRequirements, agent: AgentOffer): boolean {
+  return agentCanTake({ ...requirements, executor: 'any' }, agent);
 }
 
 /** `deterministic` picks the lowest agentId; `any` the first free one in arrival order. */

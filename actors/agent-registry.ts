@@ -16,6 +16,8 @@ export interface SlotHolder {
 /** Who an attempt's wire `jobId` belongs to: O's own record, never the runId on the wire (§12). */
 export interface DispatchRecord extends SlotHolder {
   agentId: string;
+  /** The connection the slot was reserved on, when this coordinator reserved it. */
+  connectionId?: string;
   /** When the slot was freed; late messages are accepted for 30 s after it. */
   endedAt: number | null;
 }
@@ -89,8 +91,10 @@ export class AgentRegistry {
   }
 
   reserve(agentId: string, dispatchId: string, holder: SlotHolder): void {
-    this.sessions.get(agentId)?.slots.set(dispatchId, holder);
-    this.dispatches.set(dispatchId, { ...holder, agentId, endedAt: null });
+    const session = this.sessions.get(agentId);
+    session?.slots.set(dispatchId, holder);
+    const connection = session ? { connectionId: session.connectionId } : {};
+    this.dispatches.set(dispatchId, { ...holder, agentId, endedAt: null, ...connection });
   }
 
   /** Frees the slot (idempotent); the attempt's record lives on through the late-message grace. */

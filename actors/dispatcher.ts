@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { AgentRequirements, LabelMatcher, WaitingReason } from '../machines/types.ts';
+import { labelsFit } from './agent-match.ts';
 import type { AgentRegistry } from './agent-registry.ts';
 import { coerceError } from './errors.ts';
 import type { Effect } from './ports.ts';
@@ -100,7 +101,7 @@ export class Dispatcher {
     if (!request) return;
     const found = this.findAgent(request);
     if ('none' in found) {
-      const own = found.none === 'capacity' ? capacityReason(found.matching) : noAgentReason(request.requirements);
+      const own = found.none === 'capacity' ? capacityReason(found.matching) : noAgentReason(request.requirements, this.labelsFitSome(request.requirements));
       const reason = this.scaler?.requestAgent(request) ?? own;
       if (request.reason === reason.message) return;
       request.reason = reason.message;
@@ -121,6 +122,10 @@ export class Dispatcher {
     }
   }
 
+  private labelsFitSome(requirements: AgentRequirements): boolean {
+    return this.registry.all().some((session) => labelsFit(requirements, session));
+  }
+
   /** With a scaler, an agent it keeps for another waiting job is passed over: the bound job wins it (SCL-3). */
   private findAgent(request: PlacementRequest) {
     const scaler = this.scaler;
@@ -138,11 +143,21 @@ export function describeMatcher(matcher: LabelMatcher): string {
   return matcher.kind === 'exact' ? matcher.value : `/${matcher.source}/${matcher.flags}`;
 }
 
-export function noAgentReason(requirements: AgentRequirements): WaitingReason {
+/** Why no connected agent can take the job: the labels, and which kind of agent executes its steps. */
+export function noAgentReason(requirements: AgentRequirements, labelsFitSome = false): WaitingReason {
   const labels = requirements.runsOn.map(describeMatcher);
-  const parts = [labels.length > 0 ? `labels ${labels.join(', ')}` : 'any labels'];
-  if (requirements.runSteps) parts.push('that can execute run steps');
-  return { kind: 'no_matching_agent', message: `no connected agent matches ${parts.join(' ')}` };
+  const wanted = labels.length > 0 ? `labels ${labels.join(', ')}` : 'any labels';
+  const message = ((): string => {
+    switch (requirements.executor) {
+      case 'any':
+        return `no connected agent matches ${wanted}`;
+      case 'kici':
+        return `needs a KiCI agent (TypeScript steps); none connected with ${wanted}${labelsFitSome ? ' (the agents with these labels execute only run steps)' : ''}`;
+      case 'run-steps':
+        return `needs an agent that can execute run steps; none connected with ${wanted}${labelsFitSome ? ' (the agents with these labels run only TypeScript steps)' : ''}`;
+    }
+  })();
+  return { kind: 'no_matching_agent', message };
 }
 
 function capacityReason(matching: number): WaitingReason {

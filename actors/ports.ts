@@ -42,6 +42,9 @@ export interface CommitEntry {
     dispatchId: string | null;
     outcome: string | null;
     initFailure: unknown;
+    steps: unknown[];
+    durationMs: number | null;
+    outputs: unknown;
   }[];
   timers: TimerChange[];
   effects: { effectId: string; kind: string; payload: unknown }[];

@@ -1,5 +1,18 @@
 import type { JobStatus, TerminalJobStatus } from './status.ts';
-import type { AgentRequirements, ConcurrencyPolicy, DeadlineKind, InitFailure, JobTimeouts, WaitingReason } from './types.ts';
+import type {
+  AgentRequirements,
+  ConcurrencyPolicy,
+  DeadlineKind,
+  InitFailure,
+  InitResult,
+  InitTarget,
+  JobOutputs,
+  JobTimeouts,
+  ResolvedValues,
+  StepRecord,
+  UpstreamResults,
+  WaitingReason,
+} from './types.ts';
 
 /** Every event carries `at`: the time the host received it. Machines read time only from here. */
 interface Timed {
@@ -30,9 +43,40 @@ export interface TimerFields extends Timed {
   dueAt: number;
 }
 
+/** A job-level concurrency group: its scoped key and the run's policy (CONC-1, CONC-2). */
+export interface JobConcurrency {
+  key: string;
+  policy: ConcurrencyPolicy;
+}
+
+/** One step result of a terminal `job.status` (protocol.md §9.4). */
+export interface StepResult {
+  name: string;
+  status: string;
+  durationMs: number;
+  error?: string;
+}
+
+/** What a terminal `job.status` reports besides its state. */
+export interface JobStatusData {
+  durationMs?: number;
+  outputs?: JobOutputs;
+  stepResults?: StepResult[];
+  /** An init job's result (lockfile.md §7); a failed init arrives as state `failed`. */
+  initResult?: InitResult;
+}
+
+/** What the run hands a job it releases: its upstreams' results and values its init job resolved. */
+export interface Release {
+  upstream?: UpstreamResults;
+  resolved?: ResolvedValues;
+  concurrency?: JobConcurrency;
+}
+
 /** Events a job actor accepts. The run actor forwards them by `jobKey`. */
 export type JobEvent = (
-  | ({ type: 'job.release' } & Timed)
+  | ({ type: 'job.release' } & Release & Timed)
+  | ({ type: 'job.init.failed'; failure: InitFailure } & Timed)
   | ({ type: 'job.gate'; reason: WaitingReason } & Timed)
   | ({ type: 'job.skip'; reason: string } & Timed)
   | ({ type: 'job.cancel.requested'; force: boolean; reason: string } & Timed)
@@ -44,10 +88,12 @@ export type JobEvent = (
   | ({ type: 'provision.failed'; message: string } & Timed)
   | ({ type: 'agent.job.ack' } & FromAgent)
   | ({ type: 'agent.job.reject'; reason: string } & FromAgent)
-  | ({ type: 'agent.job.status'; state: JobStatus; error?: string } & FromAgent)
+  | ({ type: 'agent.job.status'; state: JobStatus; error?: string; data?: JobStatusData } & FromAgent)
   | ({ type: 'agent.job.heartbeat' } & FromAgent)
-  | ({ type: 'agent.step.status' } & FromAgent)
+  | ({ type: 'agent.step.status'; step: StepRecord } & FromAgent)
   | ({ type: 'agent.job.reclaim' } & FromAgent)
+  /** The agent registered again without this attempt in `inFlightJobs`: its status was lost. */
+  | ({ type: 'agent.job.lost' } & FromAgent)
   | ({ type: 'agent.disconnected'; agentId: string } & Timed)
   | JobTimerEvent
 ) &
@@ -69,6 +115,7 @@ export const JOB_EVENT_TYPES = [
   'agent.job.heartbeat',
   'agent.step.status',
   'agent.job.reclaim',
+  'agent.job.lost',
   'agent.disconnected',
   'timer.ack.expired',
   'timer.lease.expired',
@@ -81,7 +128,15 @@ export const JOB_EVENT_TYPES = [
 /** Events a job actor sends to its run. */
 export type JobReport =
   | { type: 'job.started'; jobKey: string; at: number }
-  | { type: 'job.finished'; jobKey: string; status: TerminalJobStatus; reason: string | null; at: number };
+  | {
+      type: 'job.finished';
+      jobKey: string;
+      status: TerminalJobStatus;
+      reason: string | null;
+      at: number;
+      outputs?: JobOutputs;
+      initResult?: InitResult;
+    };
 
 export interface JobInput {
   runId: string;
@@ -92,9 +147,11 @@ export interface JobInput {
   maxAttempts: number;
   /** Set when the job must wait for the run before anything else (needs, wave, approval). */
   gate: WaitingReason | null;
-  concurrency: { key: string; policy: ConcurrencyPolicy } | null;
+  concurrency: JobConcurrency | null;
   initFailure: InitFailure | null;
   createdAt: number;
+  /** Set for an init job: the job it evaluates dynamic fields for (lockfile.md §7). */
+  initFor?: InitTarget | null;
   /** Set for a matrix child: its values and place in the fan-out (lockfile.md §5). */
   matrix?: MatrixPlace | null;
 }

@@ -1,10 +1,12 @@
 import type { EventFrom, SnapshotFrom } from 'xstate';
-import { assign } from 'xstate';
 import { endAsReported, jobSetup } from './job.setup.ts';
 
 export const JOB_MACHINE_ID = 'job';
 /** Bump when a change makes stored job snapshots unreadable (DESIGN.md §5). */
-export const JOB_MACHINE_VERSION = 1;
+export const JOB_MACHINE_VERSION = 2;
+
+const LOST_AFTER_START = 'agent restarted without the job';
+const LOST_BEFORE_START = 'agent restarted without the job before starting it';
 
 /**
  * The dispatch lifecycle of one job (orchestration.md §5). Deadlines are armed and disarmed
@@ -23,6 +25,11 @@ export const jobMachine = jobSetup.createMachine({
     maxAttempts: input.maxAttempts,
     concurrency: input.concurrency,
     holdsConcurrency: false,
+    initFor: input.initFor ?? null,
+    upstream: null,
+    resolved: null,
+    steps: [],
+    result: null,
     attempt: 0,
     assignment: null,
     everStarted: false,
@@ -48,12 +55,13 @@ export const jobMachine = jobSetup.createMachine({
       on: {
         'job.skip': { target: 'skipped', actions: 'outcomeFromEvent' },
         'job.cancel.requested': { target: 'cancelled', actions: 'outcomeFromEvent' },
+        'job.init.failed': { target: 'failed', actions: 'failInit' },
       },
       states: {
         gated: {
-          description: 'Held by the run: upstream needs, a wave window or an approval.',
+          description: 'Held by the run: upstream needs, its init job, a wave window or an approval.',
           on: {
-            'job.release': { target: '#job.admitted', actions: assign({ waiting: null }) },
+            'job.release': { target: '#job.admitted', actions: 'takeRelease' },
             'job.gate': { actions: 'wait' },
           },
         },
@@ -107,7 +115,14 @@ export const jobMachine = jobSetup.createMachine({
       description: 'An agent slot is reserved for the current attempt; leaving frees it.',
       exit: 'freeSlot',
       initial: 'dispatched',
-      on: { 'agent.job.status': endAsReported },
+      on: {
+        'agent.job.status': endAsReported,
+        'agent.step.status': { guard: 'fromAssignedAgent', actions: 'recordStep' },
+        'agent.job.lost': [
+          { guard: 'fromAssignedAfterStart', target: '#job.failed', actions: { type: 'setOutcome', params: { outcome: LOST_AFTER_START } } },
+          { guard: 'fromAssignedAgent', target: '#job.requeued', actions: { type: 'setOutcome', params: { outcome: LOST_BEFORE_START } } },
+        ],
+      },
       states: {
         dispatched: {
           description: 'job.dispatch sent; waiting for job.ack (ack deadline).',
@@ -149,7 +164,7 @@ export const jobMachine = jobSetup.createMachine({
           initial: 'accepted',
           on: {
             'agent.job.heartbeat': { guard: 'fromAssignedAgent', actions: { type: 'arm', params: { kind: 'lease' } } },
-            'agent.step.status': { guard: 'fromAssignedAgent', actions: { type: 'arm', params: { kind: 'lease' } } },
+            'agent.step.status': { guard: 'fromAssignedAgent', actions: ['recordStep', { type: 'arm', params: { kind: 'lease' } }] },
             'agent.job.reclaim': { guard: 'fromAssignedAgent', actions: { type: 'arm', params: { kind: 'lease' } } },
             'agent.job.status': [
               { guard: { type: 'assignedReports', params: { state: 'cancelling' } }, target: 'cancelling' },
@@ -223,6 +238,7 @@ export const jobMachine = jobSetup.createMachine({
               actions: { type: 'cancelOnAgent', params: { force: true, reason: 'cancelled' } },
             },
             'agent.disconnected': { guard: 'assignedAgentLost', target: '#job.cancelled' },
+            'agent.job.lost': { guard: 'fromAssignedAgent', target: '#job.cancelled' },
           },
         },
       },
@@ -233,8 +249,12 @@ export const jobMachine = jobSetup.createMachine({
       exit: { type: 'disarm', params: { kind: 'recovery' } },
       on: {
         'agent.job.reclaim': [
-          { guard: 'reclaimOfStarted', target: 'assigned.running.started' },
+          { guard: 'fromAssignedAfterStart', target: 'assigned.running.started' },
           { guard: 'fromAssignedAgent', target: 'assigned.running.accepted' },
+        ],
+        'agent.job.lost': [
+          { guard: 'fromAssignedAfterStart', target: 'failed', actions: { type: 'setOutcome', params: { outcome: LOST_AFTER_START } } },
+          { guard: 'fromAssignedAgent', target: 'requeued', actions: { type: 'setOutcome', params: { outcome: LOST_BEFORE_START } } },
         ],
         'agent.job.status': endAsReported,
         'timer.recovery.expired': {

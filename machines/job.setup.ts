@@ -1,6 +1,7 @@
-import { assign, enqueueActions, setup } from 'xstate';
+import { assertEvent, assign, enqueueActions, setup } from 'xstate';
 import type { ParameterizedObject } from 'xstate';
-import type { ArmedDeadlines, Assignment, JobEvent, JobInput, MatrixPlace } from './job.events.ts';
+import type { ArmedDeadlines, Assignment, JobConcurrency, JobEvent, JobInput, MatrixPlace } from './job.events.ts';
+import { failureReasonOf, mergeStepResults, upsertStep } from './job.results.ts';
 import { isTerminalJobStatus } from './status.ts';
 import type { TerminalJobStatus } from './status.ts';
 import type {
@@ -9,7 +10,13 @@ import type {
   DeadlineKind,
   DeadlineSpec,
   InitFailure,
+  InitResult,
+  InitTarget,
+  JobOutputs,
   JobTimeouts,
+  ResolvedValues,
+  StepRecord,
+  UpstreamResults,
   WaitingReason,
 } from './types.ts';
 
@@ -22,8 +29,17 @@ export interface JobContext {
   requirements: AgentRequirements;
   timeouts: JobTimeouts;
   maxAttempts: number;
-  concurrency: { key: string; policy: ConcurrencyPolicy } | null;
+  concurrency: JobConcurrency | null;
   holdsConcurrency: boolean;
+  /** Set for an init job: the job it evaluates dynamic fields for. */
+  initFor: InitTarget | null;
+  /** What the run handed over on release: upstream results and init-resolved values (DAG-4). */
+  upstream: UpstreamResults | null;
+  resolved: ResolvedValues | null;
+  /** Steps of the current attempt as the agent reported them. */
+  steps: StepRecord[];
+  /** What the agent's terminal `job.status` reported. */
+  result: JobResult | null;
   /** Dispatch attempts made so far; a new attempt starts on every `placement.granted`. */
   attempt: number;
   assignment: Assignment | null;
@@ -36,6 +52,12 @@ export interface JobContext {
   outcome: string | null;
   /** Time of the last entry into each projected status (DSP-1). */
   enteredAt: Record<string, number>;
+}
+
+export interface JobResult {
+  durationMs: number | null;
+  outputs: JobOutputs | null;
+  initResult: InitResult | null;
 }
 
 type TimerKind = Exclude<DeadlineKind, 'workflow' | 'approval'>;
@@ -118,7 +140,7 @@ const TERMINAL_REPORTS = ['success', 'failed', 'cancelled', 'skipped', 'drift_dr
 export const endAsReported = TERMINAL_REPORTS.map((state) => ({
   guard: { type: 'assignedReports' as const, params: { state } },
   target: `#job.${state}`,
-  actions: 'outcomeFromEvent' as const,
+  actions: 'recordReport' as const,
 }));
 
 const jobBase = setup({
@@ -159,7 +181,7 @@ const jobBase = setup({
     lostScalerAgent: ({ context, event }) => isAssignedAgentLost(context, event) && context.assignment?.agentKind === 'scaler',
     lostStartedScalerAgent: ({ context, event }) =>
       isAssignedAgentLost(context, event) && context.assignment?.agentKind === 'scaler' && context.everStarted,
-    reclaimOfStarted: ({ context, event }) => isFromAssigned(context, event) && context.everStarted,
+    fromAssignedAfterStart: ({ context, event }) => isFromAssigned(context, event) && context.everStarted,
     isForced: ({ event }) => event.type === 'job.cancel.requested' && event.force,
     attemptsLeft: ({ context }) => context.attempt < context.maxAttempts,
     attemptsLeftAfterThis: ({ context }) => context.attempt + 1 < context.maxAttempts,
@@ -218,7 +240,7 @@ export const jobSetup = jobBase.extend({
     startAttempt: assign(({ context, event }) => {
       if (event.type !== 'placement.granted') return {};
       const { agentId, dispatchId, agentKind } = event;
-      return { attempt: context.attempt + 1, assignment: { agentId, dispatchId, agentKind }, waiting: null };
+      return { attempt: context.attempt + 1, assignment: { agentId, dispatchId, agentKind }, waiting: null, steps: [], result: null };
     }),
     dispatch: compose(({ context, enqueue }) => {
       if (!context.assignment) return;
@@ -247,7 +269,6 @@ export const jobSetup = jobBase.extend({
     setOutcome: update<{ outcome: string }>((_, params) => ({ outcome: params.outcome })),
     outcomeFromEvent: assign(({ event }) => {
       if (event.type === 'job.skip' || event.type === 'job.cancel.requested') return { outcome: event.reason };
-      if (event.type === 'agent.job.status') return { outcome: event.error ?? null };
       if (event.type === 'placement.refused') return { outcome: event.message };
       return {};
     }),
@@ -256,6 +277,31 @@ export const jobSetup = jobBase.extend({
       initFailure: { scope: 'job' as const, category: 'no_agent' as const, message: params.message, jobName: context.jobKey },
     })),
     clearAssignment: assign({ assignment: null }),
+    takeRelease: assign(({ context, event }) => {
+      assertEvent(event, 'job.release');
+      return {
+        waiting: null,
+        upstream: event.upstream ?? context.upstream,
+        resolved: event.resolved ?? context.resolved,
+        concurrency: event.concurrency ?? context.concurrency,
+      };
+    }),
+    failInit: assign(({ event }) => {
+      assertEvent(event, 'job.init.failed');
+      return { initFailure: event.failure, outcome: event.failure.message };
+    }),
+    recordStep: assign(({ context, event }) => {
+      assertEvent(event, 'agent.step.status');
+      return { steps: upsertStep(context.steps, event.step) };
+    }),
+    /** A terminal `job.status`: its results are kept and the reason is the agent's error or the failed step's. */
+    recordReport: assign(({ context, event }) => {
+      assertEvent(event, 'agent.job.status');
+      const steps = mergeStepResults(context.steps, event.data?.stepResults);
+      const data = event.data;
+      const result: JobResult = { durationMs: data?.durationMs ?? null, outputs: data?.outputs ?? null, initResult: data?.initResult ?? null };
+      return { steps, result, outcome: failureReasonOf(event.error, steps) };
+    }),
     setOutcomeExhausted: assign(({ context }) => ({ outcome: attemptsExhausted(context) })),
     setOutcomeQueueExpired: assign(({ context }) => ({
       outcome: `queue timeout passed; last reason: ${context.lastProvisioningError ?? context.waiting?.message ?? 'none'}`,
@@ -294,8 +340,12 @@ export const jobSetup = jobBase.extend({
         enqueue({ type: 'releaseConcurrency', params: { jobKey: context.jobKey, key: context.concurrency.key } });
       }
       if (self._parent) {
-        const { jobKey, outcome } = context;
-        enqueue.sendParent({ type: 'job.finished', jobKey, status: params.status, reason: outcome, at: timeOf(context, event) });
+        const { jobKey, outcome, result } = context;
+        const reported = {
+          ...(result?.outputs ? { outputs: result.outputs } : {}),
+          ...(result?.initResult ? { initResult: result.initResult } : {}),
+        };
+        enqueue.sendParent({ type: 'job.finished', jobKey, status: params.status, reason: outcome, at: timeOf(context, event), ...reported });
       }
     }),
     reportStarted: compose(({ context, event, enqueue, self }) => {

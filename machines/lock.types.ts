@@ -21,6 +21,9 @@ export interface LockSource {
 export interface LockWorkflow {
   name: string;
   source?: LockSource;
+  /** Hash of the workflow's TypeScript source; the stock agent checks it (`""` without source). */
+  contentHash?: string;
+  resolvedHashFiles?: string[];
   /** Always set by the parser; optional so hand-built workflows may omit it (never matches). */
   triggers?: (LockTrigger | null)[];
   jobs: LockJob[];
@@ -199,9 +202,17 @@ export interface LockHostFanout {
   exclude: LabelMatcher[];
 }
 
+/** A rule the stock agent evaluates before running a job or step (lockfile.md §5). */
+export interface LockDynamicRule {
+  _type: 'dynamic';
+  label: string;
+  source: { file: string; index: number };
+}
+
 export interface LockStaticJob {
   _type: 'static';
   name: string;
+  rules?: LockDynamicRule[];
   runsOn?: LabelMatcher[];
   excludeLabels?: LabelMatcher[];
   /** @default 'deterministic' */

@@ -1,7 +1,7 @@
 import type { JobContext } from './job.setup.ts';
 import type { RunContext } from './run.machine.ts';
 import type { JobStatus, RunStatus } from './status.ts';
-import type { InitFailure, WaitingReason } from './types.ts';
+import type { InitFailure, JobOutputs, StepRecord, WaitingReason } from './types.ts';
 
 /** The JSON shape `getPersistedSnapshot()` produces for a machine actor. */
 export interface PersistedMachineSnapshot<TContext> {
@@ -29,6 +29,9 @@ export interface JobProjection {
   dispatchId: string | null;
   outcome: string | null;
   initFailure: InitFailure | null;
+  steps: StepRecord[];
+  durationMs: number | null;
+  outputs: JobOutputs | null;
 }
 
 const RUN_STATES: Record<string, RunStatus> = {
@@ -80,9 +83,12 @@ export function projectJobs(snapshot: PersistedMachineSnapshot<RunContext>): Job
   return Object.entries(snapshot.context.jobs).map(([jobKey, node]) => {
     const child = children[jobKey]?.snapshot as PersistedMachineSnapshot<JobContext> | undefined;
     if (!child) {
+      // A job with no actor: the run failed before spawning it, or a dynamic-matrix template.
       const status: JobStatus = node.status ?? 'pending';
-      const initFailure = snapshot.context.initFailure ? { ...snapshot.context.initFailure, jobName: jobKey } : null;
-      return { jobKey, status, waitingReason: node.gate, attempt: 0, agentId: null, dispatchId: null, outcome: null, initFailure };
+      const runFailure = snapshot.context.initFailure ? { ...snapshot.context.initFailure, jobName: jobKey } : null;
+      const initFailure = node.failure ?? runFailure;
+      const noResult = { steps: [], durationMs: null, outputs: null };
+      return { jobKey, status, waitingReason: node.gate, attempt: 0, agentId: null, dispatchId: null, outcome: node.reason ?? null, initFailure, ...noResult };
     }
     const { context } = child;
     return {
@@ -94,6 +100,9 @@ export function projectJobs(snapshot: PersistedMachineSnapshot<RunContext>): Job
       dispatchId: context.assignment?.dispatchId ?? null,
       outcome: context.outcome,
       initFailure: context.initFailure,
+      steps: context.steps,
+      durationMs: context.result?.durationMs ?? null,
+      outputs: context.result?.outputs ?? null,
     };
   });
 }

@@ -1,17 +1,18 @@
-import { assign, enqueueActions, setup } from 'xstate';
+import { assertEvent, assign, enqueueActions, setup } from 'xstate';
 import type { EventFrom, ParameterizedObject, SnapshotFrom } from 'xstate';
 import { jobMachine } from './job.machine.ts';
 import { JOB_EVENT_TYPES } from './job.events.ts';
-import type { ArmedDeadline, JobEvent, JobInput, JobReport, TimerFields } from './job.events.ts';
-import { applyDecisions, buildGraph, evaluateGraph } from './run.graph.ts';
-import type { FanoutGroup, GateDecision, RunInput, RunJobNode } from './run.types.ts';
+import type { ArmedDeadline, JobEvent, JobInput, JobReport, Release, TimerFields } from './job.events.ts';
+import { NEEDS_GATE, buildGraph } from './run.graph.ts';
+import { settle } from './run.settle.ts';
+import type { ConcurrencyScope, FanoutGroup, GateDecision, JobPlan, RunInput, RunJobNode } from './run.types.ts';
 import { computeRunStatus, countsAsFailure } from './status.ts';
 import type { TerminalRunStatus } from './status.ts';
-import type { DeadlineSpec, InitFailure } from './types.ts';
+import type { DeadlineSpec, InitFailure, InitResult } from './types.ts';
 
 export const RUN_MACHINE_ID = 'run';
 /** Bump when a change makes stored run snapshots unreadable (DESIGN.md §5). */
-export const RUN_MACHINE_VERSION = 1;
+export const RUN_MACHINE_VERSION = 2;
 
 const DEFAULT_APPROVAL_TIMEOUT_MS = 24 * 60 * 60_000;
 
@@ -23,7 +24,12 @@ export interface RunContext {
   groups: Record<string, FanoutGroup>;
   /** Job inputs waiting to be spawned by the first transition; empty afterwards. */
   toSpawn: JobInput[];
-  initialSkips: GateDecision[];
+  /** Decisions sent once the first jobs are spawned; empty afterwards. */
+  initialDecisions: GateDecision[];
+  /** Dynamic-matrix jobs waiting for their init job's result, by key (lockfile.md §7). */
+  templates: Record<string, JobPlan>;
+  concurrencyScope: ConcurrencyScope | null;
+  maxAttempts: number;
   deadlines: { workflow?: ArmedDeadline; approval?: ArmedDeadline };
   workflowTimeoutMs: number | null;
   approvalTimeoutMs: number | null;
@@ -61,20 +67,38 @@ function timeOf(context: RunContext, event: { at?: number }): number {
   return typeof event.at === 'number' ? event.at : context.createdAt;
 }
 
-function jobInputs(input: RunInput, gates: Record<string, JobInput['gate']>): JobInput[] {
-  return input.jobs.map((plan) => ({
-    runId: input.runId,
+function jobInputOf(plan: JobPlan, run: { runId: string; maxAttempts: number; initFailure: InitFailure | null }, createdAt: number, gate: JobInput['gate']): JobInput {
+  return {
+    runId: run.runId,
     jobKey: plan.key,
     baseName: plan.baseName,
     requirements: plan.requirements,
     timeouts: plan.timeouts,
-    maxAttempts: input.maxAttempts,
-    gate: gates[plan.key] ?? null,
+    maxAttempts: run.maxAttempts,
+    gate,
     concurrency: plan.concurrency,
-    initFailure: plan.initFailure ?? (input.initFailure ? { ...input.initFailure, jobName: plan.key } : null),
-    createdAt: input.createdAt,
+    initFailure: plan.initFailure ?? (run.initFailure ? { ...run.initFailure, jobName: plan.key } : null),
+    createdAt,
     matrix: plan.fanoutIndex === null ? null : { values: plan.matrixValues, index: plan.fanoutIndex, total: plan.fanoutTotal ?? 1 },
-  }));
+    ...(plan.initFor ? { initFor: plan.initFor } : {}),
+  };
+}
+
+function jobInputs(input: RunInput, gates: Record<string, JobInput['gate']>): JobInput[] {
+  return input.jobs.filter((plan) => !plan.template).map((plan) => jobInputOf(plan, input, input.createdAt, gates[plan.key] ?? null));
+}
+
+/** What a released job is handed: upstream results, and the values its init job resolved. */
+function releaseOf(upstream: Release['upstream'] | null, init: InitResult | null, scope: ConcurrencyScope | null): Release {
+  const release: Release = {};
+  if (upstream) release.upstream = upstream;
+  if (!init) return release;
+  const environment = [...(init.environmentNames ?? [])].reverse().find((name) => name !== '');
+  if (init.env !== undefined || environment !== undefined) {
+    release.resolved = { ...(init.env !== undefined && { env: init.env }), ...(environment !== undefined && { environment }) };
+  }
+  if (init.concurrencyGroup && scope) release.concurrency = { key: `${scope.repository}::${init.concurrencyGroup}`, policy: scope.policy };
+  return release;
 }
 
 function openJobs(context: RunContext): string[] {
@@ -148,12 +172,30 @@ function update<P extends Params>(assignment: Parameters<typeof assign<RunContex
   return assign<RunContext, RunEvent, P, RunEvent, RunActors>(assignment);
 }
 
-function sendDecisions(enqueue: Parameters<Parameters<typeof compose>[0]>[0]['enqueue'], decisions: GateDecision[], at: number) {
+function sendDecisions(
+  enqueue: Parameters<Parameters<typeof compose>[0]>[0]['enqueue'],
+  context: RunContext,
+  decisions: GateDecision[],
+  at: number,
+) {
   for (const decision of decisions) {
     const { jobKey } = decision;
-    if (decision.kind === 'release') enqueue.sendTo(jobKey, { type: 'job.release', at });
-    else if (decision.kind === 'skip') enqueue.sendTo(jobKey, { type: 'job.skip', reason: decision.reason, at });
-    else enqueue.sendTo(jobKey, { type: 'job.gate', reason: decision.reason, at });
+    switch (decision.kind) {
+      case 'release':
+        enqueue.sendTo(jobKey, { type: 'job.release', ...releaseOf(decision.upstream, decision.init, context.concurrencyScope), at });
+        break;
+      case 'skip':
+        enqueue.sendTo(jobKey, { type: 'job.skip', reason: decision.reason, at });
+        break;
+      case 'gate':
+        enqueue.sendTo(jobKey, { type: 'job.gate', reason: decision.reason, at });
+        break;
+      case 'fail':
+        enqueue.sendTo(jobKey, { type: 'job.init.failed', failure: decision.failure, at });
+        break;
+      case 'expand':
+        break;
+    }
   }
 }
 
@@ -163,9 +205,9 @@ export const runMachine = runSetup.extend({
       for (const input of context.toSpawn) enqueue.spawnChild('job', { id: input.jobKey, input });
       enqueue.assign({ toSpawn: [] });
     }),
-    sendInitialSkips: compose(({ context, event, enqueue }) => {
-      sendDecisions(enqueue, context.initialSkips, timeOf(context, event));
-      enqueue.assign({ initialSkips: [] });
+    sendInitialDecisions: compose(({ context, event, enqueue }) => {
+      sendDecisions(enqueue, context, context.initialDecisions, timeOf(context, event));
+      enqueue.assign({ initialDecisions: [] });
     }),
     armWorkflowDeadline: compose(({ context, enqueue }) => {
       if (context.workflowTimeoutMs === null || context.initFailure) return;
@@ -190,17 +232,22 @@ export const runMachine = runSetup.extend({
     evaluate: compose(({ context, event, enqueue }) => {
       const jobs = structuredClone(context.jobs);
       const groups = structuredClone(context.groups);
-      const halting = haltedGroup(event, groups);
-      const decisions = [...haltSiblings(halting, jobs, groups), ...evaluateGraph(jobs, groups)];
-      applyDecisions(jobs, decisions);
-      enqueue.assign({ jobs, groups });
-      sendDecisions(enqueue, decisions, timeOf(context, event));
+      const at = timeOf(context, event);
+      const settled = settle(jobs, groups, context.templates, haltSiblings(haltedGroup(event, groups), jobs, groups));
+      for (const plan of settled.spawned) enqueue.spawnChild('job', { id: plan.key, input: jobInputOf(plan, { ...context, initFailure: null }, at, NEEDS_GATE) });
+      const templates = Object.fromEntries(Object.entries(context.templates).filter(([key]) => !settled.expanded.includes(key)));
+      enqueue.assign({ jobs, groups, templates });
+      sendDecisions(enqueue, context, settled.decisions, at);
     }),
     recordJobEnd: update(({ context, event }) => {
-      if (event.type !== 'job.finished') return {};
+      assertEvent(event, 'job.finished');
       const node = context.jobs[event.jobKey];
       if (!node || node.status !== null) return {};
-      return { jobs: { ...context.jobs, [event.jobKey]: { ...node, status: event.status, gate: null } } };
+      const ended: RunJobNode = { ...node, status: event.status, gate: null };
+      if (event.reason !== null) ended.reason = event.reason;
+      if (event.outputs) ended.outputs = event.outputs;
+      if (event.initResult) ended.initResult = event.initResult;
+      return { jobs: { ...context.jobs, [event.jobKey]: ended } };
     }),
     markStarted: update(({ context, event }) => ({ startedAt: context.startedAt ?? timeOf(context, event) })),
     recordCancel: update(({ context, event }) => {
@@ -220,9 +267,14 @@ export const runMachine = runSetup.extend({
     }),
     cancelOpenJobs: compose(({ context, event, enqueue }) => {
       const cancel = context.cancel ?? { reason: 'cancelled', force: false };
+      const jobs = { ...context.jobs };
       for (const key of openJobs(context)) {
-        enqueue.sendTo(key, { type: 'job.cancel.requested', force: cancel.force, reason: cancel.reason, at: timeOf(context, event) });
+        const node = jobs[key];
+        // A template has no actor: the run ends it itself.
+        if (node?.template) jobs[key] = { ...node, status: 'cancelled', gate: null, reason: cancel.reason };
+        else enqueue.sendTo(key, { type: 'job.cancel.requested', force: cancel.force, reason: cancel.reason, at: timeOf(context, event) });
       }
+      enqueue.assign({ jobs });
     }),
     forwardToJob: compose(({ event, enqueue }) => {
       if (!('jobKey' in event) || typeof event.jobKey !== 'string') return;
@@ -246,7 +298,10 @@ export const runMachine = runSetup.extend({
       jobs: graph.jobs,
       groups: graph.groups,
       toSpawn: input.initFailure ? [] : jobInputs(input, graph.initialGates),
-      initialSkips: graph.skips,
+      initialDecisions: graph.initial,
+      templates: Object.fromEntries(input.jobs.filter((plan) => plan.template).map((plan) => [plan.key, plan])),
+      concurrencyScope: input.concurrencyScope ?? null,
+      maxAttempts: input.maxAttempts,
       deadlines: {},
       workflowTimeoutMs: input.workflowTimeoutMs,
       approvalTimeoutMs: input.approval ? input.approval.timeoutMs || DEFAULT_APPROVAL_TIMEOUT_MS : null,
@@ -266,7 +321,7 @@ export const runMachine = runSetup.extend({
       always: [
         { guard: 'runInitFailed', target: 'failed', actions: 'failOpenJobs' },
         { guard: 'needsApproval', target: 'held' },
-        { target: 'pending', actions: 'sendInitialSkips' },
+        { target: 'pending', actions: 'sendInitialDecisions' },
       ],
     },
     held: {

@@ -7,9 +7,11 @@ import type {
   ConcurrencyPolicy,
   InitFailure,
   InitFailureCategory,
+  InitFlags,
   JobTimeouts,
   LabelMatcher,
   NeedEdge,
+  StepExecutor,
 } from './types.ts';
 
 export interface PlanRunOptions {
@@ -37,6 +39,8 @@ const CANCEL_BACKSTOP_MS = 30_000;
 const DEFAULT_APPROVAL_TIMEOUT_S = 86_400;
 const MAX_INIT_FAILURE_MESSAGE = 2000;
 const INIT_RUNNER_LABEL: LabelMatcher = { kind: 'exact', value: 'kici:role:init-runner' };
+/** The `timeoutMs` an init job's jobConfig carries (lockfile.md §7). */
+export const INIT_JOB_TIMEOUT_MS = 60_000;
 
 /**
  * Turns one matched workflow into the frozen input of a run (RUN-1, RUN-3). Pure and total:
@@ -59,6 +63,7 @@ export function planRun(options: PlanRunOptions): RunInput {
       : null,
     initFailure: options.initFailure ?? null,
     maxAttempts: options.maxAttempts,
+    concurrencyScope: { repository: options.repository, policy: concurrencyPolicyOf(workflow) },
   };
 }
 
@@ -83,11 +88,16 @@ export function needEdgesOf(needs: readonly LockNeed[] | undefined): NeedEdge[] 
 function planStaticJob(job: LockStaticJob, options: PlanRunOptions): JobPlan[] {
   const failure = setupFailure(job, options);
   if (failure) return [singlePlan(job, options, failure)];
-  if (!job.matrix) return [singlePlan(job, options, null)];
-  if (job.matrix._type === 'dynamic') {
-    const message = needsInitJob(options.workflow, job.name, `the matrix (computed in ${job.matrix.source.file})`);
-    return [singlePlan(job, options, initFailure(job.name, 'dynamic_eval', message))];
-  }
+  const flags = initFlagsOf(job);
+  if (flags === null) return planTargets(job, options, {});
+  const init = initPlan(job, flags, options);
+  return [init, ...planTargets(job, options, { initJob: init.key })];
+}
+
+/** The plans of one job: one, its static matrix children, or a dynamic-matrix template. */
+function planTargets(job: LockStaticJob, options: PlanRunOptions, extra: { initJob?: string }): JobPlan[] {
+  if (!job.matrix) return [{ ...singlePlan(job, options, null), ...extra }];
+  if (job.matrix._type === 'dynamic') return [{ ...singlePlan(job, options, null), ...extra, template: true }];
   const expansion = expandStaticMatrix({ matrix: job.matrix, include: job.include, exclude: job.exclude });
   if (!expansion.ok) {
     return [singlePlan(job, options, initFailure(job.name, 'matrix_expansion', `job ${job.name}: ${expansion.message}`))];
@@ -98,15 +108,52 @@ function planStaticJob(job: LockStaticJob, options: PlanRunOptions): JobPlan[] {
     const message = `job ${job.name}: two matrix combinations have the same child name ${clash}`;
     return [singlePlan(job, options, initFailure(job.name, 'matrix_expansion', message))];
   }
-  return expansion.combinations.map((values, index) => childPlan(job, options, values, index, expansion.combinations.length));
+  const total = expansion.combinations.length;
+  return expansion.combinations.map((values, index) => ({ ...childPlan(job, options, values, index, total), ...extra }));
+}
+
+/**
+ * Fields only the job's own TypeScript can compute (an impure function stores no expression, or a
+ * dynamic matrix): an init job evaluates them on a KiCI agent first (lockfile.md §7).
+ */
+export function initFlagsOf(job: LockStaticJob): InitFlags | null {
+  const flags: InitFlags = {
+    dynamicEnvironment: job.environments?.some((ref) => ref.dynamic && ref.value === '') ?? false,
+    dynamicEnv: job.dynamicEnv === true && job.env === undefined,
+    dynamicConcurrencyGroup: job.dynamicConcurrencyGroup === true && job.concurrencyGroup === undefined,
+    dynamicMatrix: job.matrix?._type === 'dynamic',
+  };
+  return Object.values(flags).some(Boolean) ? flags : null;
+}
+
+export function initJobKey(workflowName: string, jobName: string): string {
+  return `__init__${workflowName}__${jobName}`;
+}
+
+/** The init job runs at once on a KiCI init runner of the target's platform (DAG-6). */
+function initPlan(job: LockStaticJob, flags: InitFlags, options: PlanRunOptions): JobPlan {
+  const key = initJobKey(options.workflow.name, job.name);
+  const platform = (job.runsOn ?? []).filter((m) => m.kind === 'exact' && /^kici:(os|arch):/.test(m.value));
+  return {
+    key,
+    baseName: key,
+    fanoutIndex: null,
+    fanoutTotal: null,
+    matrixValues: null,
+    needs: [],
+    maxParallel: null,
+    failFast: false,
+    requirements: { runsOn: [INIT_RUNNER_LABEL, ...platform], excludeLabels: [], runsOnPick: 'deterministic', executor: 'kici' },
+    timeouts: { ...options.timeouts, jobTimeoutMs: INIT_JOB_TIMEOUT_MS },
+    concurrency: null,
+    initFailure: null,
+    initFor: { targetJobName: job.name, flags },
+  };
 }
 
 /** Reasons a job can never run, found before its matrix is looked at. */
 function setupFailure(job: LockStaticJob, options: PlanRunOptions): InitFailure | null {
-  const { workflow } = options;
   if (job.runsOnAll) return initFailure(job.name, 'matrix_expansion', 'runsOnAll is not supported');
-  const impure = impureField(job);
-  if (impure) return initFailure(job.name, 'dynamic_eval', needsInitJob(workflow, job.name, impure));
   const given = ownValue(options.jobErrors, job.name);
   if (given) return { ...given, scope: 'job', message: clip(given.message), jobName: job.name };
   const inline = typeof job.concurrencyGroup === 'object';
@@ -114,18 +161,6 @@ function setupFailure(job: LockStaticJob, options: PlanRunOptions): InitFailure 
     return initFailure(job.name, 'dynamic_eval', `the concurrency group expression of job ${job.name} was not evaluated`);
   }
   return null;
-}
-
-/** A field whose function is impure: the lock file stores no expression for Switchyard to evaluate. */
-function impureField(job: LockStaticJob): string | null {
-  if (job.dynamicConcurrencyGroup && job.concurrencyGroup === undefined) return 'the concurrency group';
-  if (job.dynamicEnv && job.env === undefined) return 'the environment variables';
-  if (job.environments?.some((ref) => ref.dynamic && ref.value === '')) return 'the environment name';
-  return null;
-}
-
-function needsInitJob(workflow: LockWorkflow, jobName: string, what: string): string {
-  return `${what} of job ${jobName} needs an init job (__init__${workflow.name}__${jobName}), which Switchyard v1 does not run`;
 }
 
 function singlePlan(job: LockStaticJob, options: PlanRunOptions, failure: InitFailure | null): JobPlan {
@@ -168,8 +203,14 @@ function requirementsOf(job: LockStaticJob): AgentRequirements {
     runsOn: job.runsOn ?? [],
     excludeLabels: job.excludeLabels ?? [],
     runsOnPick: job.runsOnPick ?? 'deterministic',
-    runSteps: job.steps.some(hasRunStep),
+    executor: executorOf(job.steps),
   };
+}
+
+/** A job with any `run` step goes to an agent that executes run steps; other steps are TypeScript (lockfile.md §6). */
+export function executorOf(steps: readonly LockStep[]): StepExecutor {
+  if (steps.length === 0) return 'any';
+  return steps.some(hasRunStep) ? 'run-steps' : 'kici';
 }
 
 function hasRunStep(step: LockStep): boolean {
@@ -192,11 +233,11 @@ function concurrencyOf(job: LockStaticJob, options: PlanRunOptions): JobPlan['co
   return { key: `${options.repository}::${key}`, policy: concurrencyPolicyOf(options.workflow) };
 }
 
-/** A job generator is evaluated by an init job; v1 runs none, so it fails and adds no jobs. */
+/** A job generator (`dynamicJobFn`) adds jobs at run time; Switchyard does not run generators yet, so it fails. */
 function planGenerator(job: LockDynamicJob, options: PlanRunOptions): JobPlan {
   const key = `__dynamic__${options.workflow.name}__${job.source.index}`;
   const group = job.group === undefined ? '' : ` of group ${job.group}`;
-  const message = `job generator${group} in ${job.source.file} needs an init job, which Switchyard v1 does not run`;
+  const message = `job generator${group} in ${job.source.file} is not supported: Switchyard does not run job generators (dynamicJobFn) yet`;
   return {
     key,
     baseName: key,
@@ -206,7 +247,7 @@ function planGenerator(job: LockDynamicJob, options: PlanRunOptions): JobPlan {
     needs: needEdgesOf(job.needs),
     maxParallel: null,
     failFast: false,
-    requirements: { runsOn: [INIT_RUNNER_LABEL], excludeLabels: [], runsOnPick: 'deterministic', runSteps: false },
+    requirements: { runsOn: [INIT_RUNNER_LABEL], excludeLabels: [], runsOnPick: 'deterministic', executor: 'kici' },
     timeouts: { ...options.timeouts },
     concurrency: null,
     initFailure: initFailure(key, 'dynamic_eval', message),

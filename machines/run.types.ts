@@ -1,5 +1,16 @@
 import type { TerminalJobStatus } from './status.ts';
-import type { AgentRequirements, ConcurrencyPolicy, InitFailure, JobTimeouts, NeedEdge, WaitingReason } from './types.ts';
+import type {
+  AgentRequirements,
+  ConcurrencyPolicy,
+  InitFailure,
+  InitResult,
+  InitTarget,
+  JobOutputs,
+  JobTimeouts,
+  NeedEdge,
+  UpstreamResults,
+  WaitingReason,
+} from './types.ts';
 
 /** One materialized job of a run (a matrix child is its own job), frozen at creation (RUN-3). */
 export interface JobPlan {
@@ -15,6 +26,18 @@ export interface JobPlan {
   timeouts: JobTimeouts;
   concurrency: { key: string; policy: ConcurrencyPolicy } | null;
   initFailure: InitFailure | null;
+  /** The init job that evaluates this job's dynamic fields first (lockfile.md §7, DAG-6). */
+  initJob?: string;
+  /** A dynamic-matrix job: a template with no actor until its init job's result fans it out. */
+  template?: boolean;
+  /** Set on an init job: the job it evaluates for. */
+  initFor?: InitTarget;
+}
+
+/** How a concurrency group resolved at run time is scoped and governed (CONC-1, CONC-2). */
+export interface ConcurrencyScope {
+  repository: string;
+  policy: ConcurrencyPolicy;
 }
 
 export interface RunInput {
@@ -28,6 +51,8 @@ export interface RunInput {
   /** A run-scope init failure: the run fails at once and never dispatches (INIT-2). */
   initFailure: InitFailure | null;
   maxAttempts: number;
+  /** For job-level groups an init job resolves; absent when the run has none. */
+  concurrencyScope?: ConcurrencyScope;
 }
 
 /** The run's view of one job: enough to evaluate needs, waves and completion. */
@@ -41,6 +66,16 @@ export interface RunJobNode {
   decided: boolean;
   /** The reason last sent to the job while it waits on the run. */
   gate: WaitingReason | null;
+  /** The init job this job waits for (DAG-6). */
+  initJob?: string;
+  /** A dynamic-matrix template: no actor; replaced by its children when its init job succeeds. */
+  template?: boolean;
+  /** Kept from the job's `job.finished`: outputs go downstream (DAG-4), an init result to its target. */
+  outputs?: JobOutputs;
+  initResult?: InitResult;
+  reason?: string;
+  /** Why a job with no actor (a template) failed. */
+  failure?: InitFailure;
 }
 
 export interface FanoutGroup {
@@ -52,6 +87,10 @@ export interface FanoutGroup {
 
 /** What the run sends to a job after evaluating its graph. */
 export type GateDecision =
-  | { jobKey: string; kind: 'release' }
+  | { jobKey: string; kind: 'release'; upstream: UpstreamResults | null; init: InitResult | null }
   | { jobKey: string; kind: 'skip'; reason: string }
-  | { jobKey: string; kind: 'gate'; reason: WaitingReason };
+  | { jobKey: string; kind: 'gate'; reason: WaitingReason }
+  /** Its init job did not succeed: the job fails with `dynamic_eval` (DAG-6). */
+  | { jobKey: string; kind: 'fail'; failure: InitFailure }
+  /** A template whose init job succeeded: fan it out. */
+  | { jobKey: string; kind: 'expand'; init: InitResult };

@@ -40,12 +40,18 @@ export interface InitFailure {
   jobName?: string;
 }
 
-/** What an agent must offer to take a job (protocol.md §6). */
+/**
+ * Which kind of agent can execute a job's steps: `run-steps` (shell `run:` steps, the reference
+ * agent), `kici` (TypeScript steps and init jobs, the KiCI agent) or `any` (a job without steps).
+ */
+export type StepExecutor = 'run-steps' | 'kici' | 'any';
+
+/** What an agent must offer to take a job (protocol.md §6, §14). */
 export interface AgentRequirements {
   runsOn: LabelMatcher[];
   excludeLabels: LabelMatcher[];
   runsOnPick: 'deterministic' | 'any';
-  runSteps: boolean;
+  executor: StepExecutor;
 }
 
 /** Timeouts frozen into a job at run creation (DSP-3); all in milliseconds. */
@@ -100,3 +106,57 @@ export type DeadlineKind =
   | 'jobTimeout'
   | 'workflow'
   | 'approval';
+
+/** `step.status.state` (protocol.md §9.4); `pending`/`cancelled` are for parallel-group children. */
+export const STEP_STATES = ['running', 'success', 'failed', 'skipped', 'pending', 'cancelled'] as const;
+export type StepState = (typeof STEP_STATES)[number];
+
+/** One step of the current attempt, as the agent last reported it. */
+export interface StepRecord {
+  /** Position in the flattened step list; hook steps come after the last step. */
+  index: number;
+  name: string;
+  status: StepState;
+  /** `hook:onFailure`, `hook:cleanup`, … for hook steps; null for ordinary steps. */
+  hook: string | null;
+  durationMs: number | null;
+  exitCode: number | null;
+  error: string | null;
+}
+
+/** A finished job's step outputs, `{step: value}` (DAG-4). */
+export type JobOutputs = Record<string, unknown>;
+
+/** The direct upstreams of a job as its dispatch carries them: child names and aggregated base names (DAG-4). */
+export interface UpstreamResults {
+  statuses: Record<string, TerminalJobStatus>;
+  outputs: Record<string, JobOutputs>;
+}
+
+/** Which fields of its target an init job evaluates (lockfile.md §7). */
+export interface InitFlags {
+  dynamicEnvironment: boolean;
+  dynamicEnv: boolean;
+  dynamicConcurrencyGroup: boolean;
+  dynamicMatrix: boolean;
+}
+
+/** An init job's target and what it evaluates for it. */
+export interface InitTarget {
+  targetJobName: string;
+  flags: InitFlags;
+}
+
+/** What an init job resolved for its target; matrix values are combinations with values as text. */
+export interface InitResult {
+  environmentNames?: string[];
+  env?: Record<string, string>;
+  concurrencyGroup?: string;
+  matrixValues?: Record<string, string>[];
+}
+
+/** Values an init job resolved, applied to a job before its dispatch. */
+export interface ResolvedValues {
+  env?: Record<string, string>;
+  environment?: string;
+}

@@ -6,6 +6,7 @@ import * as agents004 from './004_agents.ts';
 import * as intake005 from './005_intake.ts';
 import * as scalers006 from './006_scalers.ts';
 import * as journalWriter007 from './007_journal_writer.ts';
+import * as jobResults008 from './008_job_results.ts';
 
 /**
  * Every migration, by name, in the order they apply. A static import map works under tsx, node
@@ -19,4 +20,5 @@ export const MIGRATIONS: Readonly<Record<string, Migration>> = {
   '005_intake': intake005,
   '006_scalers': scalers006,
   '007_journal_writer': journalWriter007,
+  '008_job_results': jobResults008,
 };

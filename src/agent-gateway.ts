@@ -12,6 +12,7 @@ import type { CompiledConfig } from './config/index.ts';
 import { validateAgentToken } from './db/agent-tokens.ts';
 import type { AgentTokenRecord } from './db/agent-tokens.ts';
 import { appendLogChunk } from './db/job-logs.ts';
+import { listOpenAttemptsOfAgent } from './db/run-queries.ts';
 import type { Schema } from './db/schema.ts';
 import { isRunSource } from './pipeline/run-source.ts';
 import type { RunSource } from './pipeline/run-source.ts';
@@ -114,6 +115,7 @@ type ReclaimDeps = GatewayDeps & { lookupDispatch: (dispatchId: string) => Promi
 /**
  * `inFlightJobs` of a (re)registering agent (protocol.md §10.2): each attempt the agent still
  * runs goes back to its job actor as `agent.job.reclaim`; one the actor refuses is cancelled.
+ * An attempt of this agent that it does not list lost its status with the agent's restart.
  */
 async function reclaimInFlight(deps: ReclaimDeps, session: AgentSession, inFlight: { jobId: string; runId: string }[]) {
   for (const { jobId } of inFlight) {
@@ -132,5 +134,26 @@ async function reclaimInFlight(deps: ReclaimDeps, session: AgentSession, inFligh
     } catch (thrown) {
       deps.log.error({ err: coerceError(thrown), jobId }, 'reclaim failed');
     }
+  }
+  await settleLostAttempts(deps, session, new Set(inFlight.map((job) => job.jobId)));
+}
+
+/**
+ * protocol.md §10.1: the stock agent drops statuses it cannot send, so an attempt it no longer lists
+ * ended unseen. Its job is settled now (requeued or failed) instead of after the recovery window.
+ * Attempts reserved on this very connection are new, not lost.
+ */
+async function settleLostAttempts(deps: ReclaimDeps, session: AgentSession, listed: Set<string>) {
+  try {
+    const open = await listOpenAttemptsOfAgent(deps.db, session.agentId);
+    for (const attempt of open) {
+      if (listed.has(attempt.dispatchId)) continue;
+      if (deps.registry.dispatchOf(attempt.dispatchId)?.connectionId === session.connectionId) continue;
+      deps.log.warn({ agentId: session.agentId, runId: attempt.runId, jobKey: attempt.jobKey }, 'agent registered without a job it was running; its status was lost');
+      deps.registry.release(session.agentId, attempt.dispatchId);
+      await deps.deliver(attempt.runId, { type: 'agent.job.lost', jobKey: attempt.jobKey, agentId: session.agentId, dispatchId: attempt.dispatchId });
+    }
+  } catch (thrown) {
+    deps.log.error({ err: coerceError(thrown), agentId: session.agentId }, 'settling lost attempts failed');
   }
 }

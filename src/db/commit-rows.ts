@@ -40,6 +40,9 @@ export interface CommitRows {
     outcome: string | null;
     init_failure: unknown;
     updated_at: number;
+    steps: unknown[];
+    duration_ms: number | null;
+    outputs: unknown;
   }[];
   armed: { run_id: string; deadline_id: string; kind: string; job_key: string | null; due_at: number }[];
   disarmed: { run_id: string; deadline_id: string }[];
@@ -138,6 +141,9 @@ function pushRun(rows: CommitRows, run_id: string, merged: MergedRun): void {
       outcome: job.outcome,
       init_failure: job.initFailure ?? null,
       updated_at: s.updatedAt,
+      steps: job.steps,
+      duration_ms: job.durationMs,
+      outputs: job.outputs ?? null,
     });
   }
   for (const timer of merged.timers.values()) {

@@ -20,3 +20,22 @@ export async function getRunWithJobs(db: Kysely<Schema>, runId: string) {
 export async function listJobsByStatus(db: Kysely<Schema>, status: string, limit: number) {
   return db.selectFrom('jobs').selectAll().where('status', '=', status).orderBy('updated_at').limit(limit).execute();
 }
+
+/** An agent's attempts that are not over, as the job projection records them (agent.job.lost). */
+export async function listOpenAttemptsOfAgent(db: Kysely<Schema>, agentId: string) {
+  const rows = await db
+    .selectFrom('jobs')
+    .select(['run_id', 'job_key', 'dispatch_id'])
+    .where('agent_id', '=', agentId)
+    .where('status', 'in', ['queued', 'running', 'recovering', 'cancelling'])
+    .where('dispatch_id', 'is not', null)
+    .execute();
+  return rows.flatMap((row) => (row.dispatch_id ? [{ runId: row.run_id, jobKey: row.job_key, dispatchId: row.dispatch_id }] : []));
+}
+
+/** Each job's reported steps and the run's frozen source, to name log lines by step. */
+export async function readStepSources(db: Kysely<Schema>, runId: string) {
+  const jobs = await db.selectFrom('jobs').select(['job_key', 'steps']).where('run_id', '=', runId).execute();
+  const run = await db.selectFrom('runs').select('input_summary').where('run_id', '=', runId).executeTakeFirst();
+  return { jobs: jobs.map((row) => ({ jobKey: row.job_key, steps: row.steps })), inputSummary: run?.input_summary ?? null };
+}

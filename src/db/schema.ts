@@ -69,6 +69,10 @@ export interface JobsTable {
   outcome: string | null;
   init_failure: NullableJson;
   updated_at: Millis;
+  /** The current attempt's steps as agents reported them (StepRecord[]). */
+  steps: ColumnType<unknown, string | undefined, string>;
+  duration_ms: Millis | null;
+  outputs: NullableJson;
 }
 
 export interface TimersTable {

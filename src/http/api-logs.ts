@@ -1,7 +1,9 @@
 import type { Kysely } from 'kysely';
 import { DEFAULT_LOG_CHUNK_LIMIT, readJobLogs, type StoredLogChunk } from '../db/job-logs.ts';
+import { readStepSources } from '../db/run-queries.ts';
 import type { Schema } from '../db/schema.ts';
 import { HttpError, sendJson, sendText } from './respond.ts';
+import { stepNamer } from './step-names.ts';
 import type { RouteContext, Router } from './router.ts';
 
 export interface LogApiDeps {
@@ -17,16 +19,28 @@ export function registerLogRoutes(router: Router, deps: LogApiDeps): void {
     .on('GET', '/api/v1/runs/:id/jobs/:job/logs', (ctx) => logsRoute(deps, ctx, ctx.params['job'] ?? ''));
 }
 
+/** A run's log chunks, each with the name of its step; `?step=` takes an index or a step name. */
 async function logsRoute(deps: LogApiDeps, { req, res, params, url }: RouteContext, jobKey: string | undefined) {
   const runId = params['id'] ?? '';
-  const stepIndex = optionalInteger(url, 'step', -1, Number.MAX_SAFE_INTEGER);
+  const step = stepFilter(url);
   const afterId = optionalInteger(url, 'after', 0, Number.MAX_SAFE_INTEGER);
   const limit = optionalInteger(url, 'limit', 1, MAX_CHUNK_LIMIT) ?? DEFAULT_LOG_CHUNK_LIMIT;
   const run = await deps.db.selectFrom('runs').select('run_id').where('run_id', '=', runId).executeTakeFirst();
   if (!run) throw new HttpError(404, 'not found', `no run ${runId}`);
-  const chunks = await readJobLogs(deps.db, { runId, jobKey, stepIndex, afterId, limit });
+  const stepIndex = typeof step === 'number' ? step : undefined;
+  const nameOf = stepNamer(await readStepSources(deps.db, runId));
+  const named = (await readJobLogs(deps.db, { runId, jobKey, stepIndex, afterId, limit })).map((chunk) => ({ ...chunk, stepName: nameOf(chunk.jobKey, chunk.stepIndex) }));
+  const chunks = typeof step === 'string' ? named.filter((chunk) => chunk.stepName === step) : named;
   if (wantsText(req.headers.accept)) sendText(res, 200, 'text/plain; charset=utf-8', asText(chunks));
   else sendJson(res, 200, { runId, chunks });
+}
+
+/** `?step=` as an index (an integer from -1) or a step name; a number that is no index is refused. */
+function stepFilter(url: URL): number | string | undefined {
+  const raw = url.searchParams.get('step');
+  if (raw === null || raw === '') return undefined;
+  if (/^[-+\d.]+$/.test(raw)) return optionalInteger(url, 'step', -1, Number.MAX_SAFE_INTEGER);
+  return raw;
 }
 
 /** A query parameter as an integer in [min, max], undefined when absent, 400 otherwise. */
@@ -44,10 +58,10 @@ function wantsText(accept: string | undefined): boolean {
   return accept !== undefined && /\btext\/plain\b/i.test(accept) && !/\bapplication\/json\b/i.test(accept);
 }
 
-function asText(chunks: readonly StoredLogChunk[]): string {
+function asText(chunks: readonly (StoredLogChunk & { stepName: string })[]): string {
   let text = '';
   for (const chunk of chunks) {
-    const prefix = `[${chunk.jobKey}#${chunk.stepIndex}] `;
+    const prefix = `[${chunk.jobKey} › ${chunk.stepName}] `;
     for (const line of chunk.lines) text += `${prefix}${line}\n`;
   }
   return text;

@@ -1,6 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import type { LockStaticJob, LockWorkflow } from '../../machines/lock.types.ts';
 import type { JobContext } from '../../machines/job.setup.ts';
+import { INIT_JOB_TIMEOUT_MS } from '../../machines/run.plan.ts';
+import type { InitTarget } from '../../machines/types.ts';
 import type { RunSource } from '../pipeline/run-source.ts';
 import { describeIssues } from './messages.ts';
 import { dispatchSchema } from './messages.ts';
@@ -10,7 +12,7 @@ export interface DispatchTarget {
   runId: string;
   jobKey: string;
   dispatchId: string;
-  job: Pick<JobContext, 'baseName' | 'matrix'>;
+  job: Pick<JobContext, 'baseName' | 'matrix' | 'initFor' | 'upstream' | 'resolved'>;
   agentLabels: readonly string[];
 }
 
@@ -25,28 +27,11 @@ function lockJobOf(workflow: LockWorkflow, baseName: string): LockStaticJob | un
  * own copy of the agent's schema: a dispatch the agent would silently drop fails here instead.
  */
 export function buildDispatch(source: RunSource, target: DispatchTarget, now: number): BuiltDispatch {
-  const lockJob = lockJobOf(source.workflow, target.job.baseName);
-  if (!lockJob) return { ok: false, reason: `job ${target.job.baseName} is not in the run's workflow` };
-  const { job } = target;
-  const jobConfig = {
-    workflowName: source.workflow.name,
-    name: target.jobKey,
-    baseJobName: lockJob.name,
-    ...(source.workflow.source ? { source: source.workflow.source } : {}),
-    steps: lockJob.steps,
-    needs: lockJob.needs,
-    event: source.event ?? undefined,
-    provider: source.provider,
-    ...(job.matrix?.values ? { matrixValues: job.matrix.values } : {}),
-    ...(job.matrix ? { fanoutIndex: job.matrix.index, fanoutTotal: job.matrix.total } : {}),
-    agent: { labels: [...target.agentLabels] },
-    environmentVars: {},
-    jobEnv: source.resolvedEnv?.[lockJob.name] ?? (lockJob.env && !('_type' in lockJob.env) ? lockJob.env : {}),
-    ...(lockJob.timeout ? { timeout: lockJob.timeout } : {}),
-    gracePeriod: lockJob.gracePeriod ?? 30,
-    checkout: source.repoUrl !== null && lockJob.checkout !== false,
-    runsOnPick: lockJob.runsOnPick ?? 'deterministic',
-  };
+  const { initFor } = target.job;
+  const lockJob = lockJobOf(source.workflow, initFor?.targetJobName ?? target.job.baseName);
+  if (!lockJob) return { ok: false, reason: `job ${initFor?.targetJobName ?? target.job.baseName} is not in the run's workflow` };
+  const jobConfig = initFor ? initJobConfig(source, initFor) : jobConfigOf(source, target, lockJob);
+  const { upstream } = target.job;
   const candidate = {
     type: 'job.dispatch' as const,
     messageId: randomUUID(),
@@ -58,8 +43,64 @@ export function buildDispatch(source: RunSource, target: DispatchTarget, now: nu
     lockFileUrl: '',
     jobConfig,
     timestamp: now,
+    ...(upstream && { upstreamJobStatuses: upstream.statuses, upstreamJobOutputs: upstream.outputs }),
   };
   const parsed = dispatchSchema.safeParse(candidate);
   if (!parsed.success) return { ok: false, reason: `invalid dispatch: ${describeIssues(parsed.error)}` };
   return { ok: true, dispatch: parsed.data };
+}
+
+/** What the stock agent checks the workflow source against; absent when the lock has no TypeScript source. */
+function sourceIdentity(workflow: LockWorkflow) {
+  return {
+    ...(workflow.contentHash ? { contentHash: workflow.contentHash } : {}),
+    ...(workflow.resolvedHashFiles?.length ? { resolvedHashFiles: workflow.resolvedHashFiles } : {}),
+  };
+}
+
+function jobConfigOf(source: RunSource, target: DispatchTarget, lockJob: LockStaticJob) {
+  const { job } = target;
+  const staticEnv = lockJob.env && !('_type' in lockJob.env) ? lockJob.env : {};
+  return {
+    workflowName: source.workflow.name,
+    name: target.jobKey,
+    baseJobName: lockJob.name,
+    ...(source.workflow.source ? { source: source.workflow.source } : {}),
+    ...sourceIdentity(source.workflow),
+    steps: lockJob.steps,
+    needs: lockJob.needs,
+    ...(lockJob.rules ? { rules: lockJob.rules } : {}),
+    event: source.event ?? undefined,
+    provider: source.provider,
+    ...(job.matrix?.values ? { matrixValues: job.matrix.values } : {}),
+    ...(job.matrix ? { fanoutIndex: job.matrix.index, fanoutTotal: job.matrix.total } : {}),
+    agent: { labels: [...target.agentLabels] },
+    ...(job.resolved?.environment !== undefined ? { environment: job.resolved.environment } : {}),
+    environmentVars: {},
+    jobEnv: job.resolved?.env ?? source.resolvedEnv?.[lockJob.name] ?? staticEnv,
+    ...(lockJob.timeout ? { timeout: lockJob.timeout } : {}),
+    gracePeriod: lockJob.gracePeriod ?? 30,
+    checkout: source.repoUrl !== null && lockJob.checkout !== false,
+    runsOnPick: lockJob.runsOnPick ?? 'deterministic',
+  };
+}
+
+/** An init job evaluates its target's dynamic fields in the workflow's TypeScript (lockfile.md §7). */
+function initJobConfig(source: RunSource, init: InitTarget) {
+  const { flags } = init;
+  return {
+    initOnly: true,
+    targetJobName: init.targetJobName,
+    workflowName: source.workflow.name,
+    source: source.workflow.source?.file ?? '',
+    dynamicEnvironment: flags.dynamicEnvironment,
+    // Later agents name environments "contexts"; both spellings are sent so either reads its flag.
+    dynamicContext: flags.dynamicEnvironment,
+    dynamicEnv: flags.dynamicEnv,
+    dynamicConcurrencyGroup: flags.dynamicConcurrencyGroup,
+    dynamicMatrix: flags.dynamicMatrix,
+    event: source.event ?? {},
+    timeoutMs: INIT_JOB_TIMEOUT_MS,
+    ...sourceIdentity(source.workflow),
+  };
 }

@@ -3,6 +3,7 @@ import type { AgentRegistry, DispatchRecord } from '../../actors/agent-registry.
 import { LATE_MESSAGE_GRACE_MS } from '../../actors/agent-registry.ts';
 import type { IncomingRunEvent } from '../../actors/supervisor.ts';
 import { redactEnvVars, redactSecrets } from '../security/redact.ts';
+import { jobStatusReportOf, stepRecordOf } from './job-reports.ts';
 import type { AgentMessageOf } from './messages.ts';
 
 export type JobScopedMessage = AgentMessageOf<
@@ -54,10 +55,10 @@ export async function handleJobMessage(deps: JobMessageDeps, agentId: string, me
       await deps.deliver(runId, { type: 'agent.job.reject', reason: message.reason, ...base });
       return 'ok';
     case 'job.status':
-      await deps.deliver(runId, { type: 'agent.job.status', state: message.state, ...statusError(message), ...base });
+      await deps.deliver(runId, { type: 'agent.job.status', ...jobStatusReportOf(message), ...base });
       return 'ok';
     case 'step.status':
-      await deps.deliver(runId, { type: 'agent.step.status', ...base });
+      await deps.deliver(runId, { type: 'agent.step.status', step: stepRecordOf(message), ...base });
       return 'ok';
     case 'job.heartbeat':
       await deps.deliver(runId, { type: 'agent.job.heartbeat', ...base });
@@ -66,15 +67,10 @@ export async function handleJobMessage(deps: JobMessageDeps, agentId: string, me
       await deps.appendLog({ runId, jobKey, dispatchId, stepIndex: message.stepIndex, lines: message.lines.map((l) => redactSecrets(l, [])) });
       return 'ok';
     case 'job.context':
-      deps.log.debug({ runId, jobKey, env: redactEnvVars(message.context.envVars, []) }, 'job context (redacted)');
+      deps.log.debug({ runId, jobKey, env: redactEnvVars(message.context.envVars ?? [], []) }, 'job context (redacted)');
       return 'ok';
     case 'run.event':
       deps.log.debug({ runId, jobKey, eventType: message.eventType }, 'agent run event');
       return 'ok';
   }
-}
-
-function statusError(message: AgentMessageOf<'job.status'>): { error?: string } {
-  const error = message.data?.error;
-  return error ? { error: redactSecrets(error, []) } : {};
 }

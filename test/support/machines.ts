@@ -3,7 +3,7 @@ import { createActor, initialTransition, transition } from 'xstate';
 import type { AnyActorRef, ExecutableActionObject } from 'xstate';
 import { jobMachine } from '../../machines/job.machine.ts';
 import type { JobSnapshot } from '../../machines/job.machine.ts';
-import type { AgentKind, JobEvent, JobInput } from '../../machines/job.events.ts';
+import type { AgentKind, JobEvent, JobInput, JobStatusData } from '../../machines/job.events.ts';
 import type { JobIntent } from '../../machines/job.setup.ts';
 import { runMachine } from '../../machines/run.machine.ts';
 import type { RunEvent, RunIntent, RunSnapshot } from '../../machines/run.machine.ts';
@@ -11,7 +11,7 @@ import { findStuckOnNeeds } from '../../machines/run.graph.ts';
 import type { JobPlan, RunInput } from '../../machines/run.types.ts';
 import type { JobStatus, TerminalJobStatus } from '../../machines/status.ts';
 import { DEFAULT_JOB_TIMEOUTS, MAX_DISPATCH_ATTEMPTS } from '../../machines/types.ts';
-import type { AgentRequirements, NeedEdge } from '../../machines/types.ts';
+import type { AgentRequirements, NeedEdge, StepRecord } from '../../machines/types.ts';
 
 export type Intent = JobIntent | RunIntent;
 
@@ -27,7 +27,7 @@ const INTENT_TYPES = new Set<string>([
   'releaseConcurrency',
 ]);
 
-export const REQUIREMENTS: AgentRequirements = { runsOn: [], excludeLabels: [], runsOnPick: 'deterministic', runSteps: true };
+export const REQUIREMENTS: AgentRequirements = { runsOn: [], excludeLabels: [], runsOnPick: 'deterministic', executor: 'run-steps' };
 
 /** runOn sets as the SDK keywords compile them (lockfile.md §5). */
 export const RUN_ON = {
@@ -121,8 +121,13 @@ export function status(state: JobStatus, at: number, owner: Owner = OWNER, error
 export function heartbeat(at: number, owner: Owner = OWNER): JobEvent {
   return { type: 'agent.job.heartbeat', ...owner, at };
 }
-export function stepStatus(at: number, owner: Owner = OWNER): JobEvent {
-  return { type: 'agent.step.status', ...owner, at };
+export const STEP: StepRecord = { index: 0, name: 'build', status: 'running', hook: null, durationMs: null, exitCode: null, error: null };
+
+export function stepStatus(at: number, owner: Owner = OWNER, step: StepRecord = STEP): JobEvent {
+  return { type: 'agent.step.status', step, ...owner, at };
+}
+export function lost(at: number, owner: Owner = OWNER): JobEvent {
+  return { type: 'agent.job.lost', ...owner, at };
 }
 export function reclaim(at: number, owner: Owner = OWNER): JobEvent {
   return { type: 'agent.job.reclaim', ...owner, at };
@@ -274,8 +279,10 @@ export class RunHarness {
 
   /** Each job's state value, `"queued"` or `"waiting.gated"` or `"assigned.running.started"`. */
   jobStates(): Record<string, string> {
-    const keys = Object.keys(this.snapshot.context.jobs);
-    return Object.fromEntries(keys.map((key) => [key, stateName(this.child(key).value)]));
+    const { jobs } = this.snapshot.context;
+    // A dynamic-matrix template has no actor until its init job fans it out.
+    const state = (key: string) => (jobs[key]?.template ? `template.${jobs[key].status ?? 'pending'}` : stateName(this.child(key).value));
+    return Object.fromEntries(Object.keys(jobs).map((key) => [key, state(key)]));
   }
 
   jobState(key: string): string {
@@ -296,12 +303,12 @@ export class RunHarness {
     this.send({ ...make(assignment), jobKey: key });
   }
 
-  /** dispatch → ack → running → `state`. */
-  runToEnd(key: string, state: TerminalJobStatus, at: number): void {
+  /** dispatch → ack → running → `state`, with what the terminal `job.status` reports. */
+  runToEnd(key: string, state: TerminalJobStatus, at: number, data?: JobStatusData): void {
     this.dispatch(key, at);
     this.fromOwner(key, (o) => ack(at + 1, o));
     this.fromOwner(key, (o) => status('running', at + 2, o));
-    this.fromOwner(key, (o) => status(state, at + 3, o));
+    this.fromOwner(key, (o) => ({ ...status(state, at + 3, o), ...(data && { data }) }) as JobEvent);
   }
 
   /** Fires a job deadline as armed. */
@@ -314,7 +321,7 @@ export class RunHarness {
     const { jobs, groups } = this.snapshot.context;
     assert.deepEqual(findStuckOnNeeds(jobs, groups), [], 'DAG-7: job waiting on needs whose upstreams are all terminal');
     for (const [key, node] of Object.entries(jobs)) {
-      if (!node.decided) continue;
+      if (!node.decided || node.template) continue;
       assert.notEqual(this.jobState(key), 'waiting.gated', `DAG-7: ${key} was released or skipped but still waits`);
     }
   }

@@ -58,6 +58,8 @@
         waiting: isWaiting(value) ? reason : null,
         attempt: live && job ? job.attempt : undefined,
         agent: live && job ? job.agent_id || undefined : undefined,
+        steps: live && job ? job.steps || [] : [],
+        outcome: live && job ? job.outcome || undefined : undefined,
       };
     });
   }

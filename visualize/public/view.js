@@ -58,11 +58,20 @@
           h('td', { class: 'job-key' }, row.key),
           h('td', { class: 'job-state', 'data-state': stateText(row.value) }, stateText(row.value)),
           h('td', { class: 'job-waiting' }, row.waiting ? h('span', { class: `reason reason-${row.waiting.kind}` }, `${row.waiting.kind}: ${row.waiting.message}`) : ''),
+          h('td', { class: 'job-steps' }, ...row.steps.map(stepChip)),
+          h('td', { class: 'job-outcome' }, row.outcome ?? ''),
           h('td', {}, row.attempt ?? '—'),
           h('td', {}, row.agent ?? '—'),
         ),
       ),
     );
+  }
+
+  /** One step as the agent reported it: name, status, duration and exit code; the error on hover. */
+  function stepChip(step) {
+    const details = [step.durationMs != null ? `${step.durationMs} ms` : null, step.exitCode != null ? `exit ${step.exitCode}` : null].filter(Boolean);
+    const text = `${step.name} ${step.status}${details.length > 0 ? ` (${details.join(', ')})` : ''}`;
+    return h('span', { class: `step step-${step.status}`, 'data-step': step.name, title: step.error || null }, text);
   }
 
   function renderTimeline(parts, history, seq, onSeek) {

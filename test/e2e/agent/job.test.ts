@@ -162,7 +162,7 @@ describe('reference agent: running jobs', () => {
     await terminal(peer, dispatch.jobId);
     assert.deepEqual(logLines(peer.forJob(dispatch.jobId), 0), ['a=*** b=*** c=abc', '*** ***']);
     const context = await peer.next('job.context', (m) => m.jobId === dispatch.jobId);
-    const value = (name: string) => context.context.envVars.find((v) => v.name === name)?.value;
+    const value = (name: string) => (context.context.envVars ?? []).find((v) => v.name === name)?.value;
     assert.equal(value('DEPLOY_TOKEN'), '***');
     assert.equal(value('PLAIN'), 'has ***');
     assert.equal(value('VISIBLE'), '***-in-env');

@@ -88,7 +88,7 @@ describe('the visualizer in a real browser (Debian chromium, real coordinator pr
     assert.equal(await page.locator(`#runs button[data-run-id="${runId}"]`).count(), 1);
     assert.equal(await page.locator('#run-chart g.node.current[data-id="run.pending"]').count(), 1);
     assert.equal(await text(page, '#jobs-body tr[data-job="build"] .job-state'), 'waiting.agent');
-    assert.match((await text(page, '#jobs-body tr[data-job="build"] .job-waiting')) ?? '', /no_matching_agent: no connected agent matches labels label-nobody-has/);
+    assert.match((await text(page, '#jobs-body tr[data-job="build"] .job-waiting')) ?? '', /no_matching_agent: needs an agent that can execute run steps; none connected with labels label-nobody-has/);
     assert.match((await text(page, '#jobs-body tr[data-job="test"] .job-waiting')) ?? '', /needs: waiting for upstream jobs: build/);
     assert.equal(await page.locator('#job-chart g.node.current[data-id="job.waiting.agent"]').count(), 1);
     assert.equal(await page.locator('#job-chart g.node.active[data-id="job.waiting"]').count(), 1);

@@ -149,7 +149,7 @@ await describeEachKind('log routes', (kind) => {
       const text = await api.call('/api/v1/runs/run-1/jobs/build/logs', { headers: { accept: 'text/plain' } });
       assert.equal(text.status, 200);
       assert.match(text.headers.get('content-type') ?? '', /^text\/plain/);
-      assert.equal(await text.text(), '[build#-1] runner up\n[build#0] compiling\n[build#0] done\n[build#1] linking\n');
+      assert.equal(await text.text(), '[build › runner] runner up\n[build › step 0] compiling\n[build › step 0] done\n[build › step 1] linking\n');
       const none = await api.call('/api/v1/runs/run-1/jobs/absent/logs', { headers: { accept: 'text/plain' } });
       assert.equal(await none.text(), '');
     }));
@@ -159,7 +159,7 @@ await describeEachKind('log routes', (kind) => {
       await seed(database);
       assert.equal((await api.call('/api/v1/runs/nope/logs')).status, 404);
       assert.equal((await api.call('/api/v1/runs/nope/jobs/build/logs')).status, 404);
-      for (const query of ['step=x', 'step=1.5', 'step=-2', 'limit=0', 'after=-1']) {
+      for (const query of ['step=1.5', 'step=-2', 'limit=0', 'after=-1']) {
         const response = await api.call(`/api/v1/runs/run-1/logs?${query}`);
         assert.equal(response.status, 400, query);
       }

@@ -24,7 +24,7 @@ for (const kind of DATABASE_KINDS) {
         );
         assert.deepEqual(job.waiting_reason, {
           kind: 'no_matching_agent',
-          message: 'no connected agent matches labels label-nobody-has that can execute run steps',
+          message: 'needs an agent that can execute run steps; none connected with labels label-nobody-has',
         });
         runtime.stop();
       });

@@ -11,7 +11,7 @@ import type { RunEvent, RunSnapshot } from '../../../machines/run.machine.ts';
 import type { RunInput } from '../../../machines/run.types.ts';
 import { TERMINAL_JOB_STATUSES } from '../../../machines/status.ts';
 import { DEFAULT_JOB_TIMEOUTS } from '../../../machines/types.ts';
-import { cancel, jobInput, jobPlan, need, runInput } from '../../support/machines.ts';
+import { STEP, cancel, jobInput, jobPlan, need, runInput } from '../../support/machines.ts';
 
 const AT = 5_000;
 
@@ -56,8 +56,9 @@ function jobEvents(snapshot: JobSnapshot): JobEvent[] {
       (state): JobEvent => ({ type: 'agent.job.status', state, ...fromOwner }),
     ),
     { type: 'agent.job.heartbeat', ...fromOwner },
-    { type: 'agent.step.status', ...fromOwner },
+    { type: 'agent.step.status', step: STEP, ...fromOwner },
     { type: 'agent.job.reclaim', ...fromOwner },
+    { type: 'agent.job.lost', ...fromOwner },
     { type: 'agent.disconnected', agentId: owner.agentId, at: AT },
     ...timers,
   ];

@@ -51,12 +51,12 @@ function matrixJob(fields: Partial<LockStaticJob>): LockWorkflow {
 describe('planRun on the KiCI fixture lock files', () => {
   const expectedKeys: Record<string, Record<string, string[]>> = {
     'dyn.lock.json': { 'dynamic-deploy': ['deploy'] },
-    'hello-fanout-chain.lock.json': { chain: ['c', 'd'], fanout: ['a', 'b'], 'hello-world': ['greet'] },
-    'hello-plus-fanout.lock.json': { fanout: ['a', 'b'], 'hello-world': ['greet'] },
+    'hello-fanout-chain.lock.json': { chain: ['c', 'd'], fanout: ['__init__fanout__a', 'a', 'b'], 'hello-world': ['greet'] },
+    'hello-plus-fanout.lock.json': { fanout: ['__init__fanout__a', 'a', 'b'], 'hello-world': ['greet'] },
     'hello.lock.json': { 'hello-world': ['greet'] },
     'kici-root-build.lock.json': { build: ['install-build-test'] },
     'mise.lock.json': { 'mise-init': ['build'], 'mise-preset': ['build'] },
-    'multi.lock.json': { ci: ['test', 'deploy'], 'parallel-checks': ['checks'], 'wait-for-marker': ['producer', 'consumer'] },
+    'multi.lock.json': { ci: ['__init__ci__test', 'test', 'deploy'], 'parallel-checks': ['checks'], 'wait-for-marker': ['producer', 'consumer'] },
   };
 
   it('covers every fixture in the directory', () => {
@@ -72,19 +72,26 @@ describe('planRun on the KiCI fixture lock files', () => {
     });
   }
 
-  it('fails a dynamic-matrix job with dynamic_eval and keeps its downstream on the base name', () => {
+  it('plans a dynamic-matrix job as an init job on a KiCI init runner and a template, its downstream on the base name (DAG-6)', () => {
     const fanout = readLockFile('hello-fanout-chain.lock.json').workflows.find((wf) => wf.name === 'fanout');
     assert.ok(fanout);
-    const [a, b] = plan(fanout).jobs;
+    const [init, a, b] = plan(fanout).jobs;
+    assert.equal(init?.key, '__init__fanout__a');
+    assert.deepEqual(init?.initFor, {
+      targetJobName: 'a',
+      flags: { dynamicEnvironment: false, dynamicEnv: false, dynamicConcurrencyGroup: false, dynamicMatrix: true },
+    });
+    assert.equal(init?.requirements.executor, 'kici');
+    assert.deepEqual(init?.requirements.runsOn[0], { kind: 'exact', value: 'kici:role:init-runner' });
+    assert.equal(init?.timeouts.jobTimeoutMs, 60_000);
+    assert.deepEqual(init?.needs, []);
     assert.equal(a?.key, 'a');
-    assert.equal(a?.fanoutIndex, null);
-    assert.equal(a?.initFailure?.scope, 'job');
-    assert.equal(a?.initFailure?.category, 'dynamic_eval');
-    assert.equal(a?.initFailure?.jobName, 'a');
-    assert.match(a?.initFailure?.message ?? '', /__init__fanout__a/);
-    assert.match(a?.initFailure?.message ?? '', /Switchyard v1 does not run/);
+    assert.equal(a?.template, true);
+    assert.equal(a?.initJob, '__init__fanout__a');
+    assert.equal(a?.initFailure, null);
     assert.deepEqual(b?.needs, [{ name: 'a', runOn: ['success'] }]);
     assert.equal(b?.initFailure, null);
+    assert.equal(b?.initJob, undefined);
   });
 
   it('plans the hello fixture with the job requirements and default timeouts', () => {
@@ -102,7 +109,7 @@ describe('planRun on the KiCI fixture lock files', () => {
         runsOn: [{ kind: 'exact', value: 'kici:os:linux' }],
         excludeLabels: [],
         runsOnPick: 'deterministic',
-        runSteps: false,
+        executor: 'kici',
       },
       timeouts: { ...DEFAULT_JOB_TIMEOUTS, cancelGraceMs: 60_000, jobTimeoutMs: null },
       concurrency: null,
@@ -295,21 +302,27 @@ describe('planRun needs, generators and init-job work', () => {
     const [generator, after] = plan(wf).jobs;
     assert.equal(generator?.key, '__dynamic__ci__1');
     assert.equal(generator?.initFailure?.category, 'dynamic_eval');
-    assert.match(generator?.initFailure?.message ?? '', /group shards in \.kici\/workflows\/ci\.ts needs an init job/);
+    assert.match(generator?.initFailure?.message ?? '', /group shards in \.kici\/workflows\/ci\.ts is not supported/);
     assert.deepEqual(after?.needs, []);
     assert.equal(after?.initFailure, null);
   });
 
-  it('fails a job whose impure concurrency group, env or environment needs an init job', () => {
-    const cases: Partial<LockStaticJob>[] = [
-      { dynamicConcurrencyGroup: true },
-      { dynamicEnv: true },
-      { environments: [{ value: 'staging', dynamic: false }, { value: '', dynamic: true }] },
+  it('gives a job whose impure concurrency group, env or environment name an init job that evaluates just those fields', () => {
+    const none = { dynamicEnvironment: false, dynamicEnv: false, dynamicConcurrencyGroup: false, dynamicMatrix: false };
+    const cases: [Partial<LockStaticJob>, Partial<typeof none>][] = [
+      [{ dynamicConcurrencyGroup: true }, { dynamicConcurrencyGroup: true }],
+      [{ dynamicEnv: true }, { dynamicEnv: true }],
+      [{ environments: [{ value: 'staging', dynamic: false }, { value: '', dynamic: true }] }, { dynamicEnvironment: true }],
     ];
-    for (const fields of cases) {
-      const only = onlyJob(workflow([job('deploy', fields)]));
-      assert.equal(only.initFailure?.category, 'dynamic_eval');
-      assert.match(only.initFailure?.message ?? '', /needs an init job \(__init__ci__deploy\)/);
+    for (const [fields, flags] of cases) {
+      const [init, deploy] = plan(workflow([job('deploy', { runsOn: [{ kind: 'exact', value: 'kici:os:linux' }], ...fields })])).jobs;
+      assert.equal(init?.key, '__init__ci__deploy');
+      assert.deepEqual(init?.initFor, { targetJobName: 'deploy', flags: { ...none, ...flags } });
+      assert.deepEqual(init?.requirements.runsOn.map((m) => (m.kind === 'exact' ? m.value : m.source)), ['kici:role:init-runner', 'kici:os:linux']);
+      assert.equal(deploy?.initJob, '__init__ci__deploy');
+      assert.equal(deploy?.template, undefined);
+      assert.equal(deploy?.initFailure, null);
+      assert.equal(deploy?.concurrency, null);
     }
   });
 
@@ -372,8 +385,8 @@ describe('planRun concurrency, requirements and timeouts', () => {
       runsOnPick: 'any',
       steps: [{ kind: 'parallel', name: 'checks', failFast: true, children: [{ name: 'lint', hasOutputs: false, run: 'npm run lint' }] }],
     });
-    assert.deepEqual(onlyJob(workflow([parallel])).requirements, { ...matchers, runsOnPick: 'any', runSteps: true });
-    assert.equal(onlyJob(workflow([job('plain')])).requirements.runSteps, false);
+    assert.deepEqual(onlyJob(workflow([parallel])).requirements, { ...matchers, runsOnPick: 'any', executor: 'run-steps' });
+    assert.equal(onlyJob(workflow([job('plain')])).requirements.executor, 'kici');
   });
 
   it('sets the job timeout and the cancel grace from the job, and workflow timeout and approval from the workflow', () => {
@@ -424,6 +437,6 @@ describe('planRun concurrency, requirements and timeouts', () => {
     const deploy = jobs.at(-1);
     assert.deepEqual(deploy?.concurrency, { key: 'acme/app::deploy-main', policy: { cancelInProgress: false, max: 1 } });
     assert.equal(deploy?.timeouts.cancelGraceMs, 90_000);
-    assert.ok(jobs.every((p) => p.requirements.runSteps && p.initFailure === null));
+    assert.ok(jobs.every((p) => p.requirements.executor === 'run-steps' && p.initFailure === null));
   });
 });

@@ -46,7 +46,7 @@ describe('machine graphs', () => {
     );
     const reclaim = job.edges.filter((e) => e.source === 'job.recovering' && e.event === 'agent.job.reclaim');
     assert.deepEqual(reclaim.map((e) => [e.target, e.guard]), [
-      ['job.assigned.running.started', 'reclaimOfStarted'],
+      ['job.assigned.running.started', 'fromAssignedAfterStart'],
       ['job.assigned.running.accepted', 'fromAssignedAgent'],
     ]);
     const requeued = job.edges.filter((e) => e.source === 'job.requeued');

@@ -121,7 +121,7 @@ describe('candidatesFor (SCL-2)', () => {
     runsOn: runsOn.map((value) => ({ kind: 'exact' as const, value })),
     excludeLabels: excludeLabels.map((value) => ({ kind: 'exact' as const, value })),
     runsOnPick: 'deterministic' as const,
-    runSteps: true,
+    executor: 'run-steps' as const,
   });
 
   it('a label set serves a job that requires its labels and every mandatory label; exclusions and regexes apply', () => {
