@@ -273,6 +273,16 @@ export function spawnRealAgent(args: { wsUrl: string; token: string; labels: str
   };
 }
 
+export interface StepView {
+  index: number;
+  name: string;
+  status: string;
+  hook: string | null;
+  durationMs: number | null;
+  exitCode: number | null;
+  error: string | null;
+}
+
 export interface JobView {
   job_key: string;
   status: string;
@@ -280,6 +290,11 @@ export interface JobView {
   agent_id: string | null;
   dispatch_id: string | null;
   outcome: string | null;
+  steps: StepView[];
+  duration_ms: number | null;
+  outputs: Record<string, unknown> | null;
+  init_failure: { scope: string; category: string; message: string } | null;
+  waiting_reason: { kind: string; message: string } | null;
 }
 
 export interface RunView {

@@ -75,10 +75,16 @@ for (const kind of DATABASE_KINDS) {
       assert.deepEqual([...lines('build', 1)].sort(), ['compiled', 'warn']);
       assert.deepEqual(lines('test', 0), ['unit-ok']);
       assert.deepEqual(lines('test', 1), ['lint-ok']);
-      const text = await fetch(`${client.url}/api/v1/runs/${runId}/logs?job=test&step=1`, {
+      const text = await fetch(`${client.url}/api/v1/runs/${runId}/logs?job=test&step=lint`, {
         headers: { authorization: `Bearer ${ADMIN_TOKEN}`, accept: 'text/plain' },
       }).then((res) => res.text());
-      assert.equal(text, '[test#1] lint-ok\n');
+      assert.equal(text, '[test › lint] lint-ok\n');
+      const test = view.jobs.find((j) => j.job_key === 'test');
+      assert.deepEqual(test?.steps.map((s) => [s.index, s.name, s.status, s.exitCode]), [
+        [0, 'unit', 'success', null],
+        [1, 'lint', 'success', null],
+      ]);
+      assert.ok(test?.steps.every((s) => typeof s.durationMs === 'number'), JSON.stringify(test?.steps));
 
       const journal = await client.journal(runId);
       for (const jobKey of ['build', 'test']) {
