@@ -29,6 +29,7 @@ export interface GatewayDeps {
   now: () => number;
   log: Logger;
   onUnknownType: (type: string) => void;
+  onInvalidInformational: (type: string) => void;
   onViolation: () => void;
 }
 
@@ -79,6 +80,7 @@ export function createAgentGateway(deps: GatewayDeps) {
     now: deps.now,
     log: log.child({ component: 'ws' }),
     onUnknownType: deps.onUnknownType,
+    onInvalidInformational: deps.onInvalidInformational,
     onViolation: deps.onViolation,
   };
   /** Revocation kicks every live socket on the token (protocol.md §3.2). */

@@ -25,7 +25,7 @@ import { createIntake } from './intake.ts';
 import { createRuntime } from './runtime.ts';
 import { createScalerManager } from './scaler/index.ts';
 import type { Runtime } from './runtime.ts';
-import { createAgentMetrics } from './ws/metrics.ts';
+import { connectionCounters, createAgentMetrics } from './ws/metrics.ts';
 import { attachAgentServer } from './ws/server.ts';
 import { attachObserveServer } from './ws/observe.ts';
 import { startTokenExpirySweep } from './ws/token-expiry.ts';
@@ -58,8 +58,7 @@ export async function startCoordinator(config: CompiledConfig, log: Logger, cloc
     ...{ db, config, registry: runtime.registry, supervisor: runtime.supervisor, deliver: runtime.deliver },
     now: () => clock.now(),
     log,
-    onUnknownType: (type) => agentMetrics.unknownMessages.inc({ type: type.slice(0, 64) }),
-    onViolation: () => agentMetrics.ownershipViolations.inc(),
+    ...connectionCounters(agentMetrics),
   });
   Object.assign(runtime.handlers, gateway.handlers);
   const router = new Router();

@@ -17,6 +17,8 @@ export interface ConnectionDeps extends JobMessageDeps {
   /** Reclaims the agent's in-flight jobs (§10.2); runs after register.ack. */
   reclaim: (session: AgentSession, inFlight: { jobId: string; runId: string }[]) => Promise<void>;
   onUnknownType: (type: string) => void;
+  /** An informational frame failed its schema (`switchyard_ws_invalid_informational_total{type}`). */
+  onInvalidInformational: (type: string) => void;
   onViolation: () => void;
 }
 
@@ -72,6 +74,7 @@ export class AgentConnection {
     const parsed = parseAgentMessage(data.toString('utf8'));
     if (!parsed.ok) {
       if (parsed.unknownType) return this.deps.onUnknownType(parsed.type ?? 'unknown');
+      if (parsed.informational) return this.invalidInformational(parsed.type ?? 'unknown', parsed.reason);
       this.log.warn({ reason: parsed.reason }, 'invalid agent frame');
       this.send({ type: 'error', code: 'invalid_message', message: parsed.reason });
       return this.close(CLOSE_CODES.INVALID_MESSAGE, parsed.reason);
@@ -80,6 +83,12 @@ export class AgentConnection {
     this.chain = this.chain.then(() => this.route(parsed.message)).catch((thrown: unknown) => {
       this.log.error({ err: coerceError(thrown) }, 'agent message failed');
     });
+  }
+
+  /** Informational frames settle nothing, so a broken one never costs the agent its socket. */
+  private invalidInformational(type: string, reason: string): void {
+    this.log.warn({ type, reason }, 'invalid informational agent frame ignored');
+    this.deps.onInvalidInformational(type);
   }
 
   private async route(message: AgentMessage): Promise<void> {

@@ -19,10 +19,25 @@ export function createAgentMetrics(registry: Registry, connectedCount: () => num
       labelNames: ['type'],
       registers,
     }),
+    invalidInformational: new Counter({
+      name: 'switchyard_ws_invalid_informational_total',
+      help: 'Informational agent frames that failed their schema (logged and ignored; the socket stays open)',
+      labelNames: ['type'],
+      registers,
+    }),
     ownershipViolations: new Counter({
       name: 'switchyard_ws_ownership_violations_total',
       help: 'Job messages from an agent that does not own the attempt (dropped)',
       registers,
     }),
+  };
+}
+
+/** The counting callbacks of an agent connection, bound to these metrics. */
+export function connectionCounters(metrics: ReturnType<typeof createAgentMetrics>) {
+  return {
+    onUnknownType: (type: string) => metrics.unknownMessages.inc({ type: type.slice(0, 64) }),
+    onInvalidInformational: (type: string) => metrics.invalidInformational.inc({ type: type.slice(0, 64) }),
+    onViolation: () => metrics.ownershipViolations.inc(),
   };
 }

@@ -308,7 +308,7 @@ export class RunHarness {
     this.dispatch(key, at);
     this.fromOwner(key, (o) => ack(at + 1, o));
     this.fromOwner(key, (o) => status('running', at + 2, o));
-    this.fromOwner(key, (o) => ({ ...status(state, at + 3, o), ...(data && { data }) }) as JobEvent);
+    this.fromOwner(key, (o) => ({ ...status(state, at + 3, o), ...(data && { data }) }));
   }
 
   /** Fires a job deadline as armed. */

@@ -17,7 +17,8 @@ export const agentMetricSchema = z.object({
   name: z.string().min(1),
   type: z.string(),
   value: z.number().optional(),
-  labels: z.record(z.string(), z.string()).optional(),
+  /** OpenTelemetry attributes may be numbers or booleans; they become label strings. */
+  labels: z.record(z.string(), z.union([z.string(), z.number(), z.boolean()]).transform(String)).optional(),
   buckets: z
     .union([
       z.record(z.string(), z.number()),

@@ -112,20 +112,31 @@ export const jobHeartbeatSchema = z.object({
   timestamp,
 });
 
+/**
+ * A runtime summary, informational only: every field of `context` is optional (the stock agent
+ * 0.1.24 sends no `labels`). `envVars` carries the agent's environment in clear (protocol.md §15);
+ * absent, it parses as `[]` so that redaction always has a list to walk.
+ */
 export const jobContextSchema = z.object({
   type: z.literal('job.context'),
   runId: id,
   jobId: id,
   context: z.object({
-    envVars: z.array(z.object({ name: z.string(), value: z.string(), category: z.string() })),
-    runtime: z.object({ nodeVersion: z.string(), os: z.string(), arch: z.string() }),
-    sandboxType: z.string(),
-    labels: z.array(z.string()),
-    workingDirectory: z.string(),
-    gitRef: z.string(),
+    envVars: z.array(z.object({ name: z.string(), value: z.string(), category: z.string().optional() })).default([]),
+    runtime: z
+      .object({ nodeVersion: z.string().optional(), os: z.string().optional(), arch: z.string().optional() })
+      .optional(),
+    sandboxType: z.string().optional(),
+    labels: z.array(z.string()).optional(),
+    workingDirectory: z.string().optional(),
+    gitRef: z.string().optional(),
   }),
 });
 
+/**
+ * The `run.event` types the stock agent 0.1.24 sends (protocol.md §9.2). The schema takes any
+ * non-empty `eventType`, so a newer agent's events still reach the run timeline.
+ */
 export const RUN_EVENT_TYPES = [
   'agent.clone.start',
   'agent.clone.end',
@@ -135,10 +146,11 @@ export const RUN_EVENT_TYPES = [
   'step.secret_mount',
 ] as const;
 
+/** `jobId` and `durationMs` are always sent, null when they do not apply. */
 export const runEventSchema = z.object({
   type: z.literal('run.event'),
   runId: id,
-  eventType: z.enum(RUN_EVENT_TYPES),
+  eventType: z.string().min(1),
   timestampMs: timestamp,
   sourceService: z.literal('agent'),
   jobId: id.nullable(),
@@ -178,6 +190,7 @@ export type StepStatusMessage = z.infer<typeof stepStatusSchema>;
 export type LogChunk = z.infer<typeof logChunkSchema>;
 export type JobHeartbeat = z.infer<typeof jobHeartbeatSchema>;
 export type JobContext = z.infer<typeof jobContextSchema>;
+/** A known event type; `RunEvent.eventType` is any string. */
 export type RunEventType = (typeof RUN_EVENT_TYPES)[number];
 export type RunEvent = z.infer<typeof runEventSchema>;
 export type ConcurrencyReport = z.infer<typeof concurrencyReportSchema>;

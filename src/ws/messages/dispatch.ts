@@ -73,7 +73,8 @@ export const jobConfigSchema = z
     workflowName: z.string().optional(),
     name: z.string().optional(),
     baseJobName: z.string().optional(),
-    source: z.object({ file: z.string(), export: z.string() }).optional(),
+    /** `{file, export}` for a job; a build-only dispatch names no export, an init job only the file (lockfile.md §7). */
+    source: z.union([z.string(), z.object({ file: z.string(), export: z.string().optional() })]).optional(),
     contentHash: z.string().optional(),
     resolvedHashFiles: z.unknown().optional(),
     steps: z.array(lockStepSchema).optional(),

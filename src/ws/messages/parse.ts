@@ -73,17 +73,40 @@ export type ParseFailure = {
   unknownType?: boolean;
   /** Also set with `unknownType` for `*.complete` and `fleet.bundle.*`, which §9.5 says to ignore. */
   ignored?: boolean;
+  /** A known informational type failed its schema: warn, count and carry on, never close. */
+  informational?: boolean;
 };
 export type ParseResult<M> = { ok: true; message: M } | ParseFailure;
 
+/**
+ * Agent frames that settle nothing: a broken one is logged and counted, and the socket stays open.
+ * Frames that settle or report on a job, and handshake frames, keep the strict rule (error + 4003).
+ */
+export const INFORMATIONAL_AGENT_TYPES: ReadonlySet<string> = new Set([
+  'job.context',
+  'agent.log',
+  'agent.metrics',
+  'agent.status',
+  'run.event',
+  'config.ack',
+]);
+
+interface FrameRules {
+  isIgnored: (type: string) => boolean;
+  isInformational: (type: string) => boolean;
+}
+
+const AGENT_RULES: FrameRules = { isIgnored: isIgnoredAgentType, isInformational: (type) => INFORMATIONAL_AGENT_TYPES.has(type) };
+const ORCHESTRATOR_RULES: FrameRules = { isIgnored: () => false, isInformational: () => false };
+
 /** Parses one agent → orchestrator text frame. */
 export function parseAgentMessage(raw: string): ParseResult<AgentMessage> {
-  return parseFrame(raw, AGENT_MESSAGE_SCHEMAS, isIgnoredAgentType) as ParseResult<AgentMessage>;
+  return parseFrame(raw, AGENT_MESSAGE_SCHEMAS, AGENT_RULES) as ParseResult<AgentMessage>;
 }
 
 /** Parses one orchestrator → agent text frame. */
 export function parseOrchestratorMessage(raw: string): ParseResult<OrchestratorMessage> {
-  return parseFrame(raw, ORCHESTRATOR_MESSAGE_SCHEMAS, () => false) as ParseResult<OrchestratorMessage>;
+  return parseFrame(raw, ORCHESTRATOR_MESSAGE_SCHEMAS, ORCHESTRATOR_RULES) as ParseResult<OrchestratorMessage>;
 }
 
 /** `*.complete` and `fleet.bundle.*` are known to exist and dropped without a word (§9.5). */
@@ -91,11 +114,7 @@ function isIgnoredAgentType(type: string): boolean {
   return type.endsWith('.complete') || type.startsWith('fleet.bundle.');
 }
 
-function parseFrame(
-  raw: string,
-  schemas: Readonly<Record<string, z.ZodType>>,
-  isIgnored: (type: string) => boolean,
-): ParseResult<unknown> {
+function parseFrame(raw: string, schemas: Readonly<Record<string, z.ZodType>>, rules: FrameRules): ParseResult<unknown> {
   let value: unknown;
   try {
     value = JSON.parse(raw);
@@ -109,11 +128,14 @@ function parseFrame(
   if (typeof type !== 'string') return { ok: false, reason: 'type: expected a string' };
   const schema = Object.hasOwn(schemas, type) ? schemas[type] : undefined;
   if (schema === undefined) {
-    const ignored = isIgnored(type);
+    const ignored = rules.isIgnored(type);
     return { ok: false, reason: `unknown message type "${type}"`, type, unknownType: true, ...(ignored && { ignored }) };
   }
   const result = schema.safeParse(value);
-  if (!result.success) return { ok: false, reason: `${type}: ${describeIssues(result.error)}`, type };
+  if (!result.success) {
+    const informational = rules.isInformational(type);
+    return { ok: false, reason: `${type}: ${describeIssues(result.error)}`, type, ...(informational && { informational }) };
+  }
   return { ok: true, message: result.data };
 }
 
