@@ -1,7 +1,7 @@
 import type { Candidate } from '../machines/scaler.machine.ts';
 import type { AgentRequirements } from '../machines/types.ts';
 import type { LabelSet } from '../src/scaler/backend.ts';
-import { agentCanTake, pickAgent } from './agent-match.ts';
+import { agentCanTake, labelsFit, pickAgent } from './agent-match.ts';
 import type { AgentRegistry, AgentSession } from './agent-registry.ts';
 
 /** What candidate selection needs of a backend. */
@@ -24,6 +24,12 @@ export function candidatesFor(requirements: AgentRequirements, backends: readonl
     });
   }
   return out;
+}
+
+/** Backends with a label set that fits the job's labels but whose agent cannot execute its steps. */
+export function wrongExecutorBackends(requirements: AgentRequirements, backends: readonly BackendLabels[]): string[] {
+  const fits = (set: LabelSet) => labelsFit(requirements, { agentId: '', labels: set.labels, taints: set.mandatoryLabels, properties: set.properties });
+  return backends.filter((backend) => backend.labelSets.some(fits)).map((backend) => backend.name);
 }
 
 /**

@@ -15,7 +15,7 @@ import { coerceError } from './errors.ts';
 import type { Clock } from './ports.ts';
 import { ScalerEffects } from './scaler-effects.ts';
 import type { MintedToken, ScalerJobs } from './scaler-effects.ts';
-import { candidatesFor } from './scaler-placement.ts';
+import { candidatesFor, wrongExecutorBackends } from './scaler-placement.ts';
 import { reapOrphans, releaseAbandoned } from './scaler-reaper.ts';
 import type { ScalerStore } from './scaler-reaper.ts';
 
@@ -175,7 +175,7 @@ export class ScalerManager implements ScalerPort {
     const context = this.context;
     if (!context || this.fenced || !this.options.jobs.isWaitingForAgent(request.runId, request.jobKey)) return null;
     const candidates = candidatesFor(request.requirements, this.options.backends);
-    if (candidates.length === 0) return this.outcome(request, 'no_backend', noBackendReason(request));
+    if (candidates.length === 0) return this.outcome(request, 'no_backend', noBackendReason(request, this.options.backends));
     this.send({ type: 'scaler.request', runId: request.runId, jobKey: request.jobKey, candidates, suffix: suffix(), at: this.options.clock.now() });
     const bound = this.context ? boundAgentOf(this.context, request.runId, request.jobKey) : undefined;
     if (bound) return this.outcome(request, null, { kind: 'scaler_spawning', message: `spawning on ${bound.backend} (agent ${bound.agentId})` });
@@ -297,7 +297,23 @@ export class ScalerManager implements ScalerPort {
   }
 }
 
-function noBackendReason(request: PlacementRequest): WaitingReason {
-  const labels = request.requirements.runsOn.map(describeMatcher);
-  return { kind: 'no_matching_agent', message: `no connected agent and no backend for labels ${labels.length > 0 ? labels.join(', ') : '(any)'}` };
+/**
+ * Why neither a connected agent nor a backend serves the job: its labels, and for a job with steps
+ * the kind of agent that executes them, naming the backends whose labels fit but whose agent cannot.
+ */
+function noBackendReason(request: PlacementRequest, backends: readonly ScalerBackend[]): WaitingReason {
+  const { requirements } = request;
+  const matchers = requirements.runsOn.map(describeMatcher);
+  const labels = matchers.length > 0 ? matchers.join(', ') : '(any)';
+  const near = requirements.executor === 'any' ? [] : wrongExecutorBackends(requirements, backends);
+  const spawned = requirements.executor === 'kici' ? 'the reference agent, which executes only run steps' : 'KiCI agents, which do not execute run steps';
+  const hint = near.length > 0 ? ` (${near.join(', ')} ${near.length > 1 ? 'spawn' : 'spawns'} ${spawned})` : '';
+  switch (requirements.executor) {
+    case 'any':
+      return { kind: 'no_matching_agent', message: `no connected agent and no backend for labels ${labels}` };
+    case 'kici':
+      return { kind: 'no_matching_agent', message: `needs a KiCI agent (TypeScript steps); none connected and no scaler backend spawns one for labels ${labels}${hint}` };
+    case 'run-steps':
+      return { kind: 'no_matching_agent', message: `needs an agent that can execute run steps; none connected and no scaler backend spawns one for labels ${labels}${hint}` };
+  }
 }

@@ -1,3 +1,5 @@
+import type { AgentKind } from './agent-launch.ts';
+
 /** The kinds of scaler backend (orchestration.md SCL-1). */
 export type ScalerType = 'bare-metal' | 'container';
 
@@ -19,7 +21,7 @@ export interface LabelSet {
   labels: string[];
   /** Taints: the agent only takes jobs that require each of these. */
   mandatoryLabels: string[];
-  /** `properties` the agent reports (the reference agent runs `run:` steps). */
+  /** `properties` the agent reports: `switchyard.runSteps` for the reference agent, none for a KiCI agent. */
   properties: Record<string, string | number | boolean>;
   /** Reserved per agent; null takes the backend's default. */
   resources: AgentResources | null;
@@ -121,21 +123,28 @@ export function ownershipLabels(marks: OwnershipMarks): Record<string, string> {
   };
 }
 
-/** Labels the reference agent adds by itself; `--labels` must not carry them (the `kici:` prefix is reserved there). */
+/** Labels the agent adds by itself; `--labels` and `KICI_LABELS` must not carry them (the `kici:` prefix is reserved there). */
 export function configuredLabels(labelSet: LabelSet): string[] {
   return labelSet.labels.filter((label) => !label.startsWith('kici:'));
 }
 
-/** Validation shared by every backend's `reload`. */
-export function validateLabelSets(labelSets: readonly LabelSet[]): ReloadResult {
+/** The `kici:` labels an agent registers by itself: a KiCI agent adds its roles (protocol.md §6). */
+const SELF_REPORTED: Record<AgentKind, RegExp> = {
+  reference: /^kici:(os|arch|host):/,
+  kici: /^kici:((os|arch|host):|role:(builder|init-runner)$)/,
+};
+
+/** Validation shared by every backend's `reload`; `agent` is the kind of agent the backend starts. */
+export function validateLabelSets(labelSets: readonly LabelSet[], agent: AgentKind = 'reference'): ReloadResult {
   const errors: string[] = [];
   if (labelSets.length === 0) errors.push('a backend needs at least one label set');
   labelSets.forEach((set, index) => {
     if (set.labels.length === 0) errors.push(`labelSets[${index}]: no labels`);
     const missing = set.mandatoryLabels.filter((label) => !set.labels.includes(label));
     if (missing.length > 0) errors.push(`labelSets[${index}]: mandatory labels ${missing.join(', ')} are not among its labels`);
-    const foreign = set.labels.filter((label) => label.startsWith('kici:') && !/^kici:(os|arch|host):/.test(label));
-    if (foreign.length > 0) errors.push(`labelSets[${index}]: the agent cannot register ${foreign.join(', ')} (only kici:os|arch|host are self-reported)`);
+    const foreign = set.labels.filter((label) => label.startsWith('kici:') && !SELF_REPORTED[agent].test(label));
+    const reported = agent === 'kici' ? 'kici:os|arch|host and its roles' : 'kici:os|arch|host';
+    if (foreign.length > 0) errors.push(`labelSets[${index}]: the agent cannot register ${foreign.join(', ')} (only ${reported} are self-reported)`);
   });
   return errors.length === 0 ? { ok: true } : { ok: false, errors };
 }

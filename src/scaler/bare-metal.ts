@@ -4,6 +4,9 @@ import { mkdirSync, openSync, closeSync } from 'node:fs';
 import { readFile, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
+import { findFreePort } from '../db/free-port.ts';
+import { kiciContractEnv, withoutUnknownKici } from './agent-launch.ts';
+import type { AgentLaunch, KiciLaunch } from './agent-launch.ts';
 import { configuredLabels, ownershipEnv, validateLabelSets } from './backend.ts';
 import type {
   AgentResources,
@@ -23,7 +26,9 @@ export interface BareMetalOptions {
   installationId: string;
   labelSets: LabelSet[];
   maxAgents: number;
-  /** The Switchyard checkout whose `src/cli/main.ts agent` is started. */
+  /** The agent each spawn starts: the reference agent, or a KiCI agent install. */
+  agent: AgentLaunch;
+  /** The Switchyard checkout whose `src/cli/main.ts agent` is started (reference agent). */
   repoRoot: string;
   /** Parent of each agent's work dir and log file. */
   stateDir: string;
@@ -36,13 +41,32 @@ export interface BareMetalOptions {
 
 const LOG_TAIL_CHARS = 600;
 
+/** One agent process to start: program, arguments, working directory and its whole environment. */
+interface Launch {
+  program: string;
+  args: string[];
+  cwd: string;
+  env: Record<string, string>;
+}
+
+/** What every spawn knows, whichever agent it starts. */
+interface SpawnFacts {
+  labelSet: LabelSet;
+  agentId: string;
+  orchestratorUrl: string;
+  workDir: string;
+  token: string;
+  marks: Record<string, string>;
+}
+
 class AgentSpawnError extends Error {
   override readonly name = 'AgentSpawnError';
 }
 
 /**
- * Runs the reference agent as a child process in its own process group on this host
- * (orchestration.md SCL-13). Destroy: SIGTERM to the group, `killGraceMs`, then SIGKILL.
+ * Runs an agent (the reference agent, or a configured KiCI agent command) as a child process in
+ * its own process group on this host (orchestration.md SCL-13). Destroy: SIGTERM to the group,
+ * `killGraceMs`, then SIGKILL.
  */
 export class BareMetalBackend implements ScalerBackend {
   readonly type = 'bare-metal' as const;
@@ -52,7 +76,7 @@ export class BareMetalBackend implements ScalerBackend {
   private readonly listeners: ExitListener[] = [];
 
   constructor(private readonly options: BareMetalOptions) {
-    const valid = validateLabelSets(options.labelSets);
+    const valid = validateLabelSets(options.labelSets, options.agent.kind);
     if (!valid.ok) throw new RangeError(`scaler ${options.name}: ${valid.errors.join('; ')}`);
     this.sets = options.labelSets;
   }
@@ -79,18 +103,16 @@ export class BareMetalBackend implements ScalerBackend {
 
   async spawn(labelSet: LabelSet, agentId: string, orchestratorUrl: string, _limits: AgentResources, spawnContext: SpawnContext | null, credentials: SpawnCredentials): Promise<SpawnedAgent> {
     const workDir = join(this.options.stateDir, 'work', agentId);
-    const logPath = this.logPath(agentId);
     mkdirSync(workDir, { recursive: true });
     mkdirSync(join(this.options.stateDir, 'logs'), { recursive: true });
-    const args = ['--no-node-snapshot', '--import', 'tsx', join(this.options.repoRoot, 'src/cli/main.ts'), 'agent', '--url', orchestratorUrl, '--agent-id', agentId, '--work-dir', workDir];
-    const labels = configuredLabels(labelSet);
-    if (labels.length > 0) args.push('--labels', labels.join(','));
     const marks = ownershipEnv({ installationId: this.options.installationId, scaler: this.name, agentId, spawnContext });
-    const env = { ...this.options.baseEnv, ...marks, SWITCHYARD_AGENT_TOKEN: credentials.token };
-    const out = openSync(logPath, 'a');
+    const facts: SpawnFacts = { labelSet, agentId, orchestratorUrl, workDir, token: credentials.token, marks };
+    const agent = this.options.agent;
+    const launch = agent.kind === 'kici' ? await this.kiciLaunch(agent, facts) : this.referenceLaunch(facts);
+    const out = openSync(this.logPath(agentId), 'a');
     let child: ChildProcess;
     try {
-      child = spawn(process.execPath, args, { cwd: this.options.repoRoot, env, detached: true, stdio: ['ignore', out, out] });
+      child = spawn(launch.program, launch.args, { cwd: launch.cwd, env: launch.env, detached: true, stdio: ['ignore', out, out] });
     } finally {
       closeSync(out);
     }
@@ -101,8 +123,32 @@ export class BareMetalBackend implements ScalerBackend {
     const pid = child.pid as number;
     this.children.set(agentId, child);
     child.once('exit', (code, signal) => void this.exited(agentId, child, code, signal));
-    this.options.log.info({ agentId, pid, scaler: this.name }, 'bare-metal agent started');
+    this.options.log.info({ agentId, pid, scaler: this.name, agent: agent.kind }, 'bare-metal agent started');
     return { id: agentId, labelSet, backendRef: String(pid), spawnedAt: this.options.now(), state: 'spawning' };
+  }
+
+  /** `switchyard agent` of this checkout, configured by its arguments; its token travels in the environment. */
+  private referenceLaunch(facts: SpawnFacts): Launch {
+    const main = join(this.options.repoRoot, 'src/cli/main.ts');
+    const args = ['--no-node-snapshot', '--import', 'tsx', main, 'agent', '--url', facts.orchestratorUrl, '--agent-id', facts.agentId, '--work-dir', facts.workDir];
+    const labels = configuredLabels(facts.labelSet);
+    if (labels.length > 0) args.push('--labels', labels.join(','));
+    const env = { ...this.options.baseEnv, ...facts.marks, SWITCHYARD_AGENT_TOKEN: facts.token };
+    return { program: process.execPath, args, cwd: this.options.repoRoot, env };
+  }
+
+  /**
+   * The configured command with the stock agent's environment contract (protocol.md §15). Each
+   * agent gets its own health port unless one is configured: the stock default (8080) would be
+   * shared by every agent on this host, and is Switchyard's own default port too.
+   */
+  private async kiciLaunch(agent: KiciLaunch, facts: SpawnFacts): Promise<Launch> {
+    const [program, ...args] = agent.command ?? [];
+    if (program === undefined) throw new AgentSpawnError('a KiCI agent on bare metal needs agent.command');
+    const contract = kiciContractEnv(agent, { orchestratorUrl: facts.orchestratorUrl, token: facts.token, agentId: facts.agentId, labels: configuredLabels(facts.labelSet) });
+    const port: Record<string, string> = agent.env['KICI_PORT'] === undefined ? { KICI_PORT: String(await findFreePort('0.0.0.0')) } : {};
+    const env = withoutUnknownKici({ ...this.options.baseEnv, ...port, ...contract, ...facts.marks });
+    return { program, args, cwd: agent.workingDir ?? facts.workDir, env };
   }
 
   private logPath(agentId: string): string {
@@ -159,7 +205,7 @@ export class BareMetalBackend implements ScalerBackend {
   }
 
   reload(labelSets: LabelSet[]): ReloadResult {
-    const valid = validateLabelSets(labelSets);
+    const valid = validateLabelSets(labelSets, this.options.agent.kind);
     if (valid.ok) this.sets = labelSets;
     return valid;
   }

@@ -1,6 +1,7 @@
 import { hostname } from 'node:os';
 import { z } from 'zod';
-import { autoLabels } from '../agent/options.ts';
+import { agentProperties, bareMetalAgentSchema, compileAgentLaunch, containerAgentSchema, selfReportedLabels } from './agent-launch.ts';
+import type { AgentLaunch } from './agent-launch.ts';
 import type { AgentResources, LabelSet } from './backend.ts';
 
 const label = z.string().min(1).max(256).regex(/^\S+$/, 'a label has no whitespace');
@@ -27,7 +28,20 @@ const common = {
   labelSets: z.array(labelSet).optional(),
 };
 
-const bareMetal = z.object({ type: z.literal('bare-metal'), ...common }).strict();
+/** The reference agent's program in the default image; `agent …` arguments are appended. */
+const REFERENCE_IMAGE_COMMAND = ['node', '--no-node-snapshot', '--import', 'tsx', '/opt/switchyard/src/cli/main.ts'];
+
+const bareMetal = z
+  .object({
+    type: z.literal('bare-metal'),
+    ...common,
+    /**
+     * The agent each spawn starts. `{kind: "reference"}` runs this checkout's `switchyard agent`;
+     * `{kind: "kici", command, env?, workingDir?}` runs a KiCI agent install. @default {kind: "reference"}
+     */
+    agent: bareMetalAgentSchema,
+  })
+  .strict();
 const container = z
   .object({
     type: z.literal('container'),
@@ -35,7 +49,10 @@ const container = z
     socketPath: z.string().min(1).optional(),
     host: z.string().regex(/^(tcp|http|https):\/\//, 'a tcp://, http:// or https:// URL').optional(),
     image: z.string().min(1),
-    command: z.array(z.string().min(1)).min(1).default(['node', '--no-node-snapshot', '--import', 'tsx', '/opt/switchyard/src/cli/main.ts']),
+    /** The program that runs `switchyard` in the image (reference agent only). @default node … /opt/switchyard/src/cli/main.ts */
+    command: z.array(z.string().min(1)).min(1).optional(),
+    /** `{kind: "kici", command?, env?}` runs a KiCI agent image instead. @default {kind: "reference"} */
+    agent: containerAgentSchema,
     workingDir: z.string().min(1).optional(),
     network: z.string().min(1).default('host'),
     binds: z.array(z.string().min(1)).default([]),
@@ -43,7 +60,11 @@ const container = z
     isolation: z.object({ allowlist: z.array(z.string()).default([]), denyAll: z.boolean().default(false) }).strict().optional(),
     stopGraceSeconds: z.number().int().min(0).max(300).default(5),
   })
-  .strict();
+  .strict()
+  .refine((def) => def.agent.kind === 'reference' || def.command === undefined, {
+    path: ['command'],
+    message: 'command starts the reference agent; a KiCI agent takes agent.command',
+  });
 
 export const scalerDefinitionsSchema = z.array(z.discriminatedUnion('type', [bareMetal, container])).superRefine((defs, ctx) => {
   const names = defs.map((def) => def.name);
@@ -59,11 +80,13 @@ interface Compiled {
   maxCpu: number | null;
   maxMemoryBytes: number | null;
   labelSets: LabelSet[];
+  agent: AgentLaunch;
 }
 
 export type BareMetalDefinition = Compiled & { type: 'bare-metal' };
 export type ContainerDefinition = Compiled &
-  Omit<z.infer<typeof container>, 'labels' | 'labelSets' | 'resources' | 'maxCpu' | 'maxMemoryBytes' | 'socketPath' | 'host' | 'workingDir' | 'isolation'> & {
+  Omit<z.infer<typeof container>, 'labels' | 'labelSets' | 'resources' | 'maxCpu' | 'maxMemoryBytes' | 'socketPath' | 'host' | 'workingDir' | 'isolation' | 'command' | 'agent'> & {
+    command: string[];
     socketPath: string | null;
     host: string | null;
     workingDir: string | null;
@@ -71,21 +94,15 @@ export type ContainerDefinition = Compiled &
   };
 export type ScalerDefinition = BareMetalDefinition | ContainerDefinition;
 
-const RUN_STEPS = { 'switchyard.runSteps': true };
-
-/** Labels the agent reports by itself where the backend runs it; a container's hostname is random, so no `kici:host:*`. */
-function selfReported(type: RawDefinition['type'], host: string): string[] {
-  const labels = autoLabels(host);
-  return type === 'container' ? labels.filter((l) => !l.startsWith('kici:host:')) : labels;
-}
-
-function compileLabelSets(def: RawDefinition, host: string): LabelSet[] {
+/** Every label set carries what its agent reports by itself; a container's hostname is random, so no `kici:host:*`. */
+function compileLabelSets(def: RawDefinition, agent: AgentLaunch, host: string): LabelSet[] {
   const fallback: AgentResources | null = def.resources ? { cpu: def.resources.cpu, memoryBytes: def.resources.memoryBytes } : null;
   const sets = def.labelSets ?? [{ labels: def.labels, mandatoryLabels: [] }];
+  const selfReported = selfReportedLabels(agent, def.type === 'container' ? null : host);
   return sets.map((set) => ({
-    labels: [...new Set([...selfReported(def.type, host), ...set.labels])],
+    labels: [...new Set([...selfReported, ...set.labels])],
     mandatoryLabels: set.mandatoryLabels ?? [],
-    properties: RUN_STEPS,
+    properties: agentProperties(agent),
     resources: set.resources ? { cpu: set.resources.cpu, memoryBytes: set.resources.memoryBytes } : fallback,
     warmPool: set.warmPool ? { size: set.warmPool.size, idleTimeoutSeconds: set.warmPool.idleTimeoutSeconds } : null,
   }));
@@ -95,10 +112,13 @@ function compileLabelSets(def: RawDefinition, host: string): LabelSet[] {
 export function compileScalerDefinitions(raw: unknown, host: string = hostname()): ScalerDefinition[] {
   const parsed = scalerDefinitionsSchema.parse(raw);
   return parsed.map((def): ScalerDefinition => {
-    const base: Compiled = { name: def.name, maxAgents: def.maxAgents, maxCpu: def.maxCpu ?? null, maxMemoryBytes: def.maxMemoryBytes ?? null, labelSets: compileLabelSets(def, host) };
+    const agent = compileAgentLaunch(def.agent);
+    const limits = { maxAgents: def.maxAgents, maxCpu: def.maxCpu ?? null, maxMemoryBytes: def.maxMemoryBytes ?? null };
+    const base: Compiled = { name: def.name, ...limits, labelSets: compileLabelSets(def, agent, host), agent };
     if (def.type === 'bare-metal') return { ...base, type: 'bare-metal' };
-    const { labels: _l, labelSets: _s, resources: _r, maxCpu: _c, maxMemoryBytes: _m, ...rest } = def;
-    return { ...rest, ...base, socketPath: def.socketPath ?? null, host: def.host ?? null, workingDir: def.workingDir ?? null, isolation: def.isolation ?? null };
+    const { labels: _l, labelSets: _s, resources: _r, maxCpu: _c, maxMemoryBytes: _m, agent: _a, ...rest } = def;
+    const optional = { socketPath: def.socketPath ?? null, host: def.host ?? null, workingDir: def.workingDir ?? null, isolation: def.isolation ?? null };
+    return { ...rest, ...base, ...optional, command: def.command ?? REFERENCE_IMAGE_COMMAND };
   });
 }
 

@@ -1,5 +1,8 @@
 import Docker from 'dockerode';
 import type { Logger } from 'pino';
+import { findFreePort } from '../db/free-port.ts';
+import { kiciContractEnv, withoutUnknownKici } from './agent-launch.ts';
+import type { AgentLaunch, KiciLaunch } from './agent-launch.ts';
 import { configuredLabels, ownershipEnv, ownershipLabels, validateLabelSets } from './backend.ts';
 import type {
   AgentResources,
@@ -25,7 +28,9 @@ export interface ContainerOptions {
   /** A remote Docker API (`tcp://host:2375`); its containers do not run on this host (SCL-10). */
   remoteHost: string | null;
   image: string;
-  /** The program that runs `switchyard`; `agent …` arguments are appended. */
+  /** The agent each container runs: the reference agent, or a KiCI agent image. */
+  agent: AgentLaunch;
+  /** The program that runs `switchyard` (reference agent); `agent …` arguments are appended. */
   command: string[];
   workingDir: string | null;
   /** `host` reaches a coordinator on loopback; `none` isolates completely; any other name is a bridge network. */
@@ -37,6 +42,12 @@ export interface ContainerOptions {
   stopGraceSeconds: number;
   now: () => number;
   log: Logger;
+}
+
+/** What a container runs: `cmd` null keeps the image's own; `env` comes before the ownership marks. */
+interface ContainerProcess {
+  cmd: string[] | null;
+  env: Record<string, string>;
 }
 
 const OWNER_LABEL = 'switchyard.owner';
@@ -52,7 +63,7 @@ export class ContainerBackend implements ScalerBackend {
   private readonly listeners: ExitListener[] = [];
 
   constructor(private readonly options: ContainerOptions) {
-    const valid = validateLabelSets(options.labelSets);
+    const valid = validateLabelSets(options.labelSets, options.agent.kind);
     if (!valid.ok) throw new RangeError(`scaler ${options.name}: ${valid.errors.join('; ')}`);
     this.sets = options.labelSets;
     this.docker = options.remoteHost ? new Docker(remoteOptions(options.remoteHost)) : new Docker({ socketPath: options.socketPath ?? '/var/run/docker.sock' });
@@ -92,14 +103,13 @@ export class ContainerBackend implements ScalerBackend {
 
   async spawn(labelSet: LabelSet, agentId: string, orchestratorUrl: string, limits: AgentResources, spawnContext: SpawnContext | null, credentials: SpawnCredentials): Promise<SpawnedAgent> {
     const marks = { installationId: this.options.installationId, scaler: this.name, agentId, spawnContext };
-    const labels = configuredLabels(labelSet);
-    const cmd = [...this.options.command, 'agent', '--url', orchestratorUrl, '--agent-id', agentId, '--work-dir', '/tmp/switchyard-agent'];
-    if (labels.length > 0) cmd.push('--labels', labels.join(','));
-    const env = { PATH: '/usr/local/bin:/usr/bin:/bin', HOME: '/tmp', ...ownershipEnv(marks), SWITCHYARD_AGENT_TOKEN: credentials.token };
+    const agent = this.options.agent;
+    const launch = agent.kind === 'kici' ? await this.kiciProcess(agent, labelSet, agentId, orchestratorUrl, credentials.token) : this.referenceProcess(labelSet, agentId, orchestratorUrl, credentials.token);
+    const env = { ...launch.env, ...ownershipEnv(marks) };
     const container = await this.docker.createContainer({
       name: agentId,
       Image: this.options.image,
-      Cmd: cmd,
+      ...(launch.cmd && { Cmd: launch.cmd }),
       Env: Object.entries(env).map(([key, value]) => `${key}=${value}`),
       Labels: ownershipLabels(marks),
       ...(this.options.workingDir && { WorkingDir: this.options.workingDir }),
@@ -123,6 +133,26 @@ export class ContainerBackend implements ScalerBackend {
     void this.watch(container, agentId);
     this.options.log.info({ agentId, container: container.id, scaler: this.name }, 'agent container started');
     return { id: agentId, labelSet, backendRef: container.id, spawnedAt: this.options.now(), state: 'spawning' };
+  }
+
+  /** `switchyard agent` in the image, configured by its arguments. */
+  private referenceProcess(labelSet: LabelSet, agentId: string, orchestratorUrl: string, token: string): ContainerProcess {
+    const labels = configuredLabels(labelSet);
+    const cmd = [...this.options.command, 'agent', '--url', orchestratorUrl, '--agent-id', agentId, '--work-dir', '/tmp/switchyard-agent'];
+    if (labels.length > 0) cmd.push('--labels', labels.join(','));
+    return { cmd, env: { PATH: '/usr/local/bin:/usr/bin:/bin', HOME: '/tmp', SWITCHYARD_AGENT_TOKEN: token } };
+  }
+
+  /**
+   * A KiCI agent image keeps its own PATH and command unless `agent.command` is set; it is configured
+   * by the stock agent's environment contract. On the host network of this host each agent gets its
+   * own health port (`KICI_PORT`), as on bare metal.
+   */
+  private async kiciProcess(agent: KiciLaunch, labelSet: LabelSet, agentId: string, orchestratorUrl: string, token: string): Promise<ContainerProcess> {
+    const contract = kiciContractEnv(agent, { orchestratorUrl, token, agentId, labels: configuredLabels(labelSet) });
+    const sharesHostPorts = this.options.network === 'host' && this.spawnsOnLocalHost && agent.env['KICI_PORT'] === undefined;
+    const port: Record<string, string> = sharesHostPorts ? { KICI_PORT: String(await findFreePort('0.0.0.0')) } : {};
+    return { cmd: agent.command, env: withoutUnknownKici({ ...port, ...contract }) };
   }
 
   private async isolate(container: Docker.Container, agentId: string): Promise<void> {
@@ -183,7 +213,7 @@ export class ContainerBackend implements ScalerBackend {
   }
 
   reload(labelSets: LabelSet[]): ReloadResult {
-    const valid = validateLabelSets(labelSets);
+    const valid = validateLabelSets(labelSets, this.options.agent.kind);
     if (valid.ok) this.sets = labelSets;
     return valid;
   }

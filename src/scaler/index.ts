@@ -42,7 +42,7 @@ export function createBackend(definition: ScalerDefinition, common: { installati
   const log = common.log.child({ scaler: definition.name });
   if (definition.type === 'bare-metal') {
     return new BareMetalBackend({
-      ...{ name: definition.name, installationId: common.installationId, labelSets: definition.labelSets, maxAgents: definition.maxAgents },
+      ...{ name: definition.name, installationId: common.installationId, labelSets: definition.labelSets, maxAgents: definition.maxAgents, agent: definition.agent },
       ...{ repoRoot: REPO_ROOT, stateDir: join(common.dataDir, 'scaler', definition.name), baseEnv: common.agentEnv, killGraceMs: 5_000, now: common.now, log },
     });
   }

@@ -5,6 +5,7 @@ import Docker from 'dockerode';
 import pg from 'pg';
 import { pino } from 'pino';
 import { reapOrphans } from '../../../actors/scaler-reaper.ts';
+import { REFERENCE_AGENT } from '../../../src/scaler/agent-launch.ts';
 import { ContainerBackend } from '../../../src/scaler/container.ts';
 import { containerEngineUnavailable, startContainerEngine } from '../../support/container-engine.ts';
 import type { ContainerEngine } from '../../support/container-engine.ts';
@@ -110,7 +111,7 @@ describe('container scaler against podman (Docker API)', { skip }, () => {
     await theirs.start();
     const backend = new ContainerBackend({
       ...{ name: 'podman', installationId: 'sy-ours', labelSets: [{ labels: ['kici:os:linux'], mandatoryLabels: [], properties: {}, resources: null, warmPool: null }] },
-      ...{ maxAgents: 2, socketPath: engine.socketPath, remoteHost: null, image: engine.image, command: ['/bin/true'], workingDir: null, network: 'none' },
+      ...{ maxAgents: 2, socketPath: engine.socketPath, remoteHost: null, image: engine.image, agent: REFERENCE_AGENT, command: ['/bin/true'], workingDir: null, network: 'none' },
       ...{ binds: [], ulimits: [], isolation: null, stopGraceSeconds: 1, now: () => Date.now(), log: pino({ level: 'silent' }) },
     });
     assert.deepEqual((await backend.listOwned()).map((r) => r.agentId).sort(), ['scaler-container-0000000a', 'scaler-container-0000000b'], "another owner's container is not even listed");

@@ -23,14 +23,20 @@ const silent = pino({ level: process.env.TEST_LOG_LEVEL ?? 'silent' });
 /** A backend that starts nothing: it records spawns and destroys, and fails the spawns it is told to. */
 class RecordingBackend implements ScalerBackend {
   readonly type = 'bare-metal' as const;
-  readonly name = 'fake';
   readonly spawnsOnLocalHost = true;
-  readonly labelSets: LabelSet[] = [{ labels: [LABEL], mandatoryLabels: [], properties: { 'switchyard.runSteps': true }, resources: null, warmPool: null }];
+  readonly labelSets: LabelSet[];
   readonly spawned: { agentId: string; context: SpawnContext | null; token: string }[] = [];
   readonly destroyed: string[] = [];
   readonly live = new Set<string>();
   failNext: string | null = null;
-  constructor(readonly maxAgents: number) {}
+  /** `properties` as the compiled label set of that agent kind: the reference agent declares run steps. */
+  constructor(
+    readonly maxAgents: number,
+    readonly name = 'fake',
+    properties: LabelSet['properties'] = { 'switchyard.runSteps': true },
+  ) {
+    this.labelSets = [{ labels: [LABEL], mandatoryLabels: [], properties, resources: null, warmPool: null }];
+  }
   getActiveCount = () => this.live.size;
   onExit(_listener: ExitListener): void {}
   spawn(labelSet: LabelSet, agentId: string, _url: string, _limits: unknown, context: SpawnContext | null, credentials: { token: string }): Promise<SpawnedAgent> {
@@ -55,10 +61,10 @@ class RecordingBackend implements ScalerBackend {
   reload = () => ({ ok: true as const });
 }
 
-function managerFor(runtime: TestRuntime, db: Kysely<Schema>, backend: RecordingBackend, coordinatorId: string, spawnTimeoutMs = 60_000) {
+function managerFor(runtime: TestRuntime, db: Kysely<Schema>, backend: RecordingBackend | RecordingBackend[], coordinatorId: string, spawnTimeoutMs = 60_000) {
   const config = loadConfig({ SWITCHYARD_COORDINATOR_ID: coordinatorId, DATABASE_URL: 'postgres://unused' });
   const manager = new ScalerManager({
-    backends: [backend],
+    backends: Array.isArray(backend) ? backend : [backend],
     caps: { maxAgents: 3, maxCpu: null, maxMemoryBytes: null },
     ...{ spawnTimeoutMs, tokenTtlMs: 3_600_000, tickMs: 50 },
     store: scalerStore({ db, config, clock: systemClock, epoch: () => runtime.ownership.epoch }),
@@ -81,9 +87,11 @@ function managerFor(runtime: TestRuntime, db: Kysely<Schema>, backend: Recording
   return manager;
 }
 
-async function createRuns(runtime: TestRuntime, count: number): Promise<string[]> {
+/** Runs of one job `build` on LABEL: a shell step by default; `typescript` makes it a TypeScript step. */
+async function createRuns(runtime: TestRuntime, count: number, step: 'run' | 'typescript' = 'run'): Promise<string[]> {
   const ids = Array.from({ length: count }, () => randomUUID());
-  const workflow = { name: 'scaled', jobs: [{ _type: 'static' as const, name: 'build', runsOn: [{ kind: 'exact' as const, value: LABEL }], needs: [], steps: [{ name: 's', hasOutputs: false, run: 'true' }] }] };
+  const steps = [step === 'run' ? { name: 's', hasOutputs: false, run: 'true' } : { name: 's', hasOutputs: false }];
+  const workflow = { name: 'scaled', jobs: [{ _type: 'static' as const, name: 'build', runsOn: [{ kind: 'exact' as const, value: LABEL }], needs: [], steps }] };
   await Promise.all(ids.map((id) => runtime.supervisor.createRun({ input: planFor(id, workflow), repository: 'acme/app' })));
   return ids;
 }
@@ -149,6 +157,48 @@ await describeEachKind('scaler manager on a real runtime', (kind) => {
       assert.equal(again?.attempt, 2);
       await eventually(() => backend.spawned.length >= 2, 10_000, 'the freed reservation to serve the next attempt');
       assert.ok((manager.context ? Object.keys(manager.context.agents).length : 9) <= 1, 'never more than one reservation (cap 1)');
+    });
+  });
+
+  it(`a job goes only to a backend whose agent executes its steps; otherwise the reason names the agent it needs (${kind})`, async (t) => {
+    const waitingReason = async (db: Kysely<Schema>, runId: string | undefined, what: string) =>
+      eventually(async () => {
+        const [row] = await reasons(db, [runId as string]);
+        return row?.reason?.kind === 'no_matching_agent' ? row.reason.message : null;
+      }, 10_000, what);
+    await withTestDatabase(kind, async ({ db }) => {
+      const runtime = await startTestRuntime(db, 'coord-executor');
+      const reference = new RecordingBackend(2, 'reference');
+      const manager = managerFor(runtime, db, reference, 'coord-executor');
+      t.after(async () => {
+        await manager.stop();
+        runtime.stop();
+      });
+      await manager.start();
+      const [tsRun] = await createRuns(runtime, 1, 'typescript');
+      assert.equal(
+        await waitingReason(db, tsRun, 'the TypeScript job to wait for a KiCI agent'),
+        `needs a KiCI agent (TypeScript steps); none connected and no scaler backend spawns one for labels ${LABEL} (reference spawns the reference agent, which executes only run steps)`,
+      );
+      assert.deepEqual(reference.spawned, [], 'the reference agent is never spawned for TypeScript steps');
+    });
+    await withTestDatabase(kind, async ({ db }) => {
+      const runtime = await startTestRuntime(db, 'coord-executor-kici');
+      const kici = new RecordingBackend(2, 'kici', {});
+      const manager = managerFor(runtime, db, kici, 'coord-executor-kici');
+      t.after(async () => {
+        await manager.stop();
+        runtime.stop();
+      });
+      await manager.start();
+      const [shellRun] = await createRuns(runtime, 1, 'run');
+      assert.equal(
+        await waitingReason(db, shellRun, 'the run-step job to wait for an agent that executes run steps'),
+        `needs an agent that can execute run steps; none connected and no scaler backend spawns one for labels ${LABEL} (kici spawns KiCI agents, which do not execute run steps)`,
+      );
+      const [tsRun] = await createRuns(runtime, 1, 'typescript');
+      await eventually(() => kici.spawned.length === 1, 10_000, 'a KiCI agent spawned for the TypeScript job');
+      assert.equal(kici.spawned[0]?.context?.runId, tsRun);
     });
   });
 });
