@@ -63,6 +63,7 @@ export function buildCommitEntry(parts: EntryParts): CommitEntry {
       ...(parts.newRun?.inputSummary !== undefined ? { inputSummary: parts.newRun.inputSummary } : {}),
     },
     jobs: projectJobs(snapshot),
+    removedJobs: snapshot.context.fannedOut,
     timers: timerChangesOf(parts.intents, parts.firedDeadlineId),
     effects,
   };

@@ -46,6 +46,8 @@ export interface CommitEntry {
     durationMs: number | null;
     outputs: unknown;
   }[];
+  /** Job keys that no longer name a job (a dynamic-matrix template replaced by its children). */
+  removedJobs: string[];
   timers: TimerChange[];
   effects: { effectId: string; kind: string; payload: unknown }[];
 }

@@ -38,6 +38,7 @@ function entryFor(runId: string, seq: number, at: number): CommitEntry {
     snapshot: { seq, machineId: 'run', machineVersion: 1001, snapshot: SNAPSHOT, status: 'running', updatedAt: at },
     run: { workflowName: 'build', repository: seq === 1 ? 'acme/app' : null, status: 'running', createdAt: at, finishedAt: null, failureReason: null, initFailure: null },
     jobs: [{ jobKey: 'job-1', status: 'running', waitingReason: null, attempt: 1, agentId: 'agent-1', dispatchId: `d-${seq}`, outcome: null, initFailure: null, steps: [], durationMs: null, outputs: null }],
+    removedJobs: [],
     timers: [{ op: 'arm', deadlineId: 'lease:job-1', kind: 'lease', jobKey: 'job-1', dueAt: at + 120_000 }],
     effects: seq % 4 === 0 ? [{ effectId: `${runId}:${seq}:0`, kind: 'sendDispatch', payload: { jobKey: 'job-1' } }] : [],
   };

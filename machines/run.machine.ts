@@ -28,6 +28,8 @@ export interface RunContext {
   initialDecisions: GateDecision[];
   /** Dynamic-matrix jobs waiting for their init job's result, by key (lockfile.md §7). */
   templates: Record<string, JobPlan>;
+  /** Templates already fanned out: their keys name no job any more. */
+  fannedOut: string[];
   concurrencyScope: ConcurrencyScope | null;
   maxAttempts: number;
   deadlines: { workflow?: ArmedDeadline; approval?: ArmedDeadline };
@@ -236,7 +238,8 @@ export const runMachine = runSetup.extend({
       const settled = settle(jobs, groups, context.templates, haltSiblings(haltedGroup(event, groups), jobs, groups));
       for (const plan of settled.spawned) enqueue.spawnChild('job', { id: plan.key, input: jobInputOf(plan, { ...context, initFailure: null }, at, NEEDS_GATE) });
       const templates = Object.fromEntries(Object.entries(context.templates).filter(([key]) => !settled.expanded.includes(key)));
-      enqueue.assign({ jobs, groups, templates });
+      const fannedOut = settled.expanded.length > 0 ? [...context.fannedOut, ...settled.expanded] : context.fannedOut;
+      enqueue.assign({ jobs, groups, templates, fannedOut });
       sendDecisions(enqueue, context, settled.decisions, at);
     }),
     recordJobEnd: update(({ context, event }) => {
@@ -300,6 +303,7 @@ export const runMachine = runSetup.extend({
       toSpawn: input.initFailure ? [] : jobInputs(input, graph.initialGates),
       initialDecisions: graph.initial,
       templates: Object.fromEntries(input.jobs.filter((plan) => plan.template).map((plan) => [plan.key, plan])),
+      fannedOut: [],
       concurrencyScope: input.concurrencyScope ?? null,
       maxAttempts: input.maxAttempts,
       deadlines: {},

@@ -95,6 +95,11 @@ function writes(rows: CommitRows, input: CommitBatchInput): RawBuilder<unknown>[
 type AddCte = (name: string, statement: RawBuilder<unknown>) => void;
 
 function addJobs(rows: CommitRows, add: AddCte): void {
+  if (rows.removedJobs.length > 0) {
+    add('removed_jobs', sql`
+      DELETE FROM jobs USING (SELECT * FROM ${fenced(rows.removedJobs, 'run_id text, job_key text')}) AS r
+       WHERE jobs.run_id = r.run_id AND jobs.job_key = r.job_key`);
+  }
   if (rows.jobs.length === 0) return;
   add('jobs', sql`
     INSERT INTO jobs (run_id, job_key, status, waiting_reason, attempt, agent_id, dispatch_id, outcome,

@@ -44,6 +44,7 @@ export interface CommitRows {
     duration_ms: number | null;
     outputs: unknown;
   }[];
+  removedJobs: { run_id: string; job_key: string }[];
   armed: { run_id: string; deadline_id: string; kind: string; job_key: string | null; due_at: number }[];
   disarmed: { run_id: string; deadline_id: string }[];
   effects: { effect_id: string; run_id: string; kind: string; payload: unknown }[];
@@ -56,6 +57,7 @@ interface MergedRun {
   repository: string | null;
   inputSummary: unknown;
   jobs: Map<string, JobProjection>;
+  removedJobs: Set<string>;
   timers: Map<string, TimerChange>;
 }
 
@@ -67,7 +69,7 @@ interface MergedRun {
  */
 export function toCommitRows(entries: readonly CommitEntry[]): CommitRows {
   const rows: CommitRows = {
-    newRunIds: [], existingRunIds: [], events: [], snapshots: [], runs: [], jobs: [], armed: [], disarmed: [], effects: [],
+    newRunIds: [], existingRunIds: [], events: [], snapshots: [], runs: [], jobs: [], removedJobs: [], armed: [], disarmed: [], effects: [],
   };
   const runs = new Map<string, MergedRun>();
   for (const entry of entries) {
@@ -92,6 +94,7 @@ function mergeEntry(runs: Map<string, MergedRun>, entry: CommitEntry): void {
       repository: null,
       inputSummary: undefined,
       jobs: new Map(),
+      removedJobs: new Set(),
       timers: new Map(),
     };
     runs.set(entry.runId, merged);
@@ -102,6 +105,7 @@ function mergeEntry(runs: Map<string, MergedRun>, entry: CommitEntry): void {
   merged.repository = entry.run.repository ?? merged.repository;
   if (entry.run.inputSummary !== undefined) merged.inputSummary = entry.run.inputSummary;
   for (const job of entry.jobs) merged.jobs.set(job.jobKey, job);
+  for (const key of entry.removedJobs) merged.removedJobs.add(key);
   for (const timer of entry.timers) merged.timers.set(timer.deadlineId, timer);
 }
 
@@ -146,6 +150,7 @@ function pushRun(rows: CommitRows, run_id: string, merged: MergedRun): void {
       outputs: job.outputs ?? null,
     });
   }
+  for (const job_key of merged.removedJobs) rows.removedJobs.push({ run_id, job_key });
   for (const timer of merged.timers.values()) {
     if (timer.op === 'disarm') rows.disarmed.push({ run_id, deadline_id: timer.deadlineId });
     else rows.armed.push({ run_id, deadline_id: timer.deadlineId, kind: timer.kind, job_key: timer.jobKey, due_at: timer.dueAt });

@@ -43,6 +43,7 @@ export function entry(runId: string, seq: number, overrides: Partial<CommitEntry
         outputs: null,
       },
     ],
+    removedJobs: [],
     timers: [],
     effects: [],
     ...overrides,
