@@ -45,6 +45,12 @@ export class AgentEffects {
       return;
     }
     if (session.sent.has(dispatchId)) return;
+    // The slot was reserved on an earlier connection of this agent: that socket is gone, and an agent
+    // that registered again without the attempt has it settled as lost; sending it now would run it twice.
+    if (registry.dispatchOf(dispatchId)?.connectionId !== session.connectionId) {
+      log.info({ runId: effect.runId, jobKey, agentId, dispatchId }, 'dispatch not sent: its slot was reserved on a connection that has closed');
+      return;
+    }
     const job = this.deps.jobContext(effect.runId, jobKey);
     if (!job || job.assignment?.dispatchId !== dispatchId) return;
     const built = await this.deps.buildDispatch({ runId: effect.runId, jobKey, dispatchId, job, agentLabels: session.labels });
