@@ -157,6 +157,8 @@ describe('KiCI workflows end to end on a stock-protocol agent (real coordinator 
     assert.equal(init.jobConfig.targetJobName, 'a');
     assert.equal(init.jobConfig.dynamicMatrix, true);
     assert.deepEqual(dispatchOf(view.run.run_id, 'b').upstreamJobStatuses, { 'a (1)': 'success', 'a (2)': 'success', 'a (3)': 'success', a: 'success' });
+    const replay = await client.json<{ exact: boolean }>(`/api/v1/runs/${view.run.run_id}/replay`);
+    assert.equal(replay.exact, true, 'the journal with the init job and the fan-out replays to the stored snapshot');
   });
 
   it('dynamic env and environment from an init job reach the dispatch; a failed init job fails its target with dynamic_eval', async () => {

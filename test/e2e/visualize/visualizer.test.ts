@@ -1,12 +1,13 @@
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import { join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { after, before, describe, it } from 'node:test';
 import pg from 'pg';
 import type { BrowserContext, Page } from 'playwright-core';
 import { externalAdminConfig, externalUrl, skipReason, tempDir } from '../../support/database.ts';
+import { CoordinatorClient, FakeAgent, runStepsWorkflow } from '../../support/fake-agent.ts';
 import { ADMIN_TOKEN, startCoordinatorProcess, stopProcess } from '../../support/processes.ts';
 import type { CoordinatorProcess } from '../../support/processes.ts';
 import { eventually, waitingWorkflow } from '../../support/runtime.ts';
@@ -125,6 +126,30 @@ describe('the visualizer in a real browser (Debian chromium, real coordinator pr
     await page.screenshot({ path: join(ARTIFACTS, '03-scrubbed.png'), fullPage: true });
     await page.locator('#follow-live').click();
     await page.waitForSelector('#run-chart g.node.current[data-id="run.cancelled"]');
+  });
+
+  it('shows each job’s steps as the agent reported them: status, duration, exit code, and the failed step as the reason', async () => {
+    const client = new CoordinatorClient(coordinator.url, ADMIN_TOKEN);
+    const agent = await FakeAgent.connect(client.wsUrl, (await client.createToken()).token, { labels: ['viz-steps'] });
+    const stepsRun = await client.createRun(runStepsWorkflow('viz-steps', 'viz-steps', [{ name: 'build', steps: [['compile', 'make'], ['test', 'make test']] }]));
+    const dispatch = await agent.next('job.dispatch');
+    const attempt = { runId: dispatch.runId, jobId: dispatch.jobId };
+    agent.ack(attempt);
+    agent.status(attempt, 'running');
+    const step = (stepIndex: number, stepName: string, state: string, data: object) =>
+      agent.send({ type: 'step.status', messageId: randomUUID(), ...attempt, stepIndex, stepName, state, timestamp: Date.now(), data });
+    step(0, 'compile', 'success', { durationMs: 1200 });
+    step(1, 'test', 'failed', { durationMs: 300, error: { message: 'tests failed', exitCode: 2 } });
+    agent.status(attempt, 'failed');
+    await client.waitForRunStatus(stepsRun, 'failed');
+    await agent.close();
+    await page.locator(`#runs button[data-run-id="${stepsRun}"]`).click();
+    await showing(page, '#jobs-body tr[data-job="build"] .job-state', 'failed');
+    assert.equal(await text(page, '#jobs-body tr[data-job="build"] .job-steps [data-step="compile"]'), 'compile success (1200 ms)');
+    assert.equal(await text(page, '#jobs-body tr[data-job="build"] .job-steps [data-step="test"]'), 'test failed (300 ms, exit 2)');
+    assert.equal(await text(page, '#jobs-body tr[data-job="build"] .job-outcome'), 'step test failed (exit code 2): tests failed');
+    await page.screenshot({ path: join(ARTIFACTS, '05-steps.png'), fullPage: true });
+    await page.locator(`#runs button[data-run-id="${runId}"]`).click();
   });
 
   it('asks for the token when the page is opened without one', async () => {
