@@ -172,4 +172,23 @@ describe('bug classes (spec/bug-classes.md)', () => {
     assert.equal(h.jobState('a'), 'timed_out_stale');
     assert.equal(h.snapshot.value, 'failed');
   });
+
+  it('B8: an init job in flight is a persisted job, not a pending promise: after a restore its result still fans out its target', () => {
+    const flags = { dynamicEnvironment: false, dynamicEnv: false, dynamicConcurrencyGroup: false, dynamicMatrix: true };
+    const h = RunHarness.start([
+      jobPlan('__init__ci__test', { initFor: { targetJobName: 'test', flags } }),
+      jobPlan('test', { initJob: '__init__ci__test', template: true }),
+      jobPlan('after', { needs: [need('test')] }),
+    ]);
+    h.dispatch('__init__ci__test', 10);
+    h.fromOwner('__init__ci__test', (o) => status('running', 11, o));
+    const restored = h.restore().watchDag7();
+    assert.equal(restored.jobState('__init__ci__test'), 'assigned.running.started');
+    assert.ok(restored.child('__init__ci__test').context.deadlines.lease, 'the lease deadline is in the snapshot, to be re-armed');
+    restored.fromOwner('__init__ci__test', (o) => ({ ...status('success', 12, o), data: { initResult: { matrixValues: [{ v: '1' }] } } }) as JobEvent);
+    assert.equal(restored.jobState('test (1)'), 'queued');
+    restored.runToEnd('test (1)', 'success', 20);
+    restored.runToEnd('after', 'success', 30);
+    assert.equal(restored.snapshot.value, 'success');
+  });
 });
