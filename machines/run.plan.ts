@@ -135,6 +135,14 @@ function initPlan(job: LockStaticJob, flags: InitFlags, options: PlanRunOptions)
   const key = initJobKey(options.workflow.name, job.name);
   const platform = (job.runsOn ?? []).filter((m) => m.kind === 'exact' && /^kici:(os|arch):/.test(m.value));
   return {
+    ...kiciRunnerPlan(key, [INIT_RUNNER_LABEL, ...platform], { ...options.timeouts, jobTimeoutMs: INIT_JOB_TIMEOUT_MS }),
+    initFor: { targetJobName: job.name, flags },
+  };
+}
+
+/** A plan with no fan-out and no group, on a KiCI agent: the shape of init jobs and generators. */
+function kiciRunnerPlan(key: string, runsOn: LabelMatcher[], timeouts: JobTimeouts): JobPlan {
+  return {
     key,
     baseName: key,
     fanoutIndex: null,
@@ -143,11 +151,10 @@ function initPlan(job: LockStaticJob, flags: InitFlags, options: PlanRunOptions)
     needs: [],
     maxParallel: null,
     failFast: false,
-    requirements: { runsOn: [INIT_RUNNER_LABEL, ...platform], excludeLabels: [], runsOnPick: 'deterministic', executor: 'kici' },
-    timeouts: { ...options.timeouts, jobTimeoutMs: INIT_JOB_TIMEOUT_MS },
+    requirements: { runsOn, excludeLabels: [], runsOnPick: 'deterministic', executor: 'kici' },
+    timeouts,
     concurrency: null,
     initFailure: null,
-    initFor: { targetJobName: job.name, flags },
   };
 }
 
@@ -238,20 +245,7 @@ function planGenerator(job: LockDynamicJob, options: PlanRunOptions): JobPlan {
   const key = `__dynamic__${options.workflow.name}__${job.source.index}`;
   const group = job.group === undefined ? '' : ` of group ${job.group}`;
   const message = `job generator${group} in ${job.source.file} is not supported: Switchyard does not run job generators (dynamicJobFn) yet`;
-  return {
-    key,
-    baseName: key,
-    fanoutIndex: null,
-    fanoutTotal: null,
-    matrixValues: null,
-    needs: needEdgesOf(job.needs),
-    maxParallel: null,
-    failFast: false,
-    requirements: { runsOn: [INIT_RUNNER_LABEL], excludeLabels: [], runsOnPick: 'deterministic', executor: 'kici' },
-    timeouts: { ...options.timeouts },
-    concurrency: null,
-    initFailure: initFailure(key, 'dynamic_eval', message),
-  };
+  return { ...kiciRunnerPlan(key, [INIT_RUNNER_LABEL], { ...options.timeouts }), needs: needEdgesOf(job.needs), initFailure: initFailure(key, 'dynamic_eval', message) };
 }
 
 function initFailure(jobName: string, category: InitFailureCategory, message: string): InitFailure {
