@@ -102,7 +102,9 @@ export class Dispatcher {
     const found = this.findAgent(request);
     if ('none' in found) {
       const own = found.none === 'capacity' ? capacityReason(found.matching) : noAgentReason(request.requirements, this.labelsFitSome(request.requirements));
-      const reason = this.scaler?.requestAgent(request) ?? own;
+      const scaled = this.scaler?.requestAgent(request) ?? null;
+      // Busy matching agents are a better reason than a scaler's "none connected and no backend".
+      const reason = scaled && !(found.none === 'capacity' && scaled.kind === 'no_matching_agent') ? scaled : own;
       if (request.reason === reason.message) return;
       request.reason = reason.message;
       await this.sendToRun(request.runId, { type: 'placement.none', jobKey: request.jobKey, reason });

@@ -102,6 +102,24 @@ async function reasons(db: Kysely<Schema>, runIds: string[]) {
 }
 
 await describeEachKind('scaler manager on a real runtime', (kind) => {
+  it(`a job whose matching agent is busy waits for capacity, not "none connected", when no backend serves it (${kind})`, async (t) => {
+    await withTestDatabase(kind, async ({ db }) => {
+      const runtime = await startTestRuntime(db, 'coord-busy');
+      const manager = managerFor(runtime, db, new RecordingBackend(2, 'reference'), 'coord-busy');
+      t.after(async () => {
+        await manager.stop();
+        runtime.stop();
+      });
+      await manager.start();
+      const link = { send: () => undefined, close: () => undefined };
+      const busy = new Map([['other-dispatch', { runId: 'other-run', jobKey: 'other' }]]);
+      runtime.registry.add({ ...{ agentId: 'kici-busy', labels: [LABEL], taints: [], properties: {}, connectionId: 'c-1', tokenId: null }, ...{ maxConcurrency: 1, scalerManaged: false, unusable: null, slots: busy, sent: new Set<string>(), link } });
+      const [tsRun] = await createRuns(runtime, 1, 'typescript');
+      const reason = await eventually(async () => (await reasons(db, [tsRun as string]))[0]?.reason, 10_000, 'a waiting reason');
+      assert.deepEqual(reason, { kind: 'capacity', message: '1 matching agent is busy' });
+    });
+  });
+
   it(`SCL-5: 50 jobs asking at once get exactly the capped number of spawns, the rest wait "scaler at capacity" (${kind})`, async (t) => {
     await withTestDatabase(kind, async ({ db }) => {
       const runtime = await startTestRuntime(db, 'coord-caps');
