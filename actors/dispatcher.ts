@@ -11,9 +11,6 @@ import type { IncomingRunEvent } from './supervisor.ts';
 /** Delivers an event to the run that owns a job. */
 export type SendToRun = (runId: string, event: IncomingRunEvent) => Promise<unknown>;
 
-/** The dispatch id the job actor holds now, if its run lives here (to confirm a grant was taken). */
-export type CurrentDispatch = (runId: string, jobKey: string) => string | null | undefined;
-
 export interface PlacementRequest {
   runId: string;
   jobKey: string;
@@ -44,7 +41,6 @@ export class Dispatcher {
   constructor(
     private readonly registry: AgentRegistry,
     private readonly sendToRun: SendToRun,
-    private readonly currentDispatch: CurrentDispatch,
     private readonly log: Logger,
   ) {
     registry.onCapacity(() => void this.offer());
@@ -116,12 +112,8 @@ export class Dispatcher {
     this.registry.reserve(session.agentId, dispatchId, { runId: request.runId, jobKey: request.jobKey });
     this.scaler?.onGranted(session.agentId, request.runId, request.jobKey);
     const agentKind = session.scalerManaged ? ('scaler' as const) : ('static' as const);
+    // A job that moved on meanwhile (cancelled, expired) gives the slot back itself.
     await this.sendToRun(request.runId, { type: 'placement.granted', jobKey: request.jobKey, agentId: session.agentId, dispatchId, agentKind });
-    // A job that moved on meanwhile (cancelled, expired) ignores the grant: give the slot back.
-    if (this.currentDispatch(request.runId, request.jobKey) !== dispatchId) {
-      this.log.info({ runId: request.runId, jobKey: request.jobKey, agentId: session.agentId }, 'grant not taken; slot released');
-      this.registry.release(session.agentId, dispatchId);
-    }
   }
 
   private labelsFitSome(requirements: AgentRequirements): boolean {

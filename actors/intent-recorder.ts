@@ -51,6 +51,7 @@ export function runtimeRunMachine(recorder: IntentRecorder) {
     actions: {
       armDeadline: ({ context }, params) => recorder.record(context.runId, { type: 'armDeadline', params }),
       disarmDeadline: ({ context }, params) => recorder.record(context.runId, { type: 'disarmDeadline', params }),
+      releaseSlot: ({ context }, params) => recorder.record(context.runId, { type: 'releaseSlot', params }),
     },
     actors: { job },
   });

@@ -56,6 +56,7 @@ export const jobMachine = jobSetup.createMachine({
         'job.skip': { target: 'skipped', actions: 'outcomeFromEvent' },
         'job.cancel.requested': { target: 'cancelled', actions: 'outcomeFromEvent' },
         'job.init.failed': { target: 'failed', actions: 'failInit' },
+        'placement.granted': { actions: 'releaseStaleGrant' },
       },
       states: {
         gated: {
@@ -118,6 +119,7 @@ export const jobMachine = jobSetup.createMachine({
       on: {
         'agent.job.status': endAsReported,
         'agent.step.status': { guard: 'fromAssignedAgent', actions: 'recordStep' },
+        'placement.granted': { actions: 'releaseStaleGrant' },
         'agent.job.lost': [
           { guard: 'fromAssignedAfterStart', target: '#job.failed', actions: { type: 'setOutcome', params: { outcome: LOST_AFTER_START } } },
           { guard: 'fromAssignedAgent', target: '#job.requeued', actions: { type: 'setOutcome', params: { outcome: LOST_BEFORE_START } } },
@@ -257,6 +259,7 @@ export const jobMachine = jobSetup.createMachine({
           { guard: 'fromAssignedAgent', target: 'requeued', actions: { type: 'setOutcome', params: { outcome: LOST_BEFORE_START } } },
         ],
         'agent.job.status': endAsReported,
+        'placement.granted': { actions: 'releaseStaleGrant' },
         'timer.recovery.expired': {
           guard: { type: 'isCurrentDeadline', params: { kind: 'recovery' } },
           target: 'failed',

@@ -277,6 +277,11 @@ export const jobSetup = jobBase.extend({
       initFailure: { scope: 'job' as const, category: 'no_agent' as const, message: params.message, jobName: context.jobKey },
     })),
     clearAssignment: assign({ assignment: null }),
+    /** A grant that arrives when the job no longer waits for one: the slot reserved for it goes back. */
+    releaseStaleGrant: compose(({ event, enqueue }) => {
+      assertEvent(event, 'placement.granted');
+      enqueue({ type: 'releaseSlot', params: { agentId: event.agentId, dispatchId: event.dispatchId } });
+    }),
     takeRelease: assign(({ context, event }) => {
       assertEvent(event, 'job.release');
       return {

@@ -57,7 +57,8 @@ type RunActors = { src: 'job'; logic: typeof jobMachine; id: string | undefined 
 /** Intents a run records itself; job intents come from its children. */
 export type RunIntent =
   | { type: 'armDeadline'; params: DeadlineSpec }
-  | { type: 'disarmDeadline'; params: { id: string; jobKey: string | null } };
+  | { type: 'disarmDeadline'; params: { id: string; jobKey: string | null } }
+  | { type: 'releaseSlot'; params: { agentId: string; dispatchId: string } };
 
 function compose<P extends Params = undefined>(
   collect: Parameters<typeof enqueueActions<RunContext, RunEvent, P, RunEvent, RunActors, RunIntent, never>>[0],
@@ -138,9 +139,11 @@ export function finalRunStatus(context: RunContext): TerminalRunStatus {
   return computeRunStatus(statuses, { workflowTimedOut: context.workflowTimedOut, initFailed: context.initFailure !== null });
 }
 
-const forwardJobEvents = Object.fromEntries(
-  JOB_EVENT_TYPES.map((type) => [type, { guard: 'targetsOpenJob' as const, actions: 'forwardToJob' as const }]),
-);
+const forwardJobEvents = {
+  ...Object.fromEntries(JOB_EVENT_TYPES.map((type) => [type, { guard: 'targetsOpenJob' as const, actions: 'forwardToJob' as const }])),
+  // A grant for a job that has ended reaches no job: the run gives its slot back.
+  'placement.granted': [{ guard: 'targetsOpenJob' as const, actions: 'forwardToJob' as const }, { actions: 'releaseGrant' as const }],
+};
 
 const runSetup = setup({
   types: {
@@ -152,6 +155,7 @@ const runSetup = setup({
   actions: {
     armDeadline: (_, _params: DeadlineSpec) => {},
     disarmDeadline: (_, _params: { id: string; jobKey: string | null }) => {},
+    releaseSlot: (_, _params: { agentId: string; dispatchId: string }) => {},
   },
   guards: {
     targetsOpenJob: ({ context, event }) =>
@@ -278,6 +282,10 @@ export const runMachine = runSetup.extend({
         else enqueue.sendTo(key, { type: 'job.cancel.requested', force: cancel.force, reason: cancel.reason, at: timeOf(context, event) });
       }
       enqueue.assign({ jobs });
+    }),
+    releaseGrant: compose(({ event, enqueue }) => {
+      assertEvent(event, 'placement.granted');
+      enqueue({ type: 'releaseSlot', params: { agentId: event.agentId, dispatchId: event.dispatchId } });
     }),
     forwardToJob: compose(({ event, enqueue }) => {
       if (!('jobKey' in event) || typeof event.jobKey !== 'string') return;

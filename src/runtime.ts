@@ -59,8 +59,7 @@ export function createRuntime(deps: RuntimeDeps) {
   const { db } = deps;
   const deliver = (runId: string, event: Parameters<EventRouter['deliver']>[1]) => router.deliver(runId, event);
   const registry = new AgentRegistry(() => clock.now());
-  const currentDispatch = (runId: string, jobKey: string) => supervisor.jobContext(runId, jobKey)?.assignment?.dispatchId;
-  const dispatcher = new Dispatcher(registry, deliver, currentDispatch, log.child({ component: 'dispatcher' }));
+  const dispatcher = new Dispatcher(registry, deliver, log.child({ component: 'dispatcher' }));
   supervisor.observe((update) => {
     if (['success', 'failed', 'cancelled'].includes(update.status)) dispatcher.forgetRun(update.runId);
   });

@@ -211,7 +211,7 @@ function recordingRunMachine(record: (intent: RecordedIntent) => void) {
     },
   });
   return runMachine.provide({
-    actions: { armDeadline: run('armDeadline'), disarmDeadline: run('disarmDeadline') },
+    actions: { armDeadline: run('armDeadline'), disarmDeadline: run('disarmDeadline'), releaseSlot: run('releaseSlot') },
     actors: { job: jobLogic },
   });
 }

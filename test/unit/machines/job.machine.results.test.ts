@@ -4,6 +4,7 @@ import type { JobEvent } from '../../../machines/job.events.ts';
 import type { StepRecord } from '../../../machines/types.ts';
 import {
   OWNER,
+  RunHarness,
   STEP,
   T,
   acceptedJob,
@@ -12,6 +13,7 @@ import {
   expiry,
   granted,
   intent,
+  jobPlan,
   lost,
   startedJob,
   status,
@@ -101,5 +103,20 @@ describe('job machine: an agent back without its job (agent.job.lost)', () => {
     assert.equal(stepJob(dispatchedJob(), lost(T.granted + 10))[0].value, 'queued');
     const other = stepJob(startedJob(), lost(T.running + 10, { agentId: OWNER.agentId, dispatchId: 'older-attempt' }))[0];
     assert.deepEqual(other.value, { assigned: { running: 'started' } });
+  });
+});
+
+describe('job machine: a grant that arrives too late gives its slot back', () => {
+  it('a job that is already dispatched releases the second grant’s slot; for a job that ended, its run releases it', () => {
+    const other = { agentId: 'agent-2', dispatchId: 'dispatch-2' };
+    const [still, intents] = stepJob(dispatchedJob(), granted(T.granted + 5, other));
+    assert.deepEqual(still.context.assignment, { ...OWNER, agentKind: 'static' });
+    assert.deepEqual(intents, [{ type: 'releaseSlot', params: other }]);
+
+    const h = RunHarness.start([jobPlan('a'), jobPlan('b')]);
+    h.runToEnd('a', 'success', 5);
+    h.take();
+    h.send({ ...granted(10, other), jobKey: 'a' });
+    assert.deepEqual(h.take(), [{ by: 'run', type: 'releaseSlot', params: other }]);
   });
 });
