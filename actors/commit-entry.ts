@@ -3,7 +3,7 @@ import type { RunContext } from '../machines/run.machine.ts';
 import { projectJobs, projectRun, stateSummary } from '../machines/projection.ts';
 import type { PersistedMachineSnapshot } from '../machines/projection.ts';
 import type { Intent } from './intent-recorder.ts';
-import type { CommitEntry, NewRun, TimerChange } from './ports.ts';
+import type { CommitEntry, NewRun, RunFailureRecord, TimerChange } from './ports.ts';
 
 export interface EntryParts {
   runId: string;
@@ -66,5 +66,25 @@ export function buildCommitEntry(parts: EntryParts): CommitEntry {
     removedJobs: snapshot.context.fannedOut,
     timers: timerChangesOf(parts.intents, parts.firedDeadlineId),
     effects,
+  };
+}
+
+/** What a failure record is built from: a CommitEntry or its SerializedEntry. */
+interface FailureSource {
+  runId: string;
+  isNewRun: boolean;
+  snapshot: { seq: number; machineId: string; machineVersion: number };
+  run: { workflowName: string; repository: string | null; createdAt: number };
+}
+
+const MAX_REASON = 2000;
+
+/** The record that fails a run whose entry could not be stored, in place of that entry. */
+export function runFailureOf(entry: FailureSource, reason: string, failedAt: number): RunFailureRecord {
+  const { snapshot, run } = entry;
+  return {
+    ...{ runId: entry.runId, isNewRun: entry.isNewRun, seq: snapshot.seq, machineId: snapshot.machineId, machineVersion: snapshot.machineVersion },
+    ...{ workflowName: run.workflowName, repository: run.repository, createdAt: run.createdAt, failedAt },
+    reason: reason.length > MAX_REASON ? `${reason.slice(0, MAX_REASON - 1)}…` : reason,
   };
 }

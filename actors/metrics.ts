@@ -23,6 +23,17 @@ export function createRuntimeMetrics(registry: Registry) {
     outboxPending: new Gauge({ name: 'switchyard_outbox_pending', help: 'Effects committed but not yet done', registers }),
     leasesHeld: new Gauge({ name: 'switchyard_leases_held', help: '1 while this coordinator holds its lease', registers }),
     takeovers: new Counter({ name: 'switchyard_lease_takeovers_total', help: 'Coordinators whose runs were adopted here', registers }),
+    commitRetries: new Counter({
+      name: 'switchyard_commit_retries_total',
+      help: 'Group commits retried after a transient database error',
+      registers,
+    }),
+    commitGiveUps: new Counter({
+      name: 'switchyard_commit_give_ups_total',
+      help: 'Runs whose writes were given up: outcome failed (stored as failed with a reason) or released (nothing stored)',
+      labelNames: ['outcome'] as const,
+      registers,
+    }),
     restoreFailures: new Counter({
       name: 'switchyard_restore_failures_total',
       help: 'Runs whose snapshot could not be restored',

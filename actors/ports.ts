@@ -52,6 +52,50 @@ export interface CommitEntry {
   effects: { effectId: string; kind: string; payload: unknown }[];
 }
 
+/**
+ * An entry as the store writes it, serialized once when it is submitted (`RunStore.serialize`):
+ * every free-form value is already JSON text, so a commit never stringifies and cannot fail on content.
+ */
+export interface SerializedEntry {
+  runId: string;
+  isNewRun: boolean;
+  /** Journal rows and outbox rows, one JSON object each. */
+  events: string[];
+  effects: string[];
+  snapshot: { seq: number; machineId: string; machineVersion: number; status: string; updatedAt: number; json: string };
+  run: {
+    workflowName: string;
+    repository: string | null;
+    status: string;
+    createdAt: number;
+    finishedAt: number | null;
+    failureReason: string | null;
+    initFailure: string;
+    /** Absent: keep what is stored. */
+    inputSummary?: string;
+  };
+  /** The JSON of each job's projection; equal text means the job did not change. */
+  jobs: { jobKey: string; json: string }[];
+  removedJobs: string[];
+  timers: TimerChange[];
+}
+
+/** Fails a run whose entry could not be stored; built from plain fields only, so it can always be written. */
+export interface RunFailureRecord {
+  runId: string;
+  /** The run's creation never became durable: the record creates it (owner row included). */
+  isNewRun: boolean;
+  /** The seq of the entry that could not be stored. */
+  seq: number;
+  machineId: string;
+  machineVersion: number;
+  workflowName: string;
+  repository: string | null;
+  createdAt: number;
+  failedAt: number;
+  reason: string;
+}
+
 export interface StoredRun {
   runId: string;
   seq: number;
@@ -65,7 +109,15 @@ export interface StoredRun {
 
 /** The supervisor's view of the database: named, fenced writes (src/db implements it). */
 export interface RunStore {
-  commit(entries: CommitEntry[]): Promise<void>;
+  /** Throws UnstorableEntryError for a value JSON cannot hold; never touches the database. */
+  serialize(entry: CommitEntry): SerializedEntry;
+  /**
+   * One transaction for the batch. Throws FencedError, JournalConflictError, TransientStoreError
+   * (retry later) or PermanentStoreError (these rows will fail again).
+   */
+  commit(entries: SerializedEntry[]): Promise<void>;
+  /** Marks runs failed with their reason (fenced like commit, same errors). */
+  failRuns(records: RunFailureRecord[]): Promise<void>;
   markEffectsDone(effectIds: string[]): Promise<void>;
   loadRuns(runIds: string[]): Promise<StoredRun[]>;
 }

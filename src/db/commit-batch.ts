@@ -1,34 +1,27 @@
 import { sql, type Kysely, type RawBuilder } from 'kysely';
-import type { CommitBatchInput } from './commit.types.ts';
-import { toCommitRows, type CommitRows } from './commit-rows.ts';
-import { FencedError, JournalConflictError } from './errors.ts';
-import { toJson } from './json.ts';
+import type { CommitBatchInput, CommitEntry } from './commit.types.ts';
+import { serializeEntry, toCommitRows, type CommitRows } from './commit-rows.ts';
+import { JournalConflictError, classifyDatabaseError } from './errors.ts';
+import { assertFence, fenceCtes, type FenceRow } from './fence.ts';
 import type { Schema } from './schema.ts';
 
 /**
  * Group commit: journals the events of many runs and stores their snapshots, projections, timer
  * changes and outbox effects in ONE statement (so one round trip and one transaction), all or
- * nothing.
+ * nothing. Entries arrive serialized (`serializeEntry`, at submit), so nothing here stringifies.
  *
- * Fencing: the statement first reads this coordinator's row FOR SHARE and counts the existing runs
- * of the batch owned by (coordinatorId, epoch); every write is conditional on both matching. A
- * takeover bumps the epoch under a row lock, so it waits for an in-flight commit, and every later
- * commit sees the new epoch, writes nothing and throws FencedError. New runs get their owner row
- * here. A (run, seq) already journaled throws JournalConflictError: it would be applied twice.
+ * Fencing (fence.ts): every write is conditional on this coordinator's epoch and on owning every
+ * existing run of the batch; otherwise nothing is written and FencedError is thrown. New runs get
+ * their owner row here. A (run, seq) already journaled throws JournalConflictError: it would be
+ * applied twice. Any other error is classified as TransientStoreError or PermanentStoreError.
  */
-export async function commitBatch(db: Kysely<Schema>, input: CommitBatchInput): Promise<void> {
+export async function commitSerialized(db: Kysely<Schema>, input: CommitBatchInput): Promise<void> {
   if (input.entries.length === 0) return;
   const rows = toCommitRows(input.entries);
-  const { coordinatorId: me, epoch } = input;
-  let fence: { epoch: number; mine: number } | undefined;
+  let fence: FenceRow | undefined;
   try {
-    const result = await sql<{ epoch: number; mine: number }>`
-      WITH fence AS (
-        SELECT c.epoch,
-               (SELECT count(*) FROM run_owner o
-                 WHERE o.run_id = ANY(${rows.existingRunIds}::text[]) AND o.coordinator_id = ${me} AND o.epoch = ${epoch}) AS mine
-          FROM coordinators c WHERE c.id = ${me} FOR SHARE),
-      ok AS (SELECT 1 FROM fence WHERE epoch = ${epoch} AND mine = ${rows.existingRunIds.length}),
+    const result = await sql<FenceRow>`
+      WITH ${fenceCtes(input.coordinatorId, input.epoch, rows.existingRunIds)},
       ${sql.join(writes(rows, input))}
       SELECT epoch, mine FROM fence`.execute(db);
     fence = result.rows[0];
@@ -38,19 +31,14 @@ export async function commitBatch(db: Kysely<Schema>, input: CommitBatchInput): 
   assertFence(input, rows.existingRunIds.length, fence);
 }
 
-function assertFence(input: CommitBatchInput, existing: number, fence: { epoch: number; mine: number } | undefined): void {
-  const { coordinatorId: me, epoch } = input;
-  if (fence === undefined) throw new FencedError(me, epoch, 'its coordinator row is gone');
-  // Number(): correct even on a pool without the int8 parser, where bigint arrives as a string.
-  const current = Number(fence.epoch);
-  if (current !== epoch) throw new FencedError(me, epoch, `the lease is now at epoch ${current}`);
-  const mine = Number(fence.mine);
-  if (mine !== existing) throw new FencedError(me, epoch, `${existing - mine} of ${existing} runs in the batch are owned by another coordinator`);
+/** `commitSerialized` of entries not yet serialized (tests, benchmarks); throws UnstorableEntryError first. */
+export async function commitBatch(db: Kysely<Schema>, input: Omit<CommitBatchInput, 'entries'> & { entries: readonly CommitEntry[] }): Promise<void> {
+  await commitSerialized(db, { ...input, entries: input.entries.map(serializeEntry) });
 }
 
 /** `json_to_recordset($json) AS t(<columns>)`, kept only while the fence holds. */
-function fenced(list: readonly object[], columns: string): RawBuilder<unknown> {
-  return sql`json_to_recordset(${toJson(list)}::json) AS t(${sql.raw(columns)}) WHERE EXISTS (SELECT 1 FROM ok)`;
+function fenced(list: readonly string[], columns: string): RawBuilder<unknown> {
+  return sql`json_to_recordset(${`[${list.join(',')}]`}::json) AS t(${sql.raw(columns)}) WHERE EXISTS (SELECT 1 FROM ok)`;
 }
 
 /** One data-modifying CTE per table that has rows in this batch (snapshot and run always do). */
@@ -138,12 +126,13 @@ function addTimersAndEffects(rows: CommitRows, now: number, add: AddCte): void {
   }
 }
 
-/** Unique violations on the journal or owner keys mean the batch would replay history. */
-function translateConflict(error: unknown): unknown {
-  if (typeof error !== 'object' || error === null || !('code' in error) || error.code !== '23505') return error;
-  const constraint = 'constraint' in error ? String(error.constraint) : '';
-  const detail = 'detail' in error ? String(error.detail) : '';
-  if (constraint === 'run_events_pkey') return new JournalConflictError(`event already journaled: ${detail}`);
-  if (constraint === 'run_owner_pkey') return new JournalConflictError(`a run marked new already exists: ${detail}`);
-  return error;
+/** Unique violations on the journal or owner keys mean the batch would replay history; the rest is classified. */
+export function translateConflict(error: unknown): Error {
+  if (typeof error === 'object' && error !== null && 'code' in error && error.code === '23505') {
+    const constraint = 'constraint' in error ? String(error.constraint) : '';
+    const detail = 'detail' in error ? String(error.detail) : '';
+    if (constraint === 'run_events_pkey') return new JournalConflictError(`event already journaled: ${detail}`);
+    if (constraint === 'run_owner_pkey') return new JournalConflictError(`a run marked new already exists: ${detail}`);
+  }
+  return classifyDatabaseError(error);
 }

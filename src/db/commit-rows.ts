@@ -1,62 +1,99 @@
-import type { CommitEntry, JobProjection, RunProjection, SnapshotRow, TimerChange } from './commit.types.ts';
+import { UnstorableEntryError } from './errors.ts';
+import type { CommitEntry, SerializedEntry, TimerChange } from './commit.types.ts';
+import { UnstorableJsonError, toJson } from './json.ts';
 
 /**
- * One group commit as row objects per table, keyed by column name: each list is sent as ONE jsonb
- * parameter and expanded with jsonb_to_recordset (far cheaper to parse than a Postgres array literal).
+ * One group commit as JSON row texts per table, keyed by column name: each list is sent as ONE json
+ * parameter and expanded with json_to_recordset (far cheaper to parse than a Postgres array literal).
  */
 export interface CommitRows {
   newRunIds: string[];
   existingRunIds: string[];
-  events: { run_id: string; seq: number; event: unknown; received_at: number; state_after: unknown }[];
-  snapshots: {
-    run_id: string;
-    seq: number;
-    machine_id: string;
-    machine_version: number;
-    snapshot: unknown;
-    status: string;
-    updated_at: number;
-  }[];
-  runs: {
-    run_id: string;
-    workflow_name: string;
-    repository: string | null;
-    status: string;
-    created_at: number;
-    updated_at: number;
-    finished_at: number | null;
-    failure_reason: string | null;
-    init_failure: unknown;
-    input_summary: unknown;
-  }[];
-  jobs: {
-    run_id: string;
-    job_key: string;
-    status: string;
-    waiting_reason: unknown;
-    attempt: number;
-    agent_id: string | null;
-    dispatch_id: string | null;
-    outcome: string | null;
-    init_failure: unknown;
-    updated_at: number;
-    steps: unknown[];
-    duration_ms: number | null;
-    outputs: unknown;
-  }[];
-  removedJobs: { run_id: string; job_key: string }[];
-  armed: { run_id: string; deadline_id: string; kind: string; job_key: string | null; due_at: number }[];
-  disarmed: { run_id: string; deadline_id: string }[];
-  effects: { effect_id: string; run_id: string; kind: string; payload: unknown }[];
+  events: string[];
+  snapshots: string[];
+  runs: string[];
+  jobs: string[];
+  removedJobs: string[];
+  armed: string[];
+  disarmed: string[];
+  effects: string[];
+}
+
+/** JSON of a string column (through toJson, so unstorable characters are replaced). */
+const str = (value: string | null): string => (value === null ? 'null' : toJson(value));
+const num = (value: number | null): string => (value === null || !Number.isFinite(value) ? 'null' : String(value));
+
+/**
+ * Serializes every free-form value of an entry once (DESIGN.md §5): the journal and outbox rows,
+ * the snapshot, the projections. A value JSON cannot hold throws UnstorableEntryError naming it.
+ */
+export function serializeEntry(entry: CommitEntry): SerializedEntry {
+  const { runId, snapshot, run } = entry;
+  const json = (part: string, value: unknown): string => {
+    try {
+      return toJson(value);
+    } catch (thrown) {
+      if (thrown instanceof UnstorableJsonError) throw new UnstorableEntryError(runId, snapshot.seq, part, thrown.detail);
+      throw thrown;
+    }
+  };
+  const run_id = str(runId);
+  return {
+    runId,
+    isNewRun: entry.isNewRun,
+    events: entry.events.map(
+      (e) => `{"run_id":${run_id},"seq":${num(e.seq)},"received_at":${num(e.receivedAt)},"event":${json('event', e.event)},"state_after":${json('state summary', e.stateAfter)}}`,
+    ),
+    effects: entry.effects.map(
+      (fx) => `{"effect_id":${str(fx.effectId)},"run_id":${run_id},"kind":${str(fx.kind)},"payload":${json(`${fx.kind} effect`, fx.payload)}}`,
+    ),
+    snapshot: {
+      seq: snapshot.seq,
+      machineId: snapshot.machineId,
+      machineVersion: snapshot.machineVersion,
+      status: snapshot.status,
+      updatedAt: snapshot.updatedAt,
+      json: json('snapshot', snapshot.snapshot),
+    },
+    run: {
+      workflowName: run.workflowName,
+      repository: run.repository,
+      status: run.status,
+      createdAt: run.createdAt,
+      finishedAt: run.finishedAt,
+      failureReason: run.failureReason,
+      initFailure: json('run init failure', run.initFailure ?? null),
+      ...(run.inputSummary === undefined ? {} : { inputSummary: json('input summary', run.inputSummary) }),
+    },
+    jobs: entry.jobs.map((job) => ({ jobKey: job.jobKey, json: json(`job ${job.jobKey}`, jobColumns(job)) })),
+    removedJobs: entry.removedJobs,
+    timers: entry.timers,
+  };
+}
+
+function jobColumns(job: CommitEntry['jobs'][number]): Record<string, unknown> {
+  return {
+    job_key: job.jobKey,
+    status: job.status,
+    waiting_reason: job.waitingReason ?? null,
+    attempt: job.attempt,
+    agent_id: job.agentId,
+    dispatch_id: job.dispatchId,
+    outcome: job.outcome,
+    init_failure: job.initFailure ?? null,
+    steps: job.steps,
+    duration_ms: job.durationMs,
+    outputs: job.outputs ?? null,
+  };
 }
 
 interface MergedRun {
   isNew: boolean;
-  snapshot: SnapshotRow;
-  run: RunProjection;
+  snapshot: SerializedEntry['snapshot'];
+  run: SerializedEntry['run'];
   repository: string | null;
-  inputSummary: unknown;
-  jobs: Map<string, JobProjection>;
+  inputSummary: string | undefined;
+  jobs: Map<string, string>;
   removedJobs: Set<string>;
   timers: Map<string, TimerChange>;
 }
@@ -67,24 +104,21 @@ interface MergedRun {
  * deadline win; repository and input summary, given when the run is created, stick unless
  * restated. Every journal event and every effect is kept, in order.
  */
-export function toCommitRows(entries: readonly CommitEntry[]): CommitRows {
+export function toCommitRows(entries: readonly SerializedEntry[]): CommitRows {
   const rows: CommitRows = {
     newRunIds: [], existingRunIds: [], events: [], snapshots: [], runs: [], jobs: [], removedJobs: [], armed: [], disarmed: [], effects: [],
   };
   const runs = new Map<string, MergedRun>();
   for (const entry of entries) {
-    const run_id = entry.runId;
-    for (const e of entry.events) {
-      rows.events.push({ run_id, seq: e.seq, event: e.event, received_at: e.receivedAt, state_after: e.stateAfter });
-    }
-    for (const fx of entry.effects) rows.effects.push({ effect_id: fx.effectId, run_id, kind: fx.kind, payload: fx.payload });
+    rows.events.push(...entry.events);
+    rows.effects.push(...entry.effects);
     mergeEntry(runs, entry);
   }
   for (const [runId, merged] of runs) pushRun(rows, runId, merged);
   return rows;
 }
 
-function mergeEntry(runs: Map<string, MergedRun>, entry: CommitEntry): void {
+function mergeEntry(runs: Map<string, MergedRun>, entry: SerializedEntry): void {
   let merged = runs.get(entry.runId);
   if (merged === undefined) {
     merged = {
@@ -104,55 +138,31 @@ function mergeEntry(runs: Map<string, MergedRun>, entry: CommitEntry): void {
   merged.run = entry.run;
   merged.repository = entry.run.repository ?? merged.repository;
   if (entry.run.inputSummary !== undefined) merged.inputSummary = entry.run.inputSummary;
-  for (const job of entry.jobs) merged.jobs.set(job.jobKey, job);
+  for (const job of entry.jobs) merged.jobs.set(job.jobKey, job.json);
   for (const key of entry.removedJobs) merged.removedJobs.add(key);
   for (const timer of entry.timers) merged.timers.set(timer.deadlineId, timer);
 }
 
-function pushRun(rows: CommitRows, run_id: string, merged: MergedRun): void {
-  (merged.isNew ? rows.newRunIds : rows.existingRunIds).push(run_id);
+function pushRun(rows: CommitRows, runId: string, merged: MergedRun): void {
+  (merged.isNew ? rows.newRunIds : rows.existingRunIds).push(runId);
   const { snapshot: s, run } = merged;
-  rows.snapshots.push({
-    run_id,
-    seq: s.seq,
-    machine_id: s.machineId,
-    machine_version: s.machineVersion,
-    snapshot: s.snapshot,
-    status: s.status,
-    updated_at: s.updatedAt,
-  });
-  rows.runs.push({
-    run_id,
-    workflow_name: run.workflowName,
-    repository: merged.repository,
-    status: run.status,
-    created_at: run.createdAt,
-    updated_at: s.updatedAt,
-    finished_at: run.finishedAt,
-    failure_reason: run.failureReason,
-    init_failure: run.initFailure ?? null,
-    input_summary: merged.inputSummary ?? null,
-  });
-  for (const job of merged.jobs.values()) {
-    rows.jobs.push({
-      run_id,
-      job_key: job.jobKey,
-      status: job.status,
-      waiting_reason: job.waitingReason ?? null,
-      attempt: job.attempt,
-      agent_id: job.agentId,
-      dispatch_id: job.dispatchId,
-      outcome: job.outcome,
-      init_failure: job.initFailure ?? null,
-      updated_at: s.updatedAt,
-      steps: job.steps,
-      duration_ms: job.durationMs,
-      outputs: job.outputs ?? null,
-    });
-  }
-  for (const job_key of merged.removedJobs) rows.removedJobs.push({ run_id, job_key });
+  const run_id = str(runId);
+  const updated_at = num(s.updatedAt);
+  rows.snapshots.push(
+    `{"run_id":${run_id},"seq":${num(s.seq)},"machine_id":${str(s.machineId)},"machine_version":${num(s.machineVersion)},` +
+      `"status":${str(s.status)},"updated_at":${updated_at},"snapshot":${s.json}}`,
+  );
+  rows.runs.push(
+    `{"run_id":${run_id},"workflow_name":${str(run.workflowName)},"repository":${str(merged.repository)},"status":${str(run.status)},` +
+      `"created_at":${num(run.createdAt)},"updated_at":${updated_at},"finished_at":${num(run.finishedAt)},` +
+      `"failure_reason":${str(run.failureReason)},"init_failure":${run.initFailure},"input_summary":${merged.inputSummary ?? 'null'}}`,
+  );
+  const prefix = `{"run_id":${run_id},"updated_at":${updated_at},`;
+  for (const job of merged.jobs.values()) rows.jobs.push(prefix + job.slice(1));
+  for (const key of merged.removedJobs) rows.removedJobs.push(`{"run_id":${run_id},"job_key":${str(key)}}`);
   for (const timer of merged.timers.values()) {
-    if (timer.op === 'disarm') rows.disarmed.push({ run_id, deadline_id: timer.deadlineId });
-    else rows.armed.push({ run_id, deadline_id: timer.deadlineId, kind: timer.kind, job_key: timer.jobKey, due_at: timer.dueAt });
+    const deadline = `{"run_id":${run_id},"deadline_id":${str(timer.deadlineId)}`;
+    if (timer.op === 'disarm') rows.disarmed.push(`${deadline}}`);
+    else rows.armed.push(`${deadline},"kind":${str(timer.kind)},"job_key":${str(timer.jobKey)},"due_at":${num(timer.dueAt)}}`);
   }
 }

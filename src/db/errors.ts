@@ -1,17 +1,39 @@
-/** Fencing is the runtime's error; the queries throw it (one class, whichever layer catches it). */
-export { FencedError } from '../../actors/errors.ts';
+import { PermanentStoreError, TransientStoreError, coerceError } from '../../actors/errors.ts';
+
+/** Fencing and the store's error classes are the runtime's; the queries throw them (one class, whichever layer catches it). */
+export { FencedError, JournalConflictError, PermanentStoreError, TransientStoreError, UnstorableEntryError } from '../../actors/errors.ts';
 
 /**
- * A batch tried to append an event at a (run, seq) that is already journaled, so it would be applied
- * twice. The whole batch was rolled back; the run actor's state is ahead of or behind the journal
- * and must be restored from its snapshot.
+ * SQLSTATE classes and codes after which the same statement can succeed later: connection
+ * exceptions, transaction rollbacks (serialization failure, deadlock), insufficient resources
+ * (too many connections), operator intervention (admin or crash shutdown, cancel), system errors.
  */
-export class JournalConflictError extends Error {
-  override readonly name = 'JournalConflictError';
+const TRANSIENT_CLASSES = new Set(['08', '40', '53', '57', '58']);
+const TRANSIENT_CODES = new Set(['55P03', '55006', '25006', '25P03']);
+/** 57P04: the database was dropped; retrying cannot help. */
+const PERMANENT_CODES = new Set(['57P04']);
+/** Errors of the socket or the driver, with no SQLSTATE: the statement never reached a verdict. */
+const NETWORK_CODES = new Set(['ECONNRESET', 'ECONNREFUSED', 'ETIMEDOUT', 'EPIPE', 'EHOSTUNREACH', 'ENETUNREACH', 'EAI_AGAIN', 'ENOTFOUND']);
+const DRIVER_MESSAGES = /Connection terminated|connection error|not queryable|timeout exceeded when trying to connect|Client was closed/i;
 
-  constructor(readonly detail: string) {
-    super(`Journal conflict, batch rolled back: ${detail}`);
+function codeOf(error: Error): string | null {
+  return 'code' in error && typeof error.code === 'string' ? error.code : null;
+}
+
+/**
+ * Sorts an error of a write into TransientStoreError (retry with backoff) or PermanentStoreError
+ * (the rows themselves are refused: data exception 22, constraint 23, limit 54, syntax 42...).
+ */
+export function classifyDatabaseError(thrown: unknown): TransientStoreError | PermanentStoreError {
+  const error = coerceError(thrown);
+  const code = codeOf(error);
+  if (code !== null && /^[0-9A-Z]{5}$/.test(code)) {
+    if (PERMANENT_CODES.has(code)) return new PermanentStoreError(code, error);
+    const transient = TRANSIENT_CODES.has(code) || TRANSIENT_CLASSES.has(code.slice(0, 2));
+    return transient ? new TransientStoreError(code, error) : new PermanentStoreError(code, error);
   }
+  if ((code !== null && NETWORK_CODES.has(code)) || DRIVER_MESSAGES.test(error.message)) return new TransientStoreError(code, error);
+  return new PermanentStoreError(code, error);
 }
 
 /**

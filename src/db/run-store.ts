@@ -2,9 +2,11 @@ import type { Kysely } from 'kysely';
 import type { OwnershipStore } from '../../actors/ownership.ts';
 import type { Clock, RunStore } from '../../actors/ports.ts';
 import { adoptRunsOf, findExpiredCoordinators } from './adoption.ts';
-import { commitBatch } from './commit-batch.ts';
-import { claimCoordinatorLease, renewCoordinatorLease } from './coordinator-lease.ts';
+import { commitSerialized } from './commit-batch.ts';
+import { serializeEntry } from './commit-rows.ts';
+import { claimCoordinatorLease, releaseCoordinatorLease, renewCoordinatorLease } from './coordinator-lease.ts';
 import { markEffectsDone } from './effects.ts';
+import { failRuns } from './fail-runs.ts';
 import { reclaimOwnRuns } from './reclaim.ts';
 import { loadRunsForRestore } from './restore.ts';
 import type { Schema } from './schema.ts';
@@ -17,7 +19,9 @@ export interface Identity {
 /** The supervisor's and ownership's ports, on Postgres. Every write is fenced by the epoch. */
 export function createRunStore(db: Kysely<Schema>, identity: Identity, clock: Clock): RunStore & OwnershipStore {
   return {
-    commit: (entries) => commitBatch(db, { coordinatorId: identity.coordinatorId, epoch: identity.epoch(), now: clock.now(), entries }),
+    serialize: serializeEntry,
+    commit: (entries) => commitSerialized(db, { coordinatorId: identity.coordinatorId, epoch: identity.epoch(), now: clock.now(), entries }),
+    failRuns: (records) => failRuns(db, { coordinatorId: identity.coordinatorId, epoch: identity.epoch(), records }),
     markEffectsDone: (effectIds) => markEffectsDone(db, { effectIds, now: clock.now() }),
     loadRuns: (runIds) => loadRunsForRestore(db, runIds),
     claimLease: (args) => claimCoordinatorLease(db, args),
@@ -25,5 +29,6 @@ export function createRunStore(db: Kysely<Schema>, identity: Identity, clock: Cl
     findExpired: (args) => findExpiredCoordinators(db, args),
     adoptRunsOf: (args) => adoptRunsOf(db, args),
     reclaimOwnRuns: (args) => reclaimOwnRuns(db, args),
+    releaseLease: (args) => releaseCoordinatorLease(db, args),
   };
 }

@@ -1,12 +1,14 @@
 import { randomUUID } from 'node:crypto';
 import type { Kysely } from 'kysely';
 import { z } from 'zod';
+import { RunNotStorableError } from '../../actors/errors.ts';
 import type { IncomingRunEvent, Supervisor } from '../../actors/supervisor.ts';
-import type { LockWorkflow } from '../../machines/lock.types.ts';
 import { planRun } from '../../machines/run.plan.ts';
 import { isTerminalRunStatus } from '../../machines/status.ts';
 import type { JobTimeouts } from '../../machines/types.ts';
 import { readJournal } from '../db/journal.ts';
+import { findWorkflowProblem } from '../lockfile/checks.ts';
+import { job as lockJobSchema } from '../lockfile/schema-jobs.ts';
 import { getRunWithJobs, listJobsByStatus, listRuns } from '../db/run-queries.ts';
 import type { Schema } from '../db/schema.ts';
 import type { RunSource } from '../pipeline/run-source.ts';
@@ -35,7 +37,7 @@ const manualRunSchema = z.object({
   workflow: z
     .object({
       name: z.string().min(1),
-      jobs: z.array(z.object({ _type: z.enum(['static', 'dynamic']) }).passthrough()),
+      jobs: z.array(lockJobSchema),
     })
     .passthrough(),
 });
@@ -80,13 +82,15 @@ async function getRunRoute(deps: RunApiDeps, res: RouteContext['res'], runId: st
 /** Starts a workflow by hand: the same planning and run actor as a webhook run. */
 async function createRunRoute(deps: RunApiDeps, { req, res }: RouteContext) {
   const body = parse(manualRunSchema, await readJson(req, MAX_BODY));
+  const problem = findWorkflowProblem(body.workflow);
+  if (problem) throw new HttpError(400, 'invalid workflow', `${problem.path.map(String).join('.')}: ${problem.problem}`);
   const runId = randomUUID();
   let input;
   try {
     input = planRun({
       runId,
       createdAt: deps.now(),
-      workflow: body.workflow as unknown as LockWorkflow,
+      workflow: body.workflow,
       timeouts: deps.timeouts,
       maxAttempts: deps.maxAttempts,
       repository: body.repository,
@@ -101,9 +105,15 @@ async function createRunRoute(deps: RunApiDeps, { req, res }: RouteContext) {
     sha: body.sha,
     provider: 'api',
     event: null,
-    workflow: body.workflow as unknown as LockWorkflow,
+    workflow: body.workflow,
   };
-  await deps.supervisor.createRun({ input, repository: body.repository, inputSummary: source });
+  try {
+    await deps.supervisor.createRun({ input, repository: body.repository, inputSummary: source });
+  } catch (thrown) {
+    // The run exists, failed: its input could not be stored (e.g. nested too deeply).
+    if (thrown instanceof RunNotStorableError) throw new HttpError(422, 'run not storable', thrown.message);
+    throw thrown;
+  }
   sendJson(res, 201, { runId, jobs: input.jobs.map((job) => job.key) });
 }
 

@@ -25,6 +25,11 @@ export function findSemanticProblem(lock: LockFile): LockProblem | null {
   return null;
 }
 
+/** Rules 5–8 for one workflow given on its own (a run started by hand), with paths under `workflow`. */
+export function findWorkflowProblem(workflow: LockWorkflow): LockProblem | null {
+  return workflowProblem(workflow, ['workflow']);
+}
+
 function workflowProblem(workflow: LockWorkflow, path: Path): LockProblem | null {
   for (const [index, trigger] of (workflow.triggers ?? []).entries()) {
     const problem = trigger === null ? null : triggerRegexProblem(trigger, [...path, 'triggers', index]);

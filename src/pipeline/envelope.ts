@@ -32,7 +32,7 @@ export type EventProvider = 'github' | 'local' | 'generic';
 export interface EventEnvelope {
   type: EventType;
   action?: string;
-  /** The raw provider body, unchanged (generic webhooks add `source` and `eventType`). */
+  /** The raw provider body (generic webhooks add `source` and `eventType`); parts nested over 128 levels are cut to a marker. */
   payload: Record<string, unknown>;
   /** Push branch, PR base, tag name or the default branch; `__generic__` for generic webhooks. */
   targetBranch: string;

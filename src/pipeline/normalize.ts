@@ -4,6 +4,7 @@ import { formatJsonPath } from '../lockfile/json-path.ts';
 import type { EventEnvelope } from './envelope.ts';
 import * as payloads from './normalize.schemas.ts';
 import * as github from './normalize.github.ts';
+import { capPayloadDepth } from './normalize.depth.ts';
 
 /** An event Switchyard may build, with where its lock file is read. */
 export interface NormalizedEvent {
@@ -71,13 +72,14 @@ const GITHUB: ReadonlyMap<string, Handler> = new Map([
 
 /**
  * Maps a GitHub delivery to an envelope and the commit its lock file is read at (lockfile.md §11),
- * or says why it is dropped (`ping`, unknown events, deleted refs, malformed payloads). Never throws.
+ * or says why it is dropped (`ping`, unknown events, deleted refs, malformed payloads). Parts nested
+ * deeper than MAX_PAYLOAD_DEPTH are replaced by a marker (normalize.depth.ts). Never throws.
  */
 export function normalizeGitHubEvent(eventName: string, payload: unknown): NormalizedEvent | Dropped {
   const handler = GITHUB.get(eventName);
   if (handler === undefined) return { dropped: `ignored GitHub event ${JSON.stringify(eventName)}` };
   try {
-    return handler(eventName, payload);
+    return handler(eventName, capPayloadDepth(payload));
   } catch (thrown) {
     return { dropped: `malformed ${eventName}: ${coerceError(thrown).message}` };
   }
@@ -85,9 +87,11 @@ export function normalizeGitHubEvent(eventName: string, payload: unknown): Norma
 
 /**
  * `POST /webhooks/generic/:source` (lockfile.md §11): `eventType` comes from the source's event-type
- * header; `"default"` (or none) leaves `action` unset. The body must be a JSON object.
+ * header; `"default"` (or none) leaves `action` unset. The body must be a JSON object; its parts
+ * nested too deeply are cut as for GitHub.
  */
-export function normalizeGenericEvent(source: string, eventType: string, payload: unknown): EventEnvelope | Dropped {
+export function normalizeGenericEvent(source: string, eventType: string, raw: unknown): EventEnvelope | Dropped {
+  const payload = capPayloadDepth(raw);
   if (!isRecord(payload)) return { dropped: 'malformed generic webhook: the body is not a JSON object' };
   const envelope: EventEnvelope = {
     type: 'generic_webhook',

@@ -1,6 +1,6 @@
 import type { Kysely } from 'kysely';
 import type { Logger } from 'pino';
-import { coerceError } from '../../actors/errors.ts';
+import { RunNotStorableError, coerceError } from '../../actors/errors.ts';
 import type { NewRun } from '../../actors/ports.ts';
 import type { LockFile, LockStaticJob, LockWorkflow } from '../../machines/lock.types.ts';
 import { planRun } from '../../machines/run.plan.ts';
@@ -36,6 +36,20 @@ export interface RunStarterDeps {
 }
 
 const UNRESOLVED = '(unresolved workflow)';
+
+/**
+ * Creates a run; null when it was created, else the reason it was failed at once because its state
+ * could not be stored (it exists, failed, so the delivery is done). Anything else propagates.
+ */
+async function create(deps: RunStarterDeps, run: NewRun): Promise<string | null> {
+  try {
+    await deps.createRun(run);
+    return null;
+  } catch (thrown) {
+    if (thrown instanceof RunNotStorableError) return thrown.reason;
+    throw thrown;
+  }
+}
 const MAX_MESSAGE = 2000;
 
 interface InlineResults {
@@ -75,7 +89,8 @@ export function createRunStarter(deps: RunStarterDeps): RunStarter {
     const runId = runIdFor(delivery.source, delivery.deliveryId, workflow.name);
     if (await exists(runId)) return runId;
     const input = planRun({ runId, createdAt: deps.now(), workflow, timeouts: deps.timeouts, maxAttempts: deps.maxAttempts, repository: source.repository, initFailure });
-    await deps.createRun({ input, repository: source.repository, inputSummary: toSource(source, workflow, delivery, {}) });
+    const unstorable = await create(deps, { input, repository: source.repository, inputSummary: toSource(source, workflow, delivery, {}) });
+    if (unstorable !== null) deps.log.warn({ runId, reason: unstorable }, 'failed run could not be stored as is; it is failed with the reason');
     return runId;
   }
 
@@ -87,8 +102,8 @@ export function createRunStarter(deps: RunStarterDeps): RunStarter {
       ...{ runId, createdAt: deps.now(), workflow, timeouts: deps.timeouts, maxAttempts: deps.maxAttempts },
       ...{ repository: source.repository, resolvedConcurrencyGroups: inline.groups, jobErrors: inline.errors },
     });
-    await deps.createRun({ input, repository: source.repository, inputSummary: toSource(source, workflow, delivery, inline.env) });
-    return { workflow: workflow.name, runId };
+    const unstorable = await create(deps, { input, repository: source.repository, inputSummary: toSource(source, workflow, delivery, inline.env) });
+    return { workflow: workflow.name, runId, ...(unstorable === null ? {} : { initFailure: unstorable }) };
   }
 
   return {

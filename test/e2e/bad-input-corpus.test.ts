@@ -44,6 +44,8 @@ interface RunRow {
   run_id: string;
   workflow_name: string;
   status: string;
+  failure_reason: string | null;
+  input_summary: unknown;
   init_failure: { scope: string; category: string; message: string } | null;
 }
 
@@ -329,10 +331,25 @@ describe('bad-input corpus against one coordinator (external Postgres)', { skip:
     nothingLost = true;
   });
 
-  describe('known bugs: group-commit poisoning (todo; run last, they stall run writes)', () => {
+  /** The run of a case's delivery, as its `run` expectation says. */
+  async function checkRun(c: HttpCase): Promise<void> {
+    const deliveryId = withAdminToken(c.wire(goodSha), ADMIN_TOKEN).headers['x-github-delivery'];
+    if (c.run === undefined || deliveryId === undefined) return;
+    const runId = (await finished(deliveryId)).outcome?.runIds?.[0];
+    assert.ok(runId !== undefined, 'the delivery names its run');
+    const view = await run(runId);
+    assert.match(view.run.status, c.run.status, `run ${runId}: ${view.run.status} ${view.run.failure_reason ?? ''}`);
+    if (c.run.summary) assert.match(JSON.stringify(view.run.input_summary), c.run.summary);
+  }
+
+  describe('group-commit poisoning (run last: before the fix they stalled every run write)', () => {
     for (const c of STALLING_CASES) {
       it(c.name, { todo: c.todo }, async () => {
-        await checkHttpCase(c, 8_000);
+        const fixed = { ...c, wire: memo(c.wire) };
+        await checkHttpCase(fixed, 8_000);
+        await checkRun(fixed);
+        await sendGood();
+        await finished(goodIds.at(-1) ?? '', (row) => row.status === 'processed', 8_000);
       });
     }
   });
@@ -349,6 +366,16 @@ describe('bad-input corpus against one coordinator (external Postgres)', { skip:
     assert.ok(nothingLost, 'the nothing-lost check passed');
   });
 });
+
+/** The same wire (same random delivery id) every time it is asked for. */
+function memo(wire: HttpCase['wire']): HttpCase['wire'] {
+  const made = new Map<string, Wire>();
+  return (sha) => {
+    const cached = made.get(sha) ?? wire(sha);
+    made.set(sha, cached);
+    return cached;
+  };
+}
 
 /** SIGTERM, then SIGKILL if a stalled commit keeps the coordinator from shutting down. */
 async function stopOrKill(coordinator: CoordinatorProcess, graceMs: number): Promise<void> {

@@ -50,7 +50,25 @@ await describeEachKind('starting the runs of a delivery', (kind) => {
         assert.equal((await db.selectFrom('runs').select('run_id').execute()).length, 2, 'the retry found the first run and created the second');
       } finally {
         sandbox.dispose();
-        runtime.stop();
+        await runtime.stop();
+      }
+    }));
+
+  it('a run whose input cannot be stored exists, failed with the reason, and the delivery is done (not retried forever)', () =>
+    withTestDatabase(kind, async ({ db }) => {
+      const runtime = await startTestRuntime(db, 'coord-s');
+      const sandbox = new IsolatedVmSandbox();
+      try {
+        const starter = createRunStarter({ db, createRun: (run) => runtime.supervisor.createRun(run), sandbox, timeouts: DEFAULT_JOB_TIMEOUTS, maxAttempts: 5, now: Date.now, log: testLog });
+        const unstorable = { ...source, event: { ...source.event, payload: { ...source.event.payload, size: 10n } } };
+        const started = await starter.matched(delivery, lock, unstorable);
+        assert.deepEqual(started.map((r) => r.runId), [runIdFor('github', 'd-1', 'first'), runIdFor('github', 'd-1', 'second')]);
+        for (const r of started) assert.match(r.initFailure ?? '', /input summary at seq 0 cannot be stored as JSON: it holds a BigInt/);
+        const runs = await db.selectFrom('runs').select(['status', 'failure_reason']).execute();
+        assert.deepEqual(runs.map((r) => r.status), ['failed', 'failed']);
+      } finally {
+        sandbox.dispose();
+        await runtime.stop();
       }
     }));
 });
