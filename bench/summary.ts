@@ -109,6 +109,16 @@ function runtimeRows(runtime: Source, takeover: Source): Row[] {
   ];
 }
 
+function burstRows(burst: Source): Row[] {
+  const runs = num(burst, 'results.runs');
+  const slots = num(burst, 'results.slots') ?? 8;
+  return [
+    value(`burst jobs/s, ${runs ?? '?'} pushes, 1 reference agent × ${slots} slots`, 'jobs/s', burst, 'results.jobsPerSecond', undefined,
+      'first delivery received → last run finished; one short run: job per push, real agent and coordinator processes'),
+    value('  of which runs succeeded', 'runs', burst, 'results.succeeded', runs === undefined ? undefined : { op: '≥', value: runs, judged: 'value' }, 'every run must succeed'),
+  ];
+}
+
 function compareRows(on: { dispatch: Source; webhook: Source }, off: { dispatch: Source; webhook: Source }): Row[] {
   const both = (a: Source, b: Source) => `${a?.name ?? 'missing'} / ${b?.name ?? 'missing'}`;
   const path = (source: Source, p: string) => num(source, p);
@@ -138,7 +148,7 @@ export async function buildSummary(options: SummaryOptions): Promise<{ rows: Row
     return source;
   };
   const on = { dispatch: await get('dispatch'), webhook: await get('webhook') };
-  const rows = [...webhookRows(on.webhook), ...dispatchRows(on.dispatch), ...runtimeRows(await get('runtime'), await get('takeover'))];
+  const rows = [...webhookRows(on.webhook), ...dispatchRows(on.dispatch), ...runtimeRows(await get('runtime'), await get('takeover')), ...burstRows(await get('burst'))];
   if (options.compare) rows.push(...compareRows(on, { dispatch: await get('dispatch', 'off'), webhook: await get('webhook', 'off') }));
   const file = new URL('summary.json', RESULTS_DIR);
   const body = { at: new Date().toISOString(), quick: options.quick, compare: options.compare, failedBenches: options.failed, environment: { atStart: options.environmentAtStart, atEnd: environment() }, figures: rows, sources };

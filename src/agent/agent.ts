@@ -76,7 +76,7 @@ export class Agent {
       this.log,
       resources.random,
     );
-    this.outbox = new Outbox(this.connection, options.bufferCapacity);
+    this.outbox = new Outbox(this.connection, options.bufferCapacity, () => this.finishIfIdle());
   }
 
   get state(): AgentLifecycle {
@@ -268,6 +268,7 @@ export class Agent {
 
   private onDisconnected(): void {
     if (this.registeredOnce) this.disconnectedAt ??= Date.now();
+    this.outbox.disconnected();
     // A pending approval does not survive the connection (protocol.md §10.1).
     for (const resolve of this.approvals.values()) resolve('rejected');
     this.approvals.clear();

@@ -43,22 +43,29 @@ export function utf8Bytes(lines: readonly string[]): number {
 }
 
 /** Stores one `log.chunk`; returns the bytes stored (0, and no row, for an empty chunk). */
-export async function appendLogChunk(db: Kysely<Schema>, chunk: LogChunkInput): Promise<number> {
-  if (chunk.lines.length === 0) return 0;
-  const bytes = utf8Bytes(chunk.lines);
-  await db
-    .insertInto('job_logs')
-    .values({
+export function appendLogChunk(db: Kysely<Schema>, chunk: LogChunkInput): Promise<number> {
+  return appendLogChunks(db, [chunk]);
+}
+
+/**
+ * Stores chunks in one INSERT, in the order given (row ids follow it); empty chunks get no row.
+ * Returns the bytes stored.
+ */
+export async function appendLogChunks(db: Kysely<Schema>, chunks: readonly LogChunkInput[]): Promise<number> {
+  const rows = chunks
+    .filter((chunk) => chunk.lines.length > 0)
+    .map((chunk) => ({
       run_id: chunk.runId,
       job_key: chunk.jobKey,
       dispatch_id: chunk.dispatchId,
       step_index: chunk.stepIndex,
       lines: toJson(chunk.lines),
-      bytes,
+      bytes: utf8Bytes(chunk.lines),
       created_at: chunk.now,
-    })
-    .execute();
-  return bytes;
+    }));
+  if (rows.length === 0) return 0;
+  await db.insertInto('job_logs').values(rows).execute();
+  return rows.reduce((sum, row) => sum + row.bytes, 0);
 }
 
 /** A run's log chunks in arrival order, optionally for one job and one step. */

@@ -5,11 +5,11 @@ import type { AgentSession, SlotHolder } from '../../actors/agent-registry.ts';
 import { coerceError } from '../../actors/errors.ts';
 import { checkRegisterGates } from './gates.ts';
 import type { TokenInfo } from './gates.ts';
-import { JOB_SCOPED_TYPES, handleJobMessage } from './job-messages.ts';
-import type { JobMessageDeps, JobScopedMessage } from './job-messages.ts';
+import { JOB_SCOPED_TYPES, JobFrames } from './job-messages.ts';
+import type { JobMessageDeps, JobScopedMessage, OwnershipCause } from './job-messages.ts';
 import { CLOSE_CODES, MIN_PROTOCOL_VERSION, isRefusedRequest, parseAgentMessage, refusalFor, truncateCloseReason } from './messages.ts';
-import type { AgentMessage, AgentMessageOf } from './messages.ts';
-import { ConnectionLimits, ViolationWindow } from './rate-limit.ts';
+import type { AgentMessage, AgentMessageOf, ParseResult } from './messages.ts';
+import { ConnectionLimits, ViolationWindow, frameClassOf } from './rate-limit.ts';
 
 export interface ConnectionDeps extends JobMessageDeps {
   authMode: 'token' | 'none';
@@ -19,7 +19,8 @@ export interface ConnectionDeps extends JobMessageDeps {
   onUnknownType: (type: string) => void;
   /** An informational frame failed its schema (`switchyard_ws_invalid_informational_total{type}`). */
   onInvalidInformational: (type: string) => void;
-  onViolation: () => void;
+  /** A job message refused by the ownership rule (`switchyard_ws_ownership_violations_total{cause}`). */
+  onViolation: (cause: OwnershipCause) => void;
 }
 
 type Phase = 'auth' | 'register' | 'ready' | 'closed';
@@ -30,6 +31,13 @@ const UNHEALTHY_MS = 90_000;
 const SILENT_CLOSE_MS = 180_000;
 const WATCH_EVERY_MS = 10_000;
 const MAX_HELD_FRAMES = 256;
+/** Why a session that just registered with `inFlightJobs` is not offered jobs yet. */
+export const RECLAIMING = 'reclaiming';
+/** Log bytes waiting for the database beyond which the socket is paused until they are down to the low mark. */
+const LOG_BACKLOG_HIGH = 8 * 1024 * 1024;
+const LOG_BACKLOG_LOW = 2 * 1024 * 1024;
+/** Routine close codes; any other close of an agent's socket is logged as a warning. */
+const QUIET_CLOSES: ReadonlySet<number> = new Set([CLOSE_CODES.NORMAL, CLOSE_CODES.GOING_AWAY]);
 /** Job messages a reconnecting stock agent sends before its register.ack (§5). */
 const HOLDABLE = new Set(['job.status', 'step.status']);
 
@@ -49,6 +57,11 @@ export class AgentConnection {
   private readonly limits: ConnectionLimits;
   private readonly violations = new ViolationWindow();
   private chain: Promise<void> = Promise.resolve();
+  private readonly jobs: JobFrames;
+  /** Why reading is paused (rate-limit debt, log backlog); the socket resumes when none is left. */
+  private holds = 0;
+  private rateHoldUntil = 0;
+  private lastWarningAt = Number.NEGATIVE_INFINITY;
   private readonly log: Logger;
 
   constructor(
@@ -58,6 +71,7 @@ export class AgentConnection {
     this.log = deps.log.child({ connectionId: this.connectionId });
     this.lastHeartbeatAt = deps.now();
     this.limits = new ConnectionLimits(deps.now());
+    this.jobs = new JobFrames({ ...deps, log: this.log });
     this.phase = deps.authMode === 'none' ? 'register' : 'auth';
     this.arm(deps.authMode === 'none' ? REGISTER_TIMEOUT_MS : AUTH_TIMEOUT_MS, deps.authMode === 'none' ? 'Register timeout' : 'Auth timeout');
     socket.on('message', (data, isBinary) => this.receive(data as Buffer, isBinary));
@@ -68,21 +82,73 @@ export class AgentConnection {
   private receive(data: Buffer, isBinary: boolean): void {
     if (this.phase === 'closed') return;
     if (isBinary) return this.close(CLOSE_CODES.INVALID_MESSAGE, 'Binary frames are not allowed');
-    const verdict = this.limits.check(data.length, this.deps.now(), data.length < 256 && data.includes('"heartbeat"'));
-    if (verdict === 'close') return this.close(CLOSE_CODES.INVALID_MESSAGE, 'Rate limit exceeded');
-    if (verdict === 'drop') return this.send({ type: 'rate.limit.warning', retryAfterMs: 1000 });
+    const now = this.deps.now();
+    if (this.session) this.session.lastFrameAt = now;
+    if (data.length > ConnectionLimits.SINGLE_MESSAGE_MAX) return this.close(CLOSE_CODES.INVALID_MESSAGE, 'Message too large');
     const parsed = parseAgentMessage(data.toString('utf8'));
+    if (!parsed.ok && parsed.unknownType !== true && parsed.informational !== true) return this.refuseFrame(parsed.reason);
+    if (!this.admit(parsed, data.length, now)) return;
     if (!parsed.ok) {
       if (parsed.unknownType) return this.deps.onUnknownType(parsed.type ?? 'unknown');
-      if (parsed.informational) return this.invalidInformational(parsed.type ?? 'unknown', parsed.reason);
-      this.log.warn({ reason: parsed.reason }, 'invalid agent frame');
-      this.send({ type: 'error', code: 'invalid_message', message: parsed.reason });
-      return this.close(CLOSE_CODES.INVALID_MESSAGE, parsed.reason);
+      return this.invalidInformational(parsed.type ?? 'unknown', parsed.reason);
     }
-    // Frames of one socket are handled in arrival order, one at a time.
+    // Frames of one socket are routed in arrival order; routing does not wait for durability.
     this.chain = this.chain.then(() => this.route(parsed.message)).catch((thrown: unknown) => {
-      this.log.error({ err: coerceError(thrown) }, 'agent message failed');
+      this.log.error({ err: coerceError(thrown), type: parsed.message.type }, 'agent message failed');
     });
+  }
+
+  /**
+   * The rate limit (protocol.md §1): a frame that settles a job, answers a request or belongs to
+   * the handshake is never dropped: it is taken and the socket stops reading until the debt is paid.
+   */
+  private admit(parsed: ParseResult<AgentMessage>, size: number, now: number): boolean {
+    const type = parsed.ok ? parsed.message.type : parsed.type;
+    const verdict = this.limits.check(frameClassOf(type, parsed.ok || parsed.informational === true), size, now);
+    switch (verdict.kind) {
+      case 'ok':
+        return true;
+      case 'pause':
+        this.pauseFor(verdict.ms, now);
+        return true;
+      case 'drop':
+        this.warnRateLimited(verdict.retryAfterMs, now);
+        return false;
+      case 'close':
+        this.close(CLOSE_CODES.INVALID_MESSAGE, 'Rate limit exceeded');
+        return false;
+    }
+  }
+
+  /** One `rate.limit.warning` per window, however many frames the window drops. */
+  private warnRateLimited(retryAfterMs: number, now: number): void {
+    if (now - this.lastWarningAt < retryAfterMs) return;
+    this.lastWarningAt = now;
+    this.send({ type: 'rate.limit.warning', retryAfterMs });
+  }
+
+  private pauseFor(ms: number, now: number): void {
+    if (now + ms <= this.rateHoldUntil) return;
+    this.rateHoldUntil = now + ms;
+    this.hold(new Promise((resolve) => setTimeout(resolve, ms)));
+  }
+
+  /** Stops reading the socket until `until` settles (ws may still emit frames it had already read). */
+  private hold(until: Promise<unknown>): void {
+    if (this.phase === 'closed') return;
+    this.holds += 1;
+    if (this.holds === 1) this.socket.pause();
+    const release = () => {
+      this.holds -= 1;
+      if (this.holds === 0 && this.phase !== 'closed') this.socket.resume();
+    };
+    until.then(release, release);
+  }
+
+  private refuseFrame(reason: string): void {
+    this.log.warn({ reason }, 'invalid agent frame');
+    this.send({ type: 'error', code: 'invalid_message', message: reason });
+    this.close(CLOSE_CODES.INVALID_MESSAGE, reason);
   }
 
   /** Informational frames settle nothing, so a broken one never costs the agent its socket. */
@@ -138,6 +204,7 @@ export class AgentConnection {
     this.send({ type: 'register.ack', agentId: session.agentId, labels: message.labels, scalerManaged: session.scalerManaged });
     this.log.info({ agentId: session.agentId, labels: session.labels, maxConcurrency: session.maxConcurrency }, 'agent registered');
     await this.deps.reclaim(session, message.inFlightJobs ?? []);
+    this.deps.registry.markUsable(session.agentId, RECLAIMING);
     const held = this.held.splice(0);
     for (const frame of held) await this.jobMessage(frame);
   }
@@ -160,7 +227,9 @@ export class AgentConnection {
       tokenId: this.token?.id ?? null,
       maxConcurrency: message.maxConcurrency ?? 1,
       scalerManaged: handover?.scalerManaged ?? this.token?.agentType === 'ephemeral',
-      unusable: null,
+      // Until its in-flight jobs are reclaimed, its free slots are unknown: it is offered nothing new.
+      unusable: (message.inFlightJobs?.length ?? 0) > 0 ? RECLAIMING : null,
+      lastFrameAt: this.deps.now(),
       slots: handover?.slots ?? new Map<string, SlotHolder>(),
       sent: new Set(),
       link,
@@ -196,11 +265,16 @@ export class AgentConnection {
 
   private async jobMessage(message: JobScopedMessage): Promise<void> {
     if (!this.session) return;
-    const outcome = await handleJobMessage(this.deps, this.session.agentId, message);
-    if (outcome === 'violation') {
-      this.deps.onViolation();
-      if (this.violations.record(this.deps.now())) this.close(CLOSE_CODES.INVALID_MESSAGE, 'Repeated ownership violations');
-    }
+    const { agentId } = this.session;
+    const outcome = await this.jobs.handle(agentId, message);
+    if (this.jobs.logBacklogBytes > LOG_BACKLOG_HIGH) this.hold(this.jobs.logsBelow(LOG_BACKLOG_LOW));
+    if (outcome.ok) return;
+    this.deps.onViolation(outcome.cause);
+    const fields = { agentId, dispatchId: message.jobId, type: message.type, cause: outcome.cause };
+    // Only another agent's attempt is a violation; an agent's own old attempts are what it replays after a reconnect.
+    if (outcome.cause !== 'other_agent') return this.log.debug(fields, 'job message for an attempt that is over or unknown; dropped');
+    this.log.warn(fields, 'job message from an agent that does not own the attempt; dropped');
+    if (this.violations.record(this.deps.now())) this.close(CLOSE_CODES.INVALID_MESSAGE, 'Repeated ownership violations');
   }
 
   private startWatchdog(): void {
@@ -220,6 +294,9 @@ export class AgentConnection {
 
   close(code: number, reason: string): void {
     if (this.phase === 'closed') return;
+    if (!QUIET_CLOSES.has(code)) this.log.warn({ agentId: this.session?.agentId, code, reason }, 'closing agent socket');
+    // A paused socket would not read the agent's close frame back.
+    if (this.socket.isPaused) this.socket.resume();
     this.socket.close(code, truncateCloseReason(reason));
     this.closed();
   }

@@ -1,9 +1,13 @@
 import type { Logger } from 'pino';
 import type { AgentRegistry, DispatchRecord } from '../../actors/agent-registry.ts';
 import { LATE_MESSAGE_GRACE_MS } from '../../actors/agent-registry.ts';
+import { coerceError } from '../../actors/errors.ts';
 import type { IncomingRunEvent } from '../../actors/supervisor.ts';
+import { isTerminalJobStatus } from '../../machines/status.ts';
 import { redactEnvVars, redactSecrets } from '../security/redact.ts';
 import { jobStatusReportOf, stepRecordOf } from './job-reports.ts';
+import { LogWriter } from './log-writer.ts';
+import type { AppendLogs } from './log-writer.ts';
 import type { AgentMessageOf } from './messages.ts';
 
 export type JobScopedMessage = AgentMessageOf<
@@ -21,56 +25,131 @@ export const JOB_SCOPED_TYPES = new Set<string>([
   'run.event',
 ]);
 
+/**
+ * Why a job message was refused (§12): the attempt is another agent's (`other_agent`, the only
+ * cause that counts towards a disconnect), this agent's but over or superseded (`ended`), or not
+ * known at all (`unknown`). The last two are what an honest agent replays after a reconnect.
+ */
+export type OwnershipCause = 'other_agent' | 'ended' | 'unknown';
+export const OWNERSHIP_CAUSES: readonly OwnershipCause[] = ['other_agent', 'ended', 'unknown'];
+
+export type JobMessageOutcome = { ok: true } | { ok: false; cause: OwnershipCause };
+
 export interface JobMessageDeps {
   registry: AgentRegistry;
+  /** Puts the event in the run's mailbox when called; the promise resolves once it is durable. */
   deliver: (runId: string, event: IncomingRunEvent) => Promise<unknown>;
   /** The attempt's record: the registry's, or the job projection's after a restart. */
   lookupDispatch: (dispatchId: string) => Promise<DispatchRecord | null>;
-  appendLog: (args: { runId: string; jobKey: string; dispatchId: string; stepIndex: number; lines: string[] }) => Promise<void>;
+  appendLogs: AppendLogs;
   now: () => number;
   log: Logger;
 }
 
+/** Refused attempts remembered per connection, so a replay of thousands of frames costs one lookup each attempt. */
+const REFUSED_MEMORY = 10_000;
+
 /**
- * One job-scoped message from an agent becomes exactly one event for the job's run actor
- * (or one log write). Only the agent that owns the attempt may speak for it (protocol.md §12).
+ * The job-scoped frames of one connection. Each becomes exactly one event for the job's run actor
+ * (or one log write), from the agent that owns the attempt only (protocol.md §12). Events are put
+ * in the mailbox in frame order without waiting for them to be durable; a terminal `job.status`
+ * waits (with the later events of its run) until the attempt's log lines are stored.
  */
-export async function handleJobMessage(deps: JobMessageDeps, agentId: string, message: JobScopedMessage): Promise<'ok' | 'violation'> {
-  const dispatchId = message.jobId;
-  if (dispatchId === null) return 'ok';
-  const record = await deps.lookupDispatch(dispatchId);
-  const late = record?.endedAt != null && deps.now() - record.endedAt > LATE_MESSAGE_GRACE_MS;
-  if (!record || record.agentId !== agentId || late) {
-    deps.log.warn({ agentId, dispatchId, type: message.type }, 'job message from an agent that does not own the attempt; dropped');
-    return 'violation';
+export class JobFrames {
+  private readonly logs: LogWriter;
+  /** Per run, the last event held back behind log writes: later events of that run queue behind it. */
+  private readonly gates = new Map<string, Promise<void>>();
+  private readonly refused = new Map<string, OwnershipCause>();
+
+  constructor(private readonly deps: JobMessageDeps) {
+    this.logs = new LogWriter(deps.appendLogs, deps.log);
   }
-  const { runId, jobKey } = record;
-  const base = { jobKey, agentId, dispatchId };
-  switch (message.type) {
-    case 'job.ack':
-      await deps.deliver(runId, { type: 'agent.job.ack', ...base });
-      return 'ok';
-    case 'job.reject':
-      if (message.reason === 'draining') deps.registry.markUnusable(agentId, 'draining');
-      await deps.deliver(runId, { type: 'agent.job.reject', reason: message.reason, ...base });
-      return 'ok';
-    case 'job.status':
-      await deps.deliver(runId, { type: 'agent.job.status', ...jobStatusReportOf(message), ...base });
-      return 'ok';
-    case 'step.status':
-      await deps.deliver(runId, { type: 'agent.step.status', step: stepRecordOf(message), ...base });
-      return 'ok';
-    case 'job.heartbeat':
-      await deps.deliver(runId, { type: 'agent.job.heartbeat', ...base });
-      return 'ok';
-    case 'log.chunk':
-      await deps.appendLog({ runId, jobKey, dispatchId, stepIndex: message.stepIndex, lines: message.lines.map((l) => redactSecrets(l, [])) });
-      return 'ok';
-    case 'job.context':
-      deps.log.debug({ runId, jobKey, env: redactEnvVars(message.context.envVars ?? [], []) }, 'job context (redacted)');
-      return 'ok';
-    case 'run.event':
-      deps.log.debug({ runId, jobKey, eventType: message.eventType }, 'agent run event');
-      return 'ok';
+
+  /** Log bytes queued for the database on this connection. */
+  get logBacklogBytes(): number {
+    return this.logs.backlogBytes;
   }
+
+  logsBelow(bytes: number): Promise<void> {
+    return this.logs.below(bytes);
+  }
+
+  async handle(agentId: string, message: JobScopedMessage): Promise<JobMessageOutcome> {
+    const dispatchId = message.jobId;
+    if (dispatchId === null) return { ok: true };
+    const owner = await this.owner(agentId, dispatchId);
+    if ('cause' in owner) return { ok: false, cause: owner.cause };
+    this.apply(owner.record, agentId, dispatchId, message);
+    return { ok: true };
+  }
+
+  private async owner(agentId: string, dispatchId: string): Promise<{ record: DispatchRecord } | { cause: OwnershipCause }> {
+    const remembered = this.refused.get(dispatchId);
+    if (remembered !== undefined) return { cause: remembered };
+    const record = await this.deps.lookupDispatch(dispatchId);
+    const cause = refusalCause(record, agentId, this.deps.now());
+    if (cause === null && record) return { record };
+    if (this.refused.size >= REFUSED_MEMORY) this.refused.clear();
+    this.refused.set(dispatchId, cause ?? 'unknown');
+    return { cause: cause ?? 'unknown' };
+  }
+
+  private apply(record: DispatchRecord, agentId: string, dispatchId: string, message: JobScopedMessage): void {
+    const { runId, jobKey } = record;
+    const base = { jobKey, agentId, dispatchId };
+    switch (message.type) {
+      case 'job.ack':
+        return this.deliver(runId, { type: 'agent.job.ack', ...base });
+      case 'job.reject':
+        if (message.reason === 'draining') this.deps.registry.markUnusable(agentId, 'draining');
+        return this.deliver(runId, { type: 'agent.job.reject', reason: message.reason, ...base });
+      case 'job.status': {
+        const logsFirst = isTerminalJobStatus(message.state) && this.logs.pending(dispatchId) ? this.logs.flushed(dispatchId) : undefined;
+        return this.deliver(runId, { type: 'agent.job.status', ...jobStatusReportOf(message), ...base }, logsFirst);
+      }
+      case 'step.status':
+        return this.deliver(runId, { type: 'agent.step.status', step: stepRecordOf(message), ...base });
+      case 'job.heartbeat':
+        return this.deliver(runId, { type: 'agent.job.heartbeat', ...base });
+      case 'log.chunk': {
+        const lines = message.lines.map((l) => redactSecrets(l, []));
+        return this.logs.add({ runId, jobKey, dispatchId, stepIndex: message.stepIndex, lines, now: this.deps.now() });
+      }
+      case 'job.context':
+        return this.deps.log.debug({ runId, jobKey, env: redactEnvVars(message.context.envVars ?? [], []) }, 'job context (redacted)');
+      case 'run.event':
+        return this.deps.log.debug({ runId, jobKey, eventType: message.eventType }, 'agent run event');
+    }
+  }
+
+  /** Calls `deliver` now, or once `after` and the run's earlier held events are through. */
+  private deliver(runId: string, event: IncomingRunEvent, after?: Promise<void>): void {
+    const gate = this.gates.get(runId);
+    if (gate === undefined && after === undefined) return this.send(runId, event);
+    const held = Promise.all([gate, after]).then(() => this.send(runId, event));
+    this.gates.set(runId, held);
+    void held.finally(() => {
+      if (this.gates.get(runId) === held) this.gates.delete(runId);
+    });
+  }
+
+  private send(runId: string, event: IncomingRunEvent): void {
+    let delivery: Promise<unknown>;
+    try {
+      delivery = this.deps.deliver(runId, event);
+    } catch (thrown) {
+      delivery = Promise.reject(coerceError(thrown));
+    }
+    delivery.catch((thrown: unknown) => {
+      this.deps.log.error({ err: coerceError(thrown), runId, event: event.type }, 'agent event delivery failed');
+    });
+  }
+}
+
+/** Null when `agentId` may speak for the attempt: it owns it, and it is open or ended within the grace. */
+function refusalCause(record: DispatchRecord | null, agentId: string, now: number): OwnershipCause | null {
+  if (!record) return 'unknown';
+  if (record.agentId !== agentId) return 'other_agent';
+  const late = record.endedAt != null && now - record.endedAt > LATE_MESSAGE_GRACE_MS;
+  return late ? 'ended' : null;
 }

@@ -1,9 +1,19 @@
 import { Counter, Gauge } from 'prom-client';
 import type { Registry } from 'prom-client';
+import { OWNERSHIP_CAUSES } from './job-messages.ts';
+import type { OwnershipCause } from './job-messages.ts';
 
 /** Agent-side metrics of orchestration.md §18. */
 export function createAgentMetrics(registry: Registry, connectedCount: () => number) {
   const registers = [registry];
+  const ownershipViolations = new Counter({
+    name: 'switchyard_ws_ownership_violations_total',
+    help: 'Job messages refused by the ownership rule, by cause: other_agent (counts towards a 4003), ended or unknown (an agent replaying its own old attempts; dropped quietly)',
+    labelNames: ['cause'],
+    registers,
+  });
+  // Every cause is exported from the start, so a zero reads as a zero and not as a missing series.
+  for (const cause of OWNERSHIP_CAUSES) ownershipViolations.inc({ cause }, 0);
   return {
     connected: new Gauge({
       name: 'switchyard_agents_connected',
@@ -25,11 +35,7 @@ export function createAgentMetrics(registry: Registry, connectedCount: () => num
       labelNames: ['type'],
       registers,
     }),
-    ownershipViolations: new Counter({
-      name: 'switchyard_ws_ownership_violations_total',
-      help: 'Job messages from an agent that does not own the attempt (dropped)',
-      registers,
-    }),
+    ownershipViolations,
   };
 }
 
@@ -38,6 +44,6 @@ export function connectionCounters(metrics: ReturnType<typeof createAgentMetrics
   return {
     onUnknownType: (type: string) => metrics.unknownMessages.inc({ type: type.slice(0, 64) }),
     onInvalidInformational: (type: string) => metrics.invalidInformational.inc({ type: type.slice(0, 64) }),
-    onViolation: () => metrics.ownershipViolations.inc(),
+    onViolation: (cause: OwnershipCause) => metrics.ownershipViolations.inc({ cause }),
   };
 }

@@ -16,6 +16,11 @@ function bigFrame(bytes: number): string {
   return JSON.stringify({ ...base, lines: ['x'.repeat(bytes)] });
 }
 
+/** An informational `agent.log` frame of at least `bytes` bytes. */
+function bigAgentLog(bytes: number): string {
+  return JSON.stringify({ type: 'agent.log', agentId: 'a', lines: ['x'.repeat(bytes)] });
+}
+
 for (const kind of DATABASE_KINDS) {
   describe(`agent socket: bad input is answered with the right close code (${kind} Postgres)`, { skip: await skipReason(kind) }, () => {
     let databaseUrl: string;
@@ -77,11 +82,24 @@ for (const kind of DATABASE_KINDS) {
       assert.equal((await agent.closed).code, CLOSE_CODES.INVALID_MESSAGE);
     });
 
-    it('a 3 MiB message is over the byte burst but not the single-message cap: dropped with rate.limit.warning, socket open', async () => {
+    it('a 3 MiB informational message is over the byte burst but not the single-message cap: dropped with rate.limit.warning, socket open', async () => {
       const agent = await registered({ compress: false });
-      agent.sendRaw(bigFrame(3 * MiB));
+      agent.sendRaw(bigAgentLog(3 * MiB));
       const warning = await agent.next('rate.limit.warning');
       assert.ok(warning.retryAfterMs > 0);
+      assert.ok(agent.isOpen);
+    });
+
+    it('a 3 MiB log.chunk over the byte burst is never dropped: it is taken, and the socket is read again once the debt is paid', async () => {
+      const agent = await registered({ compress: false });
+      const unknown = '{cause="unknown"}';
+      const before = await client.metric('switchyard_ws_ownership_violations_total', unknown);
+      agent.sendRaw(bigFrame(3 * MiB));
+      const requestId = randomUUID();
+      agent.send({ type: 'event.emit', messageId: requestId });
+      await agent.next('event.emit.response', (m) => m.requestId === requestId, 15_000);
+      assert.equal(await client.metric('switchyard_ws_ownership_violations_total', unknown), before + 1, 'the chunk reached the ownership check (its attempt is unknown)');
+      assert.ok(!agent.types().includes('rate.limit.warning'));
       assert.ok(agent.isOpen);
     });
 
@@ -173,7 +191,8 @@ for (const kind of DATABASE_KINDS) {
       owner.ack(dispatch);
       owner.status(dispatch, 'running');
       await client.waitForJob(runId, 'build', (j) => j.status === 'running', 5_000, 'running');
-      const before = await client.metric('switchyard_ws_ownership_violations_total');
+      const otherAgent = '{cause="other_agent"}';
+      const before = await client.metric('switchyard_ws_ownership_violations_total', otherAgent);
 
       for (let i = 0; i < 3; i++) intruder.status(dispatch, 'success');
       intruder.log(dispatch, 0, ['not mine']);
@@ -183,7 +202,7 @@ for (const kind of DATABASE_KINDS) {
       assert.ok(intruder.isOpen, 'four violations are dropped without a close');
       intruder.status(dispatch, 'failed');
       assert.equal((await intruder.closed).code, CLOSE_CODES.INVALID_MESSAGE);
-      assert.equal(await client.metric('switchyard_ws_ownership_violations_total'), before + 5);
+      assert.equal(await client.metric('switchyard_ws_ownership_violations_total', otherAgent), before + 5);
       const job = await client.job(runId, 'build');
       assert.equal(job.status, 'running', 'the intruder changed nothing');
       assert.deepEqual(await client.logs(runId), [], 'and stored no log line');

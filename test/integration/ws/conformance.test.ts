@@ -6,11 +6,15 @@ import { DATABASE_KINDS, skipReason } from '../../support/database.ts';
 import { CoordinatorClient, dropDatabase, FakeAgent, runStepsWorkflow, type FakeAgentOptions } from '../../support/fake-agent.ts';
 import { ADMIN_TOKEN, after as processCleanups, sharedDatabaseUrl, startCoordinatorProcess, stopProcess } from '../../support/processes.ts';
 import type { CoordinatorProcess } from '../../support/processes.ts';
+import { eventually } from '../../support/runtime.ts';
 
 /** Ack deadline 1 s; job lease 2 × 1 s. */
 const ENV = { SWITCHYARD_DISPATCH_ACK_TIMEOUT_MS: '1000', SWITCHYARD_JOB_HEARTBEAT_INTERVAL_MS: '1000' };
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** `switchyard_ws_ownership_violations_total` for one cause. */
+const violations = (client: CoordinatorClient, cause: 'other_agent' | 'ended' | 'unknown') => client.metric('switchyard_ws_ownership_violations_total', `{cause="${cause}"}`);
 
 for (const kind of DATABASE_KINDS) {
   describe(`agent protocol conformance with a scripted agent (${kind} Postgres)`, { skip: await skipReason(kind) }, () => {
@@ -128,12 +132,44 @@ for (const kind of DATABASE_KINDS) {
       const { agent, runId, dispatch } = await dispatched(label);
       agent.runAtOnce(dispatch);
       await client.waitForRunStatus(runId, 'success', 5_000);
+      const before = await Promise.all([violations(client, 'other_agent'), violations(client, 'ended'), violations(client, 'unknown')]);
       agent.log(dispatch, 0, ['late but welcome']);
+      // Log writes do not hold up the socket: the line is stored shortly after, not before the next frame.
+      const stored = async () => (await client.logs(runId)).flatMap((c) => c.lines);
+      const lines = await eventually(async () => ((await stored()).length > 0 ? stored() : null), 5_000, 'the late line');
+      assert.deepEqual(lines, ['late but welcome']);
+      assert.deepEqual(await Promise.all([violations(client, 'other_agent'), violations(client, 'ended'), violations(client, 'unknown')]), before, 'not a violation of any kind');
+    });
+
+    it('an agent that misses its ack deadline but is alive keeps its socket: job.cancel {force}, the job is requeued and runs again on it', async () => {
+      const label = `slow-${randomUUID().slice(0, 8)}`;
+      const { agent, runId, dispatch } = await dispatched(label);
+      const alive = setInterval(() => agent.send({ type: 'agent.status', messageId: randomUUID(), agentId: agent.agentId, activeJobs: 1 }), 200);
+      try {
+        const cancel = await agent.next('job.cancel', (m) => m.jobId === dispatch.jobId, 6_000);
+        assert.equal(cancel.force, true);
+        assert.equal(cancel.reason, 'dispatch ack timeout');
+        const second = await agent.next('job.dispatch', (m) => m.jobId !== dispatch.jobId, 6_000);
+        assert.ok(agent.isOpen, 'not closed 4031: it was sending frames all along');
+        agent.runAtOnce(second);
+      } finally {
+        clearInterval(alive);
+      }
+      const done = await client.waitForRunStatus(runId, 'success', 10_000);
+      assert.equal(done.jobs[0]?.attempt, 2);
+      assert.ok(agent.isOpen);
+    });
+
+    it('an honest replay: job frames for attempts the coordinator does not know are dropped quietly and never close the socket', async () => {
+      const agent = await connect({ labels: [`replay-${randomUUID().slice(0, 8)}`] });
+      const before = { unknown: await violations(client, 'unknown'), other: await violations(client, 'other_agent') };
+      for (let i = 0; i < 10; i++) agent.status({ runId: randomUUID(), jobId: randomUUID() }, 'success');
       const requestId = randomUUID();
       agent.send({ type: 'event.emit', messageId: requestId });
       await agent.next('event.emit.response', (m) => m.requestId === requestId);
-      assert.deepEqual((await client.logs(runId)).flatMap((c) => c.lines), ['late but welcome']);
-      assert.equal(await client.metric('switchyard_ws_ownership_violations_total'), 0);
+      assert.ok(agent.isOpen, 'ten of them, where five from another agent would close 4003');
+      assert.equal(await violations(client, 'unknown'), before.unknown + 10);
+      assert.equal(await violations(client, 'other_agent'), before.other);
     });
   });
 }

@@ -29,7 +29,7 @@ const flush = () => new Promise((resolve) => setImmediate(resolve));
 describe('outbox send paths', () => {
   it('drops direct messages while not registered and writes them while registered', () => {
     const link = new FakeLink();
-    const outbox = new Outbox(link, 10);
+    const outbox = new Outbox(link, 10, () => undefined);
     outbox.direct(heartbeat('a', 1));
     link.registered = true;
     outbox.direct(heartbeat('b', 2));
@@ -38,7 +38,7 @@ describe('outbox send paths', () => {
 
   it('keeps a ring of buffered messages, oldest dropped, replayed in order after the gap marker', () => {
     const link = new FakeLink();
-    const outbox = new Outbox(link, 3);
+    const outbox = new Outbox(link, 3, () => undefined);
     for (let i = 1; i <= 5; i += 1) outbox.buffered(heartbeat('j', i));
     link.registered = true;
     const summary = outbox.replay((s) => ({ type: 'agent.log', agentId: 'a', lines: [`${s.replayed}/${s.dropped}`] }));
@@ -51,7 +51,7 @@ describe('outbox send paths', () => {
 
   it('stores a terminal status it cannot send, lists it as in flight and sends it after the ring', async () => {
     const link = new FakeLink();
-    const outbox = new Outbox(link, 10);
+    const outbox = new Outbox(link, 10, () => undefined);
     outbox.terminal(terminal('offline'));
     link.registered = true;
     link.failWrites = true;
@@ -70,5 +70,23 @@ describe('outbox send paths', () => {
     await flush();
     assert.deepEqual(link.written.map((m) => m.type), ['job.heartbeat', 'job.status', 'job.status']);
     assert.deepEqual(outbox.pendingTerminalJobs(), []);
+  });
+
+  it('paces a large replay within the rate limit: a new job\'s ack goes out at once, a replayed job\'s later frames wait their turn', () => {
+    const link = new FakeLink();
+    const outbox = new Outbox(link, 5000, () => undefined);
+    for (let i = 0; i < 1000; i += 1) outbox.buffered(heartbeat(`old-${i % 8}`, i));
+    link.registered = true;
+    outbox.replay(() => undefined);
+    const first = link.written.length;
+    assert.ok(first > 0 && first < 200, `only a burst is written at once (${first})`);
+    outbox.direct({ type: 'job.ack', messageId: 'm', runId: 'r', jobId: 'new', timestamp: 1 });
+    outbox.direct({ type: 'job.ack', messageId: 'm', runId: 'r', jobId: 'old-0', timestamp: 1 });
+    assert.equal(link.written.at(-1)?.type, 'job.ack', 'the live ack is not queued behind the replay');
+    assert.equal(link.written.length, first + 1, 'the replayed job\'s frame keeps its place behind its replay');
+    assert.equal(outbox.pendingCount, 1000 - first + 1);
+    link.registered = false;
+    outbox.disconnected();
+    assert.equal(outbox.pendingCount, 1000 - first + 1, 'what was not sent waits for the next connection');
   });
 });

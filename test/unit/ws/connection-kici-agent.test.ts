@@ -27,7 +27,7 @@ async function coordinatorSide(authMode: 'token' | 'none') {
     validateToken: (token) => Promise.resolve(token === GOOD_TOKEN ? { id: 't1', agentType: 'static', labels: null, mandatoryLabels: [], createdBy: null } : null),
     deliver: (_runId, event) => Promise.resolve(seen.delivered.push(event)),
     lookupDispatch: (dispatchId) => Promise.resolve(records.get(dispatchId) ?? null),
-    appendLog: (chunk) => Promise.resolve(void seen.logs.push(chunk.lines)),
+    appendLogs: (chunks) => Promise.resolve(void seen.logs.push(...chunks.map((chunk) => [...chunk.lines]))),
     reclaim: (_session, inFlight) => Promise.resolve(void seen.reclaimed.push(...inFlight.map((job) => job.jobId))),
     onUnknownType: (type) => seen.unknown.push(type),
     onInvalidInformational: (type) => seen.invalidInformational.push(type),
