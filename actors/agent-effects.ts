@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { JobContext } from '../machines/job.setup.ts';
 import type { AgentRegistry } from './agent-registry.ts';
+import type { SharedAgents, SharedSession } from './shared-agents.ts';
 import type { Effect } from './ports.ts';
 import type { IncomingRunEvent } from './supervisor.ts';
 
@@ -19,6 +20,10 @@ export interface AgentEffectsDeps {
   deliver: (runId: string, event: IncomingRunEvent) => Promise<unknown>;
   jobContext: (runId: string, jobKey: string) => JobContext | null;
   buildDispatch: DispatchFactory;
+  /** Agents whose socket another coordinator holds; null when this coordinator is alone. */
+  shared: SharedAgents | null;
+  /** An agent that sent any frame within this window (the ack window) is alive: an ack timeout does not close it. */
+  aliveWindowMs: number;
   now: () => number;
   log: Logger;
 }
@@ -41,6 +46,8 @@ export class AgentEffects {
     const { registry, deliver, log } = this.deps;
     const session = registry.get(agentId);
     if (!session) {
+      const remote = await this.deps.shared?.remoteSession(agentId);
+      if (remote) return this.sendRemoteDispatch(effect, remote);
       await deliver(effect.runId, { type: 'agent.disconnected', jobKey, agentId });
       return;
     }
@@ -63,25 +70,55 @@ export class AgentEffects {
     session.link.send(built.dispatch);
   }
 
-  sendCancel(effect: Effect): void {
+  /** The dispatch is built here, where the run lives, and sent by the coordinator holding the socket. */
+  private async sendRemoteDispatch(effect: Effect, remote: SharedSession): Promise<void> {
+    const { jobKey, agentId, dispatchId } = effect.payload as AttemptPayload;
+    const job = this.deps.jobContext(effect.runId, jobKey);
+    if (!job || job.assignment?.dispatchId !== dispatchId) return;
+    const built = await this.deps.buildDispatch({ runId: effect.runId, jobKey, dispatchId, job, agentLabels: remote.labels });
+    if (!built.ok) {
+      this.deps.log.error({ runId: effect.runId, jobKey, reason: built.reason }, 'dispatch refused before sending');
+      await this.deps.deliver(effect.runId, { type: 'agent.job.status', jobKey, agentId, dispatchId, state: 'failed', error: built.reason });
+      return;
+    }
+    await this.deps.shared?.send(remote, { kind: 'frame', frame: built.dispatch, dispatchId });
+  }
+
+  async sendCancel(effect: Effect): Promise<void> {
     const { jobKey, agentId, dispatchId, force, reason } = effect.payload as AttemptPayload & { force: boolean; reason: string };
-    const session = this.deps.registry.get(agentId);
-    if (!session) return;
     const message = { type: 'job.cancel', messageId: randomUUID(), runId: effect.runId, jobId: dispatchId, reason, force };
+    const session = this.deps.registry.get(agentId);
+    if (!session) {
+      const remote = await this.deps.shared?.remoteSession(agentId);
+      if (remote) await this.deps.shared?.send(remote, { kind: 'frame', frame: message, dispatchId: null });
+      return;
+    }
     session.link.send(message);
     this.deps.log.info({ runId: effect.runId, jobKey, agentId, force, reason }, 'job.cancel sent');
   }
 
-  closeAgentConnection(effect: Effect): void {
+  /**
+   * The ack deadline passed. A silent agent is closed (4031) and kept from new jobs until it
+   * reconnects; one that sent any frame within the ack window is slow, not gone, and keeps its
+   * socket: the chart still requeues its attempt and cancels it on the agent (protocol.md §10.5).
+   */
+  async closeAgentConnection(effect: Effect): Promise<void> {
     const { agentId, code, reason } = effect.payload as { agentId: string; code: number; reason: string };
     const session = this.deps.registry.get(agentId);
-    if (!session) return;
-    this.deps.registry.markUnusable(agentId, reason);
-    session.link.close(code, reason);
+    if (!session) {
+      const remote = await this.deps.shared?.remoteSession(agentId);
+      if (remote) await this.deps.shared?.send(remote, { kind: 'close', code, reason });
+      return;
+    }
+    if (!this.deps.registry.closeIfSilent(agentId, code, reason, this.deps.aliveWindowMs)) {
+      const silentMs = this.deps.now() - session.lastFrameAt;
+      this.deps.log.warn({ runId: effect.runId, agentId, code, reason, silentMs }, 'agent missed its ack deadline but is alive; socket kept');
+    }
   }
 
-  releaseSlot(effect: Effect): void {
+  async releaseSlot(effect: Effect): Promise<void> {
     const { agentId, dispatchId } = effect.payload as { agentId: string; dispatchId: string };
-    this.deps.registry.release(agentId, dispatchId);
+    if (this.deps.shared) await this.deps.shared.release(agentId, dispatchId);
+    else this.deps.registry.release(agentId, dispatchId);
   }
 }

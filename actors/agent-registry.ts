@@ -23,6 +23,11 @@ export interface DispatchRecord extends SlotHolder {
 }
 
 export const LATE_MESSAGE_GRACE_MS = 30_000;
+
+export interface SessionObserver {
+  added(session: AgentSession): void;
+  removed(session: AgentSession): void;
+}
 /** Ended attempts are swept at most this often: a sweep walks every record. */
 const PRUNE_EVERY_MS = 1_000;
 
@@ -33,6 +38,8 @@ export interface AgentSession extends AgentOffer {
   scalerManaged: boolean;
   /** Not offered new jobs: silent for 90 s, draining, or its ack deadline passed (4031). */
   unusable: string | null;
+  /** When the connection last received any frame from the agent: a slow agent is not a silent one. */
+  lastFrameAt: number;
   slots: Map<string, SlotHolder>;
   /** Dispatch ids already sent on this connection: effects are at-least-once, frames are not. */
   sent: Set<string>;
@@ -46,6 +53,7 @@ export interface AgentSession extends AgentOffer {
 export class AgentRegistry {
   private readonly sessions = new Map<string, AgentSession>();
   private readonly listeners: (() => void)[] = [];
+  private readonly sessionObservers: SessionObserver[] = [];
   private readonly dispatches = new Map<string, DispatchRecord>();
   private prunedAt = 0;
 
@@ -77,8 +85,14 @@ export class AgentRegistry {
     this.listeners.push(listener);
   }
 
+  /** Told of every session that starts or ends here (shared agents record them for peers). */
+  observeSessions(observer: SessionObserver): void {
+    this.sessionObservers.push(observer);
+  }
+
   add(session: AgentSession): void {
     this.sessions.set(session.agentId, session);
+    for (const observer of this.sessionObservers) observer.added(session);
     this.capacityChanged();
   }
 
@@ -87,6 +101,7 @@ export class AgentRegistry {
     const session = this.sessions.get(agentId);
     if (!session || session.connectionId !== connectionId) return [];
     this.sessions.delete(agentId);
+    for (const observer of this.sessionObservers) observer.removed(session);
     return [...session.slots.values()];
   }
 
@@ -112,6 +127,18 @@ export class AgentRegistry {
     this.prunedAt = now;
     const horizon = now - LATE_MESSAGE_GRACE_MS;
     for (const [id, record] of this.dispatches) if (record.endedAt !== null && record.endedAt < horizon) this.dispatches.delete(id);
+  }
+
+  /**
+   * Closes the agent's socket for `reason`, unless it sent a frame within `aliveWindowMs`: a slow but
+   * alive agent keeps its socket (and stays usable). Returns whether it was closed.
+   */
+  closeIfSilent(agentId: string, code: number, reason: string, aliveWindowMs: number): boolean {
+    const session = this.sessions.get(agentId);
+    if (!session || this.now() - session.lastFrameAt <= aliveWindowMs) return false;
+    this.markUnusable(agentId, reason);
+    session.link.close(code, reason);
+    return true;
   }
 
   markUnusable(agentId: string, why: string): void {

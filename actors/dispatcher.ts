@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { AgentRequirements, LabelMatcher, WaitingReason } from '../machines/types.ts';
 import { labelsFit } from './agent-match.ts';
+import type { PlacementExchange } from './placement-exchange.ts';
 import type { AgentRegistry } from './agent-registry.ts';
 import { coerceError } from './errors.ts';
 import type { Effect } from './ports.ts';
@@ -33,10 +34,12 @@ export interface ScalerPort {
  * first, until a new agent or a freed slot lets one through.
  */
 export class Dispatcher {
-  private readonly waiting = new Map<string, PlacementRequest & { reason: string | null }>();
+  private readonly waiting = new Map<string, PlacementRequest & { reason: string | null; published?: number }>();
   private offering = false;
   private offerAgain = false;
   private scaler: ScalerPort | null = null;
+  private exchange: { exchange: PlacementExchange; stillWaiting: (runId: string, jobKey: string) => boolean } | null = null;
+  private paused = false;
 
   constructor(
     private readonly registry: AgentRegistry,
@@ -52,6 +55,21 @@ export class Dispatcher {
 
   attachScaler(scaler: ScalerPort): void {
     this.scaler = scaler;
+  }
+
+  /** Jobs no agent here can take are offered to peers' agents; `stillWaiting` tells a job granted elsewhere. */
+  attachExchange(exchange: PlacementExchange, stillWaiting: (runId: string, jobKey: string) => boolean): void {
+    this.exchange = { exchange, stillWaiting };
+  }
+
+  /** An agent here with a free slot for the job, honouring scaler bindings; none once paused. */
+  findFor(request: PlacementRequest): ReturnType<Dispatcher['findAgent']> {
+    return this.paused ? { none: 'capacity', matching: 0 } : this.findAgent(request);
+  }
+
+  /** The coordinator is stopping: waiting jobs stay listed (and durable) but nothing more is placed. */
+  pause(): void {
+    this.paused = true;
   }
 
   isWaiting(runId: string, jobKey: string): boolean {
@@ -80,6 +98,7 @@ export class Dispatcher {
         // then commit together instead of one database round trip after another.
         await Promise.all([...this.waiting.keys()].map((key) => this.tryPlace(key)));
       } while (this.offerAgain);
+      if (this.exchange) void this.exchange.exchange.offerRemote();
     } catch (thrown) {
       this.log.warn({ err: coerceError(thrown) }, 'offering capacity failed');
     } finally {
@@ -90,30 +109,58 @@ export class Dispatcher {
   /** Forget jobs of a run that finished or moved to another coordinator. */
   forgetRun(runId: string): void {
     for (const [key, request] of this.waiting) if (request.runId === runId) this.waiting.delete(key);
+    this.exchange?.exchange.withdraw(runId);
   }
 
   private async tryPlace(key: string): Promise<void> {
     const request = this.waiting.get(key);
-    if (!request) return;
+    if (!request || this.paused) return;
+    if (this.exchange && !this.exchange.stillWaiting(request.runId, request.jobKey)) {
+      this.waiting.delete(key);
+      return;
+    }
     const found = this.findAgent(request);
     if ('none' in found) {
       const own = found.none === 'capacity' ? capacityReason(found.matching) : noAgentReason(request.requirements, this.labelsFitSome(request.requirements));
       const scaled = this.scaler?.requestAgent(request) ?? null;
       // Busy matching agents are a better reason than a scaler's "none connected and no backend".
       const reason = scaled && !(found.none === 'capacity' && scaled.kind === 'no_matching_agent') ? scaled : own;
+      this.publish(request);
       if (request.reason === reason.message) return;
       request.reason = reason.message;
       await this.sendToRun(request.runId, { type: 'placement.none', jobKey: request.jobKey, reason });
       return;
     }
-    this.waiting.delete(key);
     const { session } = found;
     const dispatchId = randomUUID();
+    this.waiting.delete(key);
     this.registry.reserve(session.agentId, dispatchId, { runId: request.runId, jobKey: request.jobKey });
+    if (!(await this.claimPublished(request))) {
+      // A peer holds the request and is granting it; the job stays listed in case that grant never comes.
+      this.registry.release(session.agentId, dispatchId);
+      if (!this.waiting.has(key)) this.waiting.set(key, request);
+      return;
+    }
     this.scaler?.onGranted(session.agentId, request.runId, request.jobKey);
     const agentKind = session.scalerManaged ? ('scaler' as const) : ('static' as const);
     // A job that moved on meanwhile (cancelled, expired) gives the slot back itself.
     await this.sendToRun(request.runId, { type: 'placement.granted', jobKey: request.jobKey, agentId: session.agentId, dispatchId, agentKind });
+  }
+
+  /** Once per attempt, a job no agent here can take is offered to the agents of every coordinator. */
+  private publish(request: PlacementRequest & { published?: number }): void {
+    if (!this.exchange || request.published === request.attempt) return;
+    request.published = request.attempt;
+    this.exchange.exchange.publish(request);
+  }
+
+  /** A published job is granted here only if this coordinator wins its request, then withdrawn. */
+  private async claimPublished(request: PlacementRequest & { published?: number }): Promise<boolean> {
+    if (!this.exchange || request.published !== request.attempt) return true;
+    const { exchange } = this.exchange;
+    if (!(await exchange.claim(request))) return false;
+    exchange.withdraw(request.runId, request.jobKey, request.attempt);
+    return true;
   }
 
   private labelsFitSome(requirements: AgentRequirements): boolean {

@@ -2,6 +2,7 @@ import type { Logger } from 'pino';
 import { jobStatusOf } from '../machines/projection.ts';
 import type { AgentRegistry } from './agent-registry.ts';
 import type { Dispatcher } from './dispatcher.ts';
+import type { SharedAgents } from './shared-agents.ts';
 import { coerceError } from './errors.ts';
 import type { IncomingRunEvent, Supervisor } from './supervisor.ts';
 
@@ -10,6 +11,8 @@ export interface ReattachDeps {
   registry: AgentRegistry;
   dispatcher: Dispatcher;
   deliver: (runId: string, event: IncomingRunEvent) => Promise<unknown>;
+  /** Agents connected to any live coordinator (their jobs are not disconnected). */
+  shared: Pick<SharedAgents, 'isConnectedAnywhere'>;
   log: Logger;
 }
 
@@ -33,8 +36,9 @@ export async function reattachRuns(deps: ReattachDeps, runIds: string[]): Promis
         }
         const status = jobStatusOf(job.value);
         const onAgent = status === 'running' || status === 'cancelling' || (status === 'queued' && assignment !== null);
-        if (onAgent && assignment && !deps.registry.get(assignment.agentId)) {
-          await deps.deliver(runId, { type: 'agent.disconnected', jobKey: job.jobKey, agentId: assignment.agentId });
+        if (onAgent && assignment && !(await deps.shared.isConnectedAnywhere(assignment.agentId))) {
+          // The agent may well be alive and reconnecting to us: even a scaler agent gets its recovery window.
+          await deps.deliver(runId, { type: 'agent.disconnected', jobKey: job.jobKey, agentId: assignment.agentId, cause: 'coordinator' });
         }
       } catch (thrown) {
         deps.log.error({ err: coerceError(thrown), runId, jobKey: job.jobKey }, 'reattaching a restored job failed');

@@ -38,6 +38,8 @@ export interface ScalerManagerOptions {
   log: Logger;
   /** How long a registered agent may be without a session before it counts as lost (a restart's reconnect window). */
   disconnectGraceMs?: number;
+  /** The same for an agent running a job: its job's recovery window, so a restart does not destroy it. */
+  busyDisconnectGraceMs?: number;
   /** Orphan reaping and adoption of abandoned scaler states (SCL-11). */
   reapEveryMs?: number;
 }
@@ -222,10 +224,12 @@ export class ScalerManager implements ScalerPort {
     const { agentId } = agent;
     if (agent.state === 'spawning') return session ? { type: 'scaler.agent.registered', agentId, at } : null;
     if (agent.state === 'destroying') return null;
-    if (session) return agent.state === 'busy' && session.slots.size === 0 ? { type: 'scaler.agent.finished', agentId, at } : null;
+    // A session still reclaiming its job has no slot yet: it is not done with the job.
+    if (session) return agent.state === 'busy' && session.slots.size === 0 && session.unusable !== 'reclaiming' ? { type: 'scaler.agent.finished', agentId, at } : null;
     const since = this.missingSince.get(agentId) ?? at;
     this.missingSince.set(agentId, since);
-    if (at - since < (this.options.disconnectGraceMs ?? 10_000)) return null;
+    const grace = agent.state === 'busy' ? (this.options.busyDisconnectGraceMs ?? 120_000) : (this.options.disconnectGraceMs ?? 10_000);
+    if (at - since < grace) return null;
     this.missingSince.delete(agentId);
     return { type: 'scaler.agent.lost', agentId, reason: 'agent disconnected', at };
   }
@@ -254,17 +258,27 @@ export class ScalerManager implements ScalerPort {
     await reapOrphans(deps, () => Object.keys(this.context?.agents ?? {}));
   }
 
-  /** Coordinator shutdown: every agent is destroyed (SCL-1 `shutdownAll`), then the empty state stored. */
-  async stop(): Promise<void> {
+  /**
+   * Coordinator shutdown: every agent is destroyed (SCL-1 `shutdownAll`), then the state stored;
+   * agents in `keep` still run a job and are left alive to reclaim it after the restart.
+   */
+  async stop(options: { keep?: readonly string[] } = {}): Promise<void> {
     if (this.timer !== null) this.options.clock.clearTimeout(this.timer);
     this.timer = null;
     if (!this.actor) return;
-    this.send({ type: 'scaler.shutdown', at: this.options.clock.now() });
+    const keep = [...(options.keep ?? [])];
+    this.send({ type: 'scaler.shutdown', keep, at: this.options.clock.now() });
     await this.chain;
     await this.effects.idle();
-    await Promise.all(this.options.backends.map((backend) => backend.shutdownAll()));
+    if (keep.length === 0) await Promise.all(this.options.backends.map((backend) => backend.shutdownAll()));
+    else this.options.log.info({ agents: keep }, 'scaler agents still running jobs are left running for the restart');
     await this.commit();
     this.actor.stop();
+  }
+
+  /** Scaler agents connected here, by id: the candidates to keep through a restart. */
+  ownAgentIds(): string[] {
+    return Object.keys(this.context?.agents ?? {});
   }
 
   private updateGauges(): void {

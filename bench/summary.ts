@@ -119,6 +119,16 @@ function burstRows(burst: Source): Row[] {
   ];
 }
 
+function crossCoordinatorRows(cross: Source): Row[] {
+  return [
+    latency('create run → job.dispatch, agent on the owner', cross, 'results.sameCoordinator.createToDispatchMs'),
+    latency('create run → job.dispatch, agent on a peer coordinator', cross, 'results.crossCoordinator.createToDispatchMs', undefined,
+      'placement request and grant, dispatch and frames carried by Postgres LISTEN/NOTIFY between two coordinator processes'),
+    latency('job.status sent → journaled by the owner, same coordinator', cross, 'results.sameCoordinator.statusToOwnerMs'),
+    latency('job.status sent → journaled by the owner, through a peer', cross, 'results.crossCoordinator.statusToOwnerMs'),
+  ];
+}
+
 function compareRows(on: { dispatch: Source; webhook: Source }, off: { dispatch: Source; webhook: Source }): Row[] {
   const both = (a: Source, b: Source) => `${a?.name ?? 'missing'} / ${b?.name ?? 'missing'}`;
   const path = (source: Source, p: string) => num(source, p);
@@ -148,7 +158,7 @@ export async function buildSummary(options: SummaryOptions): Promise<{ rows: Row
     return source;
   };
   const on = { dispatch: await get('dispatch'), webhook: await get('webhook') };
-  const rows = [...webhookRows(on.webhook), ...dispatchRows(on.dispatch), ...runtimeRows(await get('runtime'), await get('takeover')), ...burstRows(await get('burst'))];
+  const rows = [...webhookRows(on.webhook), ...dispatchRows(on.dispatch), ...runtimeRows(await get('runtime'), await get('takeover')), ...burstRows(await get('burst')), ...crossCoordinatorRows(await get('cross-coordinator'))];
   if (options.compare) rows.push(...compareRows(on, { dispatch: await get('dispatch', 'off'), webhook: await get('webhook', 'off') }));
   const file = new URL('summary.json', RESULTS_DIR);
   const body = { at: new Date().toISOString(), quick: options.quick, compare: options.compare, failedBenches: options.failed, environment: { atStart: options.environmentAtStart, atEnd: environment() }, figures: rows, sources };

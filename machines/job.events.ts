@@ -94,7 +94,8 @@ export type JobEvent = (
   | ({ type: 'agent.job.reclaim' } & FromAgent)
   /** The agent registered again without this attempt in `inFlightJobs`: its status was lost. */
   | ({ type: 'agent.job.lost' } & FromAgent)
-  | ({ type: 'agent.disconnected'; agentId: string } & Timed)
+  /** `cause: 'coordinator'`: the socket went with a coordinator, not with the agent, which may come back. */
+  | ({ type: 'agent.disconnected'; agentId: string; cause?: 'agent' | 'coordinator' } & Timed)
   | JobTimerEvent
 ) &
   Partial<JobScoped>;

@@ -75,6 +75,7 @@ export const jobMachine = jobSetup.createMachine({
         },
         agent: {
           description: 'Eligible, but no agent can take it yet; the queue deadline keeps running.',
+          tags: ['waits-for-agent'],
           on: {
             'placement.granted': { target: '#job.assigned.dispatched', actions: 'startAttempt' },
             'placement.none': { actions: 'wait' },
@@ -96,6 +97,7 @@ export const jobMachine = jobSetup.createMachine({
       ],
     },
     queued: {
+      tags: ['waits-for-agent'],
       entry: [{ type: 'enter', params: { status: 'queued' } }, 'askForPlacement'],
       on: {
         'placement.granted': { target: 'assigned.dispatched', actions: 'startAttempt' },
@@ -114,6 +116,7 @@ export const jobMachine = jobSetup.createMachine({
     },
     assigned: {
       description: 'An agent slot is reserved for the current attempt; leaving frees it.',
+      tags: ['holds-slot'],
       exit: 'freeSlot',
       initial: 'dispatched',
       on: {

@@ -134,6 +134,11 @@ function isAssignedAgentLost(context: JobContext, event: Ev): boolean {
   return event.type === 'agent.disconnected' && context.assignment?.agentId === event.agentId;
 }
 
+/** A single-use scaler agent that disconnected is gone for good, unless only its coordinator went (FO-2). */
+function isLostScalerAgent(context: JobContext, event: Ev): boolean {
+  return isAssignedAgentLost(context, event) && context.assignment?.agentKind === 'scaler' && !('cause' in event && event.cause === 'coordinator');
+}
+
 const TERMINAL_REPORTS = ['success', 'failed', 'cancelled', 'skipped', 'drift_dropped', 'timed_out_stale'] as const;
 
 /** A terminal `job.status` from the agent that owns the attempt ends the job as reported (protocol.md §11). */
@@ -178,9 +183,8 @@ const jobBase = setup({
       event.type === 'agent.job.status' && event.state === params.state && isFromAssigned(context, event),
     assignedReportsProgress: ({ context, event }) =>
       event.type === 'agent.job.status' && !isTerminalJobStatus(event.state) && isFromAssigned(context, event),
-    lostScalerAgent: ({ context, event }) => isAssignedAgentLost(context, event) && context.assignment?.agentKind === 'scaler',
-    lostStartedScalerAgent: ({ context, event }) =>
-      isAssignedAgentLost(context, event) && context.assignment?.agentKind === 'scaler' && context.everStarted,
+    lostScalerAgent: ({ context, event }) => isLostScalerAgent(context, event),
+    lostStartedScalerAgent: ({ context, event }) => isLostScalerAgent(context, event) && context.everStarted,
     fromAssignedAfterStart: ({ context, event }) => isFromAssigned(context, event) && context.everStarted,
     isForced: ({ event }) => event.type === 'job.cancel.requested' && event.force,
     attemptsLeft: ({ context }) => context.attempt < context.maxAttempts,

@@ -102,7 +102,8 @@ export type ScalerEvent =
   | ({ type: 'scaler.agent.destroyed' } & AboutAgent)
   | ({ type: 'scaler.reconcile'; alive: string[] } & Timed)
   | ({ type: 'scaler.reload'; caps: ScalerCaps; backends: BackendPlan[] } & Timed)
-  | ({ type: 'scaler.shutdown' } & Timed);
+  /** `keep`: agents still running a job, left alive to reclaim it after the restart. */
+  | ({ type: 'scaler.shutdown'; keep?: string[] } & Timed);
 
 export interface SpawnIntent {
   agentId: string;
@@ -362,7 +363,10 @@ export const scalerMachine = setup({
     applyPlans: enqueueActions<ScalerContext, ScalerEvent, undefined, ScalerEvent, never, ScalerIntent, never>(({ event, enqueue }) => {
       if (event.type === 'scaler.reload') enqueue.assign({ caps: event.caps, backends: byName(event.backends) });
     }),
-    retireEverything: apply((context) => retireAll(context, 'coordinator shutting down', () => true)),
+    retireEverything: apply((context, event) => {
+      const keep = new Set(event.type === 'scaler.shutdown' ? (event.keep ?? []) : []);
+      return retireAll(context, 'coordinator shutting down', (agent) => !keep.has(agent.agentId));
+    }),
   },
 }).createMachine({
   id: SCALER_MACHINE_ID,
@@ -389,7 +393,11 @@ export const scalerMachine = setup({
       },
     },
     draining: {
-      description: 'The coordinator is stopping: every agent is being destroyed and nothing new is spawned.',
+      description: 'The coordinator is stopping: idle agents are destroyed and nothing new is spawned.',
+      on: {
+        // A stored draining scaler is active again when the coordinator starts.
+        'scaler.reload': { target: 'active', actions: ['reload', 'applyPlans'] },
+      },
     },
   },
 });

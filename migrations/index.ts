@@ -7,6 +7,7 @@ import * as intake005 from './005_intake.ts';
 import * as scalers006 from './006_scalers.ts';
 import * as journalWriter007 from './007_journal_writer.ts';
 import * as jobResults008 from './008_job_results.ts';
+import * as sharedAgents009 from './009_shared_agents.ts';
 
 /**
  * Every migration, by name, in the order they apply. A static import map works under tsx, node
@@ -21,4 +22,5 @@ export const MIGRATIONS: Readonly<Record<string, Migration>> = {
   '006_scalers': scalers006,
   '007_journal_writer': journalWriter007,
   '008_job_results': jobResults008,
+  '009_shared_agents': sharedAgents009,
 };

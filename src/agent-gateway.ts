@@ -4,6 +4,7 @@ import type { Logger } from 'pino';
 import { AgentEffects } from '../actors/agent-effects.ts';
 import type { AgentRegistry, AgentSession, DispatchRecord } from '../actors/agent-registry.ts';
 import type { EffectHandler } from '../actors/effect-executor.ts';
+import type { SharedAgents } from '../actors/shared-agents.ts';
 import { coerceError } from '../actors/errors.ts';
 import type { IncomingRunEvent, Supervisor } from '../actors/supervisor.ts';
 import type { JobContext } from '../machines/job.setup.ts';
@@ -11,7 +12,7 @@ import type { PersistedMachineSnapshot } from '../machines/projection.ts';
 import type { CompiledConfig } from './config/index.ts';
 import { validateAgentToken } from './db/agent-tokens.ts';
 import type { AgentTokenRecord } from './db/agent-tokens.ts';
-import { appendLogChunk } from './db/job-logs.ts';
+import { appendLogChunks } from './db/job-logs.ts';
 import { listOpenAttemptsOfAgent } from './db/run-queries.ts';
 import type { Schema } from './db/schema.ts';
 import { isRunSource } from './pipeline/run-source.ts';
@@ -24,13 +25,14 @@ export interface GatewayDeps {
   db: Kysely<Schema>;
   config: CompiledConfig;
   registry: AgentRegistry;
+  shared: SharedAgents;
   supervisor: Supervisor;
   deliver: (runId: string, event: IncomingRunEvent) => Promise<unknown>;
   now: () => number;
   log: Logger;
   onUnknownType: (type: string) => void;
   onInvalidInformational: (type: string) => void;
-  onViolation: () => void;
+  onViolation: ConnectionDeps['onViolation'];
 }
 
 /** The wiring between agent sockets and run actors: effects out, job messages in (§9, §10, §12). */
@@ -48,8 +50,10 @@ export function createAgentGateway(deps: GatewayDeps) {
   };
   const effects = new AgentEffects({
     registry,
+    shared: deps.shared,
     deliver: deps.deliver,
     jobContext: (runId, jobKey) => supervisor.jobContext(runId, jobKey),
+    aliveWindowMs: deps.config.dispatchAckTimeoutMs,
     now: deps.now,
     log: log.child({ component: 'agent-effects' }),
     buildDispatch: async ({ runId, jobKey, dispatchId, job, agentLabels }) => {
@@ -75,7 +79,7 @@ export function createAgentGateway(deps: GatewayDeps) {
     registry,
     deliver: deps.deliver,
     lookupDispatch: async (dispatchId) => (await lookupDispatch(dispatchId)) ?? null,
-    appendLog: (chunk) => appendLogChunk(db, { ...chunk, now: deps.now() }).then(() => undefined),
+    appendLogs: (chunks) => appendLogChunks(db, chunks),
     reclaim: (session, inFlight) => reclaimInFlight({ ...deps, lookupDispatch }, session, inFlight),
     now: deps.now,
     log: log.child({ component: 'ws' }),

@@ -8,6 +8,7 @@ import type { CompiledConfig } from './config/index.ts';
 import { jobTimeoutsOf } from './config/timeouts.ts';
 import { openDatabase } from './db/database.ts';
 import type { Database } from './db/database.ts';
+import type { AgentTokenRecord } from './db/agent-tokens.ts';
 import { loadAdminTokenHash } from './http/admin-token.ts';
 import { registerAgentTokenRoutes } from './http/api-agent-tokens.ts';
 import { registerScalerRoutes } from './http/api-scalers.ts';
@@ -22,6 +23,8 @@ import { registerIntakeRoutes } from './http/api-intake.ts';
 import { registerGithubWebhook } from './http/webhooks.ts';
 import { registerGenericWebhook } from './http/webhooks-generic.ts';
 import { createIntake } from './intake.ts';
+import { listenForPeers } from './db/peer-bus.ts';
+import type { ListenForPeers } from './peers.ts';
 import { createRuntime } from './runtime.ts';
 import { createScalerManager } from './scaler/index.ts';
 import type { Runtime } from './runtime.ts';
@@ -31,11 +34,18 @@ import { attachObserveServer } from './ws/observe.ts';
 import { startTokenExpirySweep } from './ws/token-expiry.ts';
 import { registerVisualizerRoutes } from '../visualize/serve.ts';
 
+export interface CloseOptions {
+  /** Let running jobs finish for up to this long first (new work is no longer placed). @default 0 */
+  drainMs?: number;
+  /** Ends the drain early (a second Ctrl-C). */
+  abort?: AbortSignal;
+}
+
 export interface Coordinator {
   port: number;
   url: string;
   runtime: Runtime;
-  close(): Promise<void>;
+  close(options?: CloseOptions): Promise<void>;
 }
 
 export interface CoordinatorHooks {
@@ -52,26 +62,17 @@ export async function startCoordinator(config: CompiledConfig, log: Logger, cloc
     log.fatal('this coordinator lost its lease (fenced); it stops so that nothing more is written');
     void close().finally(() => hooks.onFenced?.());
   };
-  const runtime = createRuntime({ config, db, clock, log, registry, onFenced });
+  const listenToPeers: ListenForPeers = (channels, onSignal) => listenForPeers(database.connection, channels, onSignal, log.child({ component: 'peer-bus' }));
+  const runtime = createRuntime({ config, db, clock, log, registry, onFenced, listen: listenToPeers });
   const agentMetrics = createAgentMetrics(registry, () => runtime.registry.size);
   const gateway = createAgentGateway({
-    ...{ db, config, registry: runtime.registry, supervisor: runtime.supervisor, deliver: runtime.deliver },
+    ...{ db, config, registry: runtime.registry, shared: runtime.shared, supervisor: runtime.supervisor, deliver: runtime.deliver },
     now: () => clock.now(),
     log,
     ...connectionCounters(agentMetrics),
   });
   Object.assign(runtime.handlers, gateway.handlers);
-  const router = new Router();
-  registerHealthRoutes(router, { db, registry, leaseHeld: () => runtime.ownership.held, coordinatorId: config.coordinatorId });
-  registerRunRoutes(router, {
-    ...{ db, supervisor: runtime.supervisor, deliver: runtime.deliver },
-    ...{ timeouts: jobTimeoutsOf(config), maxAttempts: config.maxDispatchAttempts, now: () => clock.now() },
-  });
-  registerAgentTokenRoutes(router, { db, now: () => clock.now(), onRevoked: gateway.kickToken });
-  registerLogRoutes(router, { db });
-  registerMachineRoutes(router);
-  registerReplayRoutes(router, { db });
-  registerVisualizerRoutes(router);
+  const router = adminRoutes({ db, config, clock, registry, runtime, kickToken: gateway.kickToken });
   const intake = createIntake({ db, config, registry, createRun: (run) => runtime.supervisor.createRun(run), now: () => clock.now(), log });
   registerGithubWebhook(router, intake.webhooks);
   registerGenericWebhook(router, intake.webhooks);
@@ -88,11 +89,12 @@ export async function startCoordinator(config: CompiledConfig, log: Logger, cloc
   scaler.setOrchestratorUrl(config.scaler.orchestratorUrl ?? agentUrl(config.host, port));
   log.info({ port, host: config.host, coordinatorId: config.coordinatorId, database: database.kind }, 'coordinator listening');
   let closing: Promise<void> | null = null;
-  async function close(): Promise<void> {
+  async function close(options: CloseOptions = {}): Promise<void> {
     closing ??= (async () => {
-      await scaler.stop();
       await intake.stop();
-      runtime.stop();
+      const busy = await drainJobs(runtime, options, log);
+      await scaler.stop({ keep: busy });
+      await runtime.stop({ release: true });
       await agents.close();
       await observers.close();
       await new Promise<void>((resolve) => server.close(() => resolve()));
@@ -102,6 +104,41 @@ export async function startCoordinator(config: CompiledConfig, log: Logger, cloc
     return closing;
   }
   return { port, url: `http://${config.host}:${port}`, runtime, close };
+}
+
+/** Health, runs, jobs, logs, agent tokens, machines, replay and the visualizer. */
+function adminRoutes(deps: { db: Database['db']; config: CompiledConfig; clock: Clock; registry: Registry; runtime: Runtime; kickToken: (record: AgentTokenRecord) => void }): Router {
+  const { db, config, clock, runtime } = deps;
+  const router = new Router();
+  registerHealthRoutes(router, { db, registry: deps.registry, leaseHeld: () => runtime.ownership.held, coordinatorId: config.coordinatorId });
+  registerRunRoutes(router, {
+    ...{ db, supervisor: runtime.supervisor, deliver: runtime.deliver },
+    ...{ timeouts: jobTimeoutsOf(config), maxAttempts: config.maxDispatchAttempts, now: () => clock.now() },
+  });
+  registerAgentTokenRoutes(router, { db, now: () => clock.now(), onRevoked: deps.kickToken });
+  registerLogRoutes(router, { db });
+  registerMachineRoutes(router);
+  registerReplayRoutes(router, { db });
+  registerVisualizerRoutes(router);
+  return router;
+}
+
+const DRAIN_POLL_MS = 200;
+
+/**
+ * A clean stop lets running jobs finish: nothing new is placed, and the wait ends when no agent here
+ * holds a slot, at `drainMs`, or on `abort`. The agents still busy then are returned: they are left
+ * running, and reclaim their jobs from the restarted coordinator within the recovery window.
+ */
+async function drainJobs(runtime: Runtime, options: CloseOptions, log: Logger): Promise<string[]> {
+  runtime.dispatcher.pause();
+  const busy = () => runtime.registry.all().filter((session) => session.slots.size > 0).map((session) => session.agentId);
+  const until = Date.now() + (options.drainMs ?? 0);
+  if (busy().length > 0 && Date.now() < until) log.info({ agents: busy().length, waitMs: options.drainMs }, 'draining: waiting for running jobs to finish (Ctrl-C again to stop now)');
+  while (busy().length > 0 && Date.now() < until && options.abort?.aborted !== true) await new Promise((resolve) => setTimeout(resolve, DRAIN_POLL_MS));
+  const left = busy();
+  if (left.length > 0) log.warn({ agents: left }, 'stopping with jobs still running: their agents reclaim them after the restart');
+  return left;
 }
 
 /** The scaler manager (orchestration.md §15), its API, and the sweep of expired agent tokens (protocol.md §3.2). */
@@ -124,9 +161,9 @@ async function attachScalers(deps: { config: CompiledConfig; db: Database['db'];
       void runtime.dispatcher.offer();
       stopSweep = startTokenExpirySweep({ db: deps.db, registry: runtime.registry, now: () => clock.now(), log: deps.log.child({ component: 'token-expiry' }) });
     },
-    async stop() {
+    async stop(options: { keep?: readonly string[] } = {}) {
       stopSweep();
-      await scalers.manager.stop();
+      await scalers.manager.stop(options);
     },
   };
 }

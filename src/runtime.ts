@@ -5,6 +5,7 @@ import { AgentRegistry } from '../actors/agent-registry.ts';
 import { ConcurrencyGroups } from '../actors/concurrency-groups.ts';
 import { Dispatcher } from '../actors/dispatcher.ts';
 import { EventRouter } from '../actors/event-router.ts';
+import type { EventRouterOptions } from '../actors/event-router.ts';
 import { EffectExecutor } from '../actors/effect-executor.ts';
 import type { EffectHandler } from '../actors/effect-executor.ts';
 import type { FencedError } from '../actors/errors.ts';
@@ -18,6 +19,8 @@ import { updateConcurrencyGroup } from './db/concurrency-groups.ts';
 import { deleteInboxEvents, enqueueRunEvent, peekInbox } from './db/inbox.ts';
 import { createRunStore } from './db/run-store.ts';
 import type { Schema } from './db/schema.ts';
+import { createPeers } from './peers.ts';
+import type { ListenForPeers } from './peers.ts';
 
 export interface RuntimeDeps {
   config: CompiledConfig;
@@ -26,15 +29,26 @@ export interface RuntimeDeps {
   log: Logger;
   registry: Registry;
   onFenced: (error: FencedError) => void;
+  /** Wake-ups from peer coordinators; without it their tables are polled often. */
+  listen?: ListenForPeers;
 }
 
-function createRouter({ db, config, clock, log }: RuntimeDeps, supervisor: Supervisor): EventRouter {
+/** With signals the tables are read when a peer writes and only checked now and then; without, often. */
+const POLL_WITH_SIGNALS_MS = 2_000;
+const POLL_WITHOUT_SIGNALS_MS = 200;
+
+function createRouter(deps: RuntimeDeps, supervisor: Supervisor, hooks: Pick<EventRouterOptions, 'onUndeliverable' | 'canDrain'>): EventRouter {
+  const { db, config, clock, log } = deps;
   const inbox = {
     enqueue: (runId: string, event: unknown) => enqueueRunEvent(db, { runId, event, now: clock.now() }),
     peek: (limit: number) => peekInbox(db, { coordinatorId: config.coordinatorId, limit }),
     remove: (ids: number[]) => deleteInboxEvents(db, ids),
   };
-  return new EventRouter(supervisor, inbox, clock, log.child({ component: 'router' }));
+  return new EventRouter({ supervisor, inbox, clock, log: log.child({ component: 'router' }), pollMs: pollMsOf(deps), ...hooks });
+}
+
+function pollMsOf(deps: RuntimeDeps): number {
+  return deps.listen ? POLL_WITH_SIGNALS_MS : POLL_WITHOUT_SIGNALS_MS;
 }
 
 /** The actor runtime of one coordinator: supervisor, ownership, dispatcher, effect executor. */
@@ -46,20 +60,22 @@ export function createRuntime(deps: RuntimeDeps) {
   const handlers: Record<string, EffectHandler> = {};
   const executor = new EffectExecutor({ handlers, markDone: (ids) => store.markEffectsDone(ids), clock, log, metrics });
   const supervisor = new Supervisor({
-    store,
-    clock,
-    log,
-    metrics,
-    maxBatch: config.commitMaxBatch,
-    batching: config.commitBatching,
+    ...{ store, clock, log, metrics, maxBatch: config.commitMaxBatch, batching: config.commitBatching },
     executeEffects: (effects) => executor.execute(effects),
     onFenced: deps.onFenced,
   });
-  const router = createRouter(deps, supervisor);
+  const router = createRouter(deps, supervisor, {
+    // A grant that reaches a run that ended: the slot it reserved goes back.
+    onUndeliverable: (_runId, event) => {
+      if (event.type === 'placement.granted') void peers.shared.release(event.agentId, event.dispatchId).catch(() => undefined);
+    },
+    canDrain: () => !ownership.adopting,
+  });
   const { db } = deps;
   const deliver = (runId: string, event: Parameters<EventRouter['deliver']>[1]) => router.deliver(runId, event);
   const registry = new AgentRegistry(() => clock.now());
   const dispatcher = new Dispatcher(registry, deliver, log.child({ component: 'dispatcher' }));
+  const peers = createPeers({ db, coordinatorId: config.coordinatorId, clock, log, supervisor, registry, dispatcher, router, deliver, pollMs: pollMsOf(deps), aliveWindowMs: config.dispatchAckTimeoutMs });
   supervisor.observe((update) => {
     if (['success', 'failed', 'cancelled'].includes(update.status)) dispatcher.forgetRun(update.runId);
   });
@@ -70,8 +86,9 @@ export function createRuntime(deps: RuntimeDeps) {
   const ownership = new Ownership(supervisor, {
     ...{ coordinatorId: config.coordinatorId, renewMs: config.leaseRenewMs, ttlMs: config.leaseTtlMs },
     ...{ store, clock, metrics, log: log.child({ component: 'ownership' }) },
-    onAdopted: (runIds) => {
-      void reattachRuns({ supervisor, registry, dispatcher, deliver, log }, runIds).then(() => router.drain()).catch(() => undefined);
+    onAdopted: async (runIds) => {
+      await reattachRuns({ supervisor, registry, dispatcher, deliver, shared: peers.shared, log }, runIds);
+      router.wake();
     },
     onFenced: (error) => {
       supervisor.stopAll();
@@ -79,15 +96,19 @@ export function createRuntime(deps: RuntimeDeps) {
     },
   });
   return {
-    ...{ supervisor, router, dispatcher, registry, deliver, executor, ownership, handlers },
+    ...{ supervisor, router, dispatcher, registry, deliver, executor, ownership, handlers, shared: peers.shared },
     async start() {
+      // A restart under the same id first forgets its old sessions, so restored jobs see their agents gone.
+      await peers.start(deps.listen);
       await ownership.start();
       router.start();
     },
-    stop() {
+    /** Stops writing; with `release`, gives the lease up so a peer adopts the runs at once, not after the TTL. */
+    async stop(options: { release?: boolean } = {}) {
       router.stop();
-      ownership.stop();
+      await peers.stop();
       supervisor.stopAll();
+      await ownership.stop(options);
     },
   };
 }

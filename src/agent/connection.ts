@@ -16,7 +16,8 @@ import type { Link } from './outbox.ts';
 export type ConnectionState = 'idle' | 'connecting' | 'authenticating' | 'registering' | 'registered' | 'backoff' | 'stopped';
 
 export interface ConnectionOptions {
-  url: string;
+  /** One coordinator, or several of one database: a failed connection moves on to the next. */
+  url: string | readonly string[];
   token?: string;
   heartbeatMs: number;
   reconnectBaseMs: number;
@@ -43,6 +44,7 @@ export class AgentConnection implements Link {
   private socket: WebSocket | undefined;
   private current: ConnectionState = 'idle';
   private attempt = 0;
+  private urlIndex = 0;
   private heartbeat: NodeJS.Timeout | undefined;
   private retry: NodeJS.Timeout | undefined;
   private authFailure: string | undefined;
@@ -95,9 +97,14 @@ export class AgentConnection implements Link {
     this.current = next;
   }
 
+  private get urls(): readonly string[] {
+    return typeof this.options.url === 'string' ? [this.options.url] : this.options.url;
+  }
+
   private connect(): void {
     this.setState('connecting');
-    const socket = new WebSocket(this.options.url, { perMessageDeflate: { threshold: 128 }, maxPayload: MAX_FRAME_BYTES });
+    const url = this.urls[this.urlIndex % this.urls.length] ?? '';
+    const socket = new WebSocket(url, { perMessageDeflate: { threshold: 128 }, maxPayload: MAX_FRAME_BYTES });
     this.socket = socket;
     socket.on('open', () => this.onOpen(socket));
     socket.on('message', (data, isBinary) => {
@@ -173,9 +180,12 @@ export class AgentConnection implements Link {
       this.hooks.onPermanentFailure(this.authFailure ?? (reason || `closed ${code}`));
       return;
     }
-    const delayMs = reconnectDelayMs(this.attempt, this.options.reconnectBaseMs, this.options.reconnectCapMs, this.random);
-    this.attempt += 1;
-    this.log.warn({ code, reason, delayMs, attempt: this.attempt }, 'disconnected; reconnecting');
+    // With several coordinators the next one is tried at once; a full round without one backs off.
+    this.urlIndex = (this.urlIndex + 1) % this.urls.length;
+    const fullRound = this.urlIndex === 0;
+    const delayMs = fullRound ? reconnectDelayMs(this.attempt, this.options.reconnectBaseMs, this.options.reconnectCapMs, this.random) : 0;
+    if (fullRound) this.attempt += 1;
+    this.log.warn({ code, reason, delayMs, attempt: this.attempt, next: this.urls[this.urlIndex] }, 'disconnected; reconnecting');
     this.setState('backoff');
     this.hooks.onDisconnected();
     this.retry = setTimeout(() => this.connect(), delayMs);

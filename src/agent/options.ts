@@ -5,8 +5,14 @@ import { z } from 'zod';
 
 /** Raw agent options as the CLI collects them; everything but `url` has a default. */
 export const agentOptionsSchema = z.object({
-  /** Coordinator socket URL, `ws://` or `wss://`, used verbatim. */
-  url: z.string().regex(/^wss?:\/\//, 'must be a ws:// or wss:// URL'),
+  /**
+   * Coordinator socket URL, `ws://` or `wss://`, used verbatim; several, comma-separated, are
+   * coordinators of one database, tried in turn whenever a connection fails.
+   */
+  url: z
+    .string()
+    .transform((list) => list.split(',').map((url) => url.trim()).filter((url) => url !== ''))
+    .refine((urls) => urls.length > 0 && urls.every((url) => /^wss?:\/\//.test(url)), 'must be a ws:// or wss:// URL (several: comma-separated)'),
   /** `kat_…` token; without one the agent registers directly (auth mode `none`). */
   token: z.string().min(1).optional(),
   /** Configured labels; the `kici:` prefix is reserved. @default [] */

@@ -5,7 +5,8 @@ import { AgentOptionsError, compileAgentOptions, type AgentOptions } from '../ag
 
 export const AGENT_USAGE = `usage: switchyard agent --url <ws url> [--token <kat_...>] [options]
 
-  --url URL               coordinator socket, e.g. ws://127.0.0.1:8080/ws/agent
+  --url URL[,URL...]      coordinator socket, e.g. ws://127.0.0.1:8080/ws/agent; several coordinators
+                          of one database, comma-separated, are tried in turn when a connection fails
   --token TOKEN           agent token (else $SWITCHYARD_AGENT_TOKEN; none: auth mode "none")
   --labels a,b            labels offered to jobs
   --max-concurrency N     parallel jobs (default 1)

@@ -25,12 +25,21 @@ async function start(): Promise<void> {
   const config = loadConfig();
   const log = createLogger(config.logLevel, { coordinatorId: config.coordinatorId });
   const coordinator = await startCoordinator(config, log, undefined, { onFenced: () => process.exit(EXIT_FENCED) });
+  const stopNow = new AbortController();
   const shutdown = (signal: string) => {
+    if (stopNow.signal.aborted) return;
+    if (shuttingDown) {
+      log.warn({ signal }, 'second signal: stopping without waiting for running jobs');
+      stopNow.abort();
+      return;
+    }
+    shuttingDown = true;
     log.info({ signal }, 'shutting down');
-    void coordinator.close().then(() => process.exit(process.exitCode ?? 0));
+    void coordinator.close({ drainMs: config.shutdownDrainMs, abort: stopNow.signal }).then(() => process.exit(process.exitCode ?? 0));
   };
-  process.once('SIGINT', () => shutdown('SIGINT'));
-  process.once('SIGTERM', () => shutdown('SIGTERM'));
+  let shuttingDown = false;
+  process.on('SIGINT', () => shutdown('SIGINT'));
+  process.on('SIGTERM', () => shutdown('SIGTERM'));
 }
 
 async function main(argv: string[]): Promise<void> {

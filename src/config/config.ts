@@ -30,6 +30,11 @@ export interface CompiledConfig {
   readonly leaseRenewMs: number;
   /** Lease lifetime; must exceed `leaseRenewMs` (`SWITCHYARD_LEASE_TTL_MS`). @default 10000 */
   readonly leaseTtlMs: number;
+  /**
+   * On SIGINT/SIGTERM, how long running jobs may finish before the coordinator stops; agents still
+   * busy then are left running and reclaim their jobs after the restart (`SWITCHYARD_SHUTDOWN_DRAIN_MS`). @default 30000
+   */
+  readonly shutdownDrainMs: number;
   /** Most journal entries written in one group commit (`SWITCHYARD_COMMIT_MAX_BATCH`). @default 512 */
   readonly commitMaxBatch: number;
   /** Group commit across runs (`SWITCHYARD_COMMIT_BATCHING=on|off`); off commits each event alone. @default true */
@@ -102,6 +107,7 @@ function compile(raw: RawEnv): Omit<CompiledConfig, 'scaler'> {
     coordinatorId: raw.SWITCHYARD_COORDINATOR_ID ?? (raw.DATABASE_URL === undefined ? 'embedded' : defaultCoordinatorId()),
     leaseRenewMs: raw.SWITCHYARD_LEASE_RENEW_MS ?? 2_000,
     leaseTtlMs: raw.SWITCHYARD_LEASE_TTL_MS ?? 10_000,
+    shutdownDrainMs: raw.SWITCHYARD_SHUTDOWN_DRAIN_MS ?? 30_000,
     commitMaxBatch: raw.SWITCHYARD_COMMIT_MAX_BATCH ?? 512,
     commitBatching: (raw.SWITCHYARD_COMMIT_BATCHING ?? 'on') === 'on',
     dispatchAckTimeoutMs: raw.SWITCHYARD_DISPATCH_ACK_TIMEOUT_MS ?? 10_000,

@@ -56,6 +56,7 @@ export const envSchema = z.object({
   ),
   SWITCHYARD_LEASE_RENEW_MS: integer(100),
   SWITCHYARD_LEASE_TTL_MS: integer(200),
+  SWITCHYARD_SHUTDOWN_DRAIN_MS: integer(0),
   SWITCHYARD_COMMIT_MAX_BATCH: integer(1, 100_000),
   SWITCHYARD_COMMIT_BATCHING: optional(z.enum(['on', 'off'], { message: 'must be "on" or "off"' })),
   SWITCHYARD_DISPATCH_ACK_TIMEOUT_MS: integer(1_000),

@@ -11,6 +11,8 @@ export type DatabaseKind = 'external' | 'embedded';
 export interface Database {
   readonly db: Kysely<Schema>;
   readonly kind: DatabaseKind;
+  /** How to open a connection of one's own (a LISTEN connection cannot come from the pool). */
+  readonly connection: pg.ClientConfig;
   /** Closes the pool and, for the embedded kind, stops the server. */
   close(): Promise<void>;
 }
@@ -76,6 +78,7 @@ export function connectDatabase(
   return {
     db,
     kind,
+    connection: { ...connection, types },
     close: () => (closing ??= db.destroy().then(onClose)),
   };
 }

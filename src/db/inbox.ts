@@ -1,6 +1,7 @@
 import { sql } from 'kysely';
 import type { Kysely } from 'kysely';
 import { toJson } from './json.ts';
+import { coordinatorChannelSql } from './peer-bus.ts';
 import type { Schema } from './schema.ts';
 
 export interface InboxEvent {
@@ -9,9 +10,16 @@ export interface InboxEvent {
   event: unknown;
 }
 
-/** Leaves an event for the coordinator that owns `runId` (FO-4: non-owners only send messages). */
+/**
+ * Leaves an event for the coordinator that owns `runId` (FO-4: non-owners only send messages) and
+ * wakes it with a NOTIFY, delivered when this insert commits.
+ */
 export async function enqueueRunEvent(db: Kysely<Schema>, { runId, event, now }: { runId: string; event: unknown; now: number }) {
-  await db.insertInto('run_inbox').values({ run_id: runId, event: toJson(event), created_at: now }).execute();
+  await sql`
+    WITH queued AS (
+      INSERT INTO run_inbox (run_id, event, created_at) VALUES (${runId}, ${toJson(event)}::json, ${now}) RETURNING run_id)
+    SELECT pg_notify(${coordinatorChannelSql(sql`o.coordinator_id`)}, 'inbox')
+      FROM queued JOIN run_owner o USING (run_id)`.execute(db);
 }
 
 /** The oldest inbox events of runs this coordinator owns; deleted only after delivery (at-least-once). */

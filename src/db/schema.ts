@@ -141,6 +141,29 @@ export interface AgentSessionsTable {
   slots_used: number;
   connected_at: Millis;
   last_heartbeat_at: Millis;
+  properties: Json;
+  taints: Json;
+  scaler_managed: boolean;
+}
+
+export interface PlacementRequestsTable {
+  run_id: string;
+  job_key: string;
+  attempt: number;
+  owner_id: string;
+  requirements: Json;
+  created_at: Millis;
+  claimed_by: string | null;
+  claim_until: Millis | null;
+}
+
+export interface AgentOutboxTable {
+  id: ColumnType<number, never, never>;
+  coordinator_id: string;
+  agent_id: string;
+  kind: string;
+  payload: Json;
+  created_at: Millis;
 }
 
 /** Every table Switchyard owns (migrations/001_core.ts). */
@@ -199,4 +222,6 @@ export interface Schema {
   agent_tokens: AgentTokensTable;
   job_logs: JobLogsTable;
   agent_sessions: AgentSessionsTable;
+  placement_requests: PlacementRequestsTable;
+  agent_outbox: AgentOutboxTable;
 }

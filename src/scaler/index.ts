@@ -91,7 +91,7 @@ export async function createScalerManager(wiring: ScalerWiring): Promise<{ manag
   const manager = new ScalerManager({
     backends,
     caps: { maxAgents: settings.maxAgents, maxCpu: settings.maxCpu, maxMemoryBytes: settings.maxMemoryBytes },
-    ...{ spawnTimeoutMs: settings.spawnTimeoutMs, tokenTtlMs: settings.tokenTtlMs, tickMs: settings.tickMs },
+    ...{ spawnTimeoutMs: settings.spawnTimeoutMs, tokenTtlMs: settings.tokenTtlMs, tickMs: settings.tickMs, busyDisconnectGraceMs: config.recoveryWindowMs },
     store: scalerStore(wiring),
     registry: wiring.agents,
     jobs: scalerJobs(supervisor),

@@ -17,12 +17,12 @@ const INVARIANTS = [
   'no coordinator crashed (exits only when killed or fenced)',
 ];
 
-describe('chaos: two coordinators, six agents, 20 s of random faults', { skip: await skipReason('external') }, () => {
+describe('chaos: two coordinators, six agents (two reaching only B), a burst, 20 s of random faults', { skip: await skipReason('external') }, () => {
   let report: ChaosReport;
 
   before(async () => {
     const seed = Number(process.env.CHAOS_SEED ?? Math.floor(Math.random() * 2 ** 31));
-    report = await runChaos({ seed, durationMs: 20_000, agents: 6, deliveriesPerSecond: 4, faultEveryMs: 1000, settleTimeoutMs: 100_000 });
+    report = await runChaos({ seed, durationMs: 20_000, agents: 6, pinnedAgents: 2, burst: 40, deliveriesPerSecond: 4, faultEveryMs: 1000, settleTimeoutMs: 100_000 });
     console.log(formatReport(report));
   });
 

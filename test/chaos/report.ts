@@ -3,6 +3,10 @@ import type { InvariantResult } from './invariants.ts';
 export interface ChaosReport {
   seed: number;
   durationMs: number;
+  /** Agents that could reach only coordinator B. */
+  pinnedAgents: number;
+  /** Deliveries sent at once in the middle of the faults. */
+  burst: number;
   elapsedMs: number;
   /** From the end of the faults until every run was final. */
   settleMs: number;
@@ -30,7 +34,8 @@ export function formatReport(report: ChaosReport): string {
   const faults = Object.entries(report.faults).map(([kind, n]) => `${kind} ×${n}`).join(', ') || 'none';
   const lines = [
     `chaos: seed ${report.seed}, ${report.durationMs / 1000} s of faults, ${report.agents} agents, 2 coordinators (elapsed ${(report.elapsedMs / 1000).toFixed(1)} s, settled in ${(report.settleMs / 1000).toFixed(1)} s)`,
-    `  deliveries: ${report.deliveries} (${report.sends} requests with duplicates, reordering and redeliveries; ${report.unaccepted} never accepted)`,
+    `  deliveries: ${report.deliveries} (${report.sends} requests with duplicates, reordering and redeliveries; ${report.unaccepted} never accepted; a burst of ${report.burst} at once)`,
+    `  agents connected only to coordinator B (serving runs owned by A through it): ${report.pinnedAgents}`,
     `  faults: ${faults}`,
     `  garbage bursts closed with: ${Object.entries(report.garbageCloseCodes).map(([code, n]) => `${code} ×${n}`).join(', ') || '—'}; fenced coordinator exits: ${report.fencedExits}`,
     `  runs: ${Object.entries(report.runStatuses).map(([status, n]) => `${status} ${n}`).join(', ')}; job attempts seen by agents: ${report.attempts}`,

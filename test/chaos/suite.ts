@@ -26,6 +26,10 @@ export interface ChaosOptions {
   faultEveryMs: number;
   /** How long the cluster gets, after the faults stop, for every run to end. */
   settleTimeoutMs: number;
+  /** Agents that know only coordinator B: they serve runs owned by A through B (shared agents). @default 0 */
+  pinnedAgents?: number;
+  /** Deliveries sent at once halfway through the faults, on top of the steady load. @default 0 */
+  burst?: number;
   log?: (line: string) => void;
 }
 
@@ -84,20 +88,23 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
   try {
     for (const c of coordinators) if (!(await c.start())) throw new Error(`${c.id} did not start; see ${logDir}`);
     await registerRepository(coordinators[0] as ChaosCoordinator, repo.path);
-    const spawnAgent = (home: number) => {
-      const urls = () => [coordinators[home % 2] as ChaosCoordinator, coordinators[(home + 1) % 2] as ChaosCoordinator].map((c) => c.wsUrl);
-      const agent = new ChaosAgent(`chaos-agent-${agents.length}`, urls, ledger, rng, BEHAVIOUR, log);
+    const pinned = new Set<ChaosAgent>();
+    const spawnAgent = (home: number, pinnedToB = false) => {
+      const order = pinnedToB ? [coordinators[1] as ChaosCoordinator] : [coordinators[home % 2] as ChaosCoordinator, coordinators[(home + 1) % 2] as ChaosCoordinator];
+      const urls = () => order.map((c) => c.wsUrl);
+      const agent = new ChaosAgent(`chaos-agent-${agents.length}${pinnedToB ? '-b-only' : ''}`, urls, ledger, rng, BEHAVIOUR, log);
+      if (pinnedToB) pinned.add(agent);
       homes.set(agent, home);
       agents.push(agent);
       void agent.start();
       return agent;
     };
-    for (let i = 0; i < options.agents; i++) spawnAgent(i);
+    for (let i = 0; i < options.agents; i++) spawnAgent(i, i < (options.pinnedAgents ?? 0));
     const faults = new FaultInjector(
       {
         coordinators,
         agents: () => agents,
-        replaceAgent: (dead) => void spawnAgent(homes.get(dead) ?? 0),
+        replaceAgent: (dead) => void spawnAgent(homes.get(dead) ?? 0, pinned.has(dead)),
         databaseUrl,
         recoveryWindowMs: RECOVERY_WINDOW_MS,
       },
@@ -125,6 +132,8 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
       return {
         seed: options.seed,
         durationMs: options.durationMs,
+        pinnedAgents: options.pinnedAgents ?? 0,
+        burst: options.burst ?? 0,
         elapsedMs: Math.round(performance.now() - started),
         settleMs: settled,
         agents: options.agents,
@@ -155,7 +164,12 @@ async function chaosPhase(options: ChaosOptions, rng: Rng, load: WebhookLoad, fa
   let nextFault = performance.now() + rng.int(options.faultEveryMs / 2, options.faultEveryMs * 1.5);
   const tickMs = 100;
   let owed = 0;
+  let burstAt: number | null = performance.now() + options.durationMs / 2;
   while (performance.now() < until) {
+    if (burstAt !== null && performance.now() >= burstAt) {
+      load.burst(options.burst ?? 0);
+      burstAt = null;
+    }
     owed += (options.deliveriesPerSecond * tickMs) / 1000;
     const count = Math.floor(owed);
     owed -= count;

@@ -41,7 +41,7 @@ export const after: (() => Promise<void>)[] = [];
 
 /** Starts `switchyard start` as a real child process and waits until it is ready. */
 export async function startCoordinatorProcess(env: Record<string, string>): Promise<CoordinatorProcess> {
-  const port = await findFreePort();
+  const port = env['PORT'] !== undefined ? Number(env['PORT']) : await findFreePort();
   const child = spawn(process.execPath, ['--no-node-snapshot', '--import', 'tsx', 'src/cli/main.ts', 'start'], {
     cwd: ROOT,
     env: { ...process.env, PORT: String(port), SWITCHYARD_ADMIN_TOKEN: ADMIN_TOKEN, LOG_LEVEL: 'info', ...env },

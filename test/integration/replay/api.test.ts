@@ -93,7 +93,7 @@ describe('replay, history, machines and observe endpoints (external Postgres)', 
       assert.equal((await http.get('/visualize/elk.bundled.js', false)).status, 200);
       assert.equal((await http.get('/visualize/__proto__', false)).status, 404);
       assert.equal((await http.get('/visualize/..%2Fserve.ts', false)).status, 404);
-      runtime.stop();
+      await runtime.stop();
       await http.close();
     });
   });
@@ -127,7 +127,7 @@ describe('replay, history, machines and observe endpoints (external Postgres)', 
       all.ws.close();
       only.ws.close();
       await eventually(() => http.observers.clients === 0, 5000, 'observers to leave');
-      runtime.stop();
+      await runtime.stop();
       await http.close();
     });
   });

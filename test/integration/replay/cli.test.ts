@@ -44,7 +44,7 @@ describe('switchyard replay and visualize against the database (external Postgre
     await run.until('build', { waiting: 'agent' });
     await run.send({ type: 'run.cancel', reason: 'cli test', force: false, by: 'test' });
     await run.finalStatus();
-    runtime.stop();
+    await runtime.stop();
     runId = run.runId;
   });
 

@@ -34,7 +34,7 @@ async function recordRequeueAndRecovery(db: Kysely<Schema>): Promise<RunDriver> 
   await run.until('test', { assigned: { running: 'started' } });
   await run.send({ type: 'agent.job.status', state: 'success', ...tester });
   assert.equal(await run.finalStatus(), 'success');
-  run.runtime.stop();
+  await run.runtime.stop();
   return run;
 }
 
@@ -46,7 +46,7 @@ async function recordTakeover(db: Kysely<Schema>): Promise<RunDriver> {
   const owner = attempt('build', 'agent-7');
   await run.grant(owner);
   await run.start(owner);
-  run.runtime.stop();
+  await run.runtime.stop();
   run.runtime = await startTestRuntime(db, 'coord-b');
   await eventually(() => run.runtime.supervisor.owns(run.runId), 5000, 'coord-b to adopt the run');
   await run.send({ type: 'agent.disconnected', agentId: owner.agentId, jobKey: 'build' });
@@ -55,7 +55,7 @@ async function recordTakeover(db: Kysely<Schema>): Promise<RunDriver> {
   await run.until('build', { assigned: { running: 'started' } });
   await run.send({ type: 'agent.job.status', state: 'success', ...owner });
   assert.equal(await run.finalStatus(), 'success');
-  run.runtime.stop();
+  await run.runtime.stop();
   return run;
 }
 

@@ -23,14 +23,17 @@ for (const kind of DATABASE_KINDS) {
       await withTestDatabase(kind, async ({ db }) => {
         const owner = await startTestRuntime(db, 'coord-owner');
         const other = await startTestRuntime(db, 'coord-other');
-        const runId = randomUUID();
-        await owner.supervisor.createRun({ input: planFor(runId, waitingWorkflow('wf')), repository: null });
-        assert.equal(await other.router.deliver(runId, { type: 'run.cancel', reason: 'from elsewhere', force: false, by: 'test' }), 'inbox');
-        await eventually(async () => (await db.selectFrom('runs').select('status').where('run_id', '=', runId).executeTakeFirst())?.status === 'cancelled');
-        const left = await db.selectFrom('run_inbox').selectAll().execute();
-        assert.equal(left.length, 0, 'delivered inbox events are removed');
-        owner.stop();
-        other.stop();
+        try {
+          const runId = randomUUID();
+          await owner.supervisor.createRun({ input: planFor(runId, waitingWorkflow('wf')), repository: null });
+          assert.equal(await other.router.deliver(runId, { type: 'run.cancel', reason: 'from elsewhere', force: false, by: 'test' }), 'inbox');
+          await eventually(async () => (await db.selectFrom('runs').select('status').where('run_id', '=', runId).executeTakeFirst())?.status === 'cancelled');
+          // The inbox row is removed once the drain that delivered it finishes.
+          await eventually(async () => (await db.selectFrom('run_inbox').selectAll().execute()).length === 0, 8000, 'delivered inbox events to be removed');
+        } finally {
+          await owner.stop();
+          await other.stop();
+        }
       });
     });
 
@@ -46,7 +49,7 @@ for (const kind of DATABASE_KINDS) {
         assert.deepEqual(waiting.waiting_reason, { kind: 'concurrency', message: 'waiting for concurrency group acme/app::prod (position 1)' });
         await runtime.supervisor.send(first, { type: 'run.cancel', reason: 'done with it', force: false, by: 'test' });
         await jobIs(db, second, (j) => (j.waiting_reason as { kind?: string } | null)?.kind === 'no_matching_agent');
-        runtime.stop();
+        await runtime.stop();
       });
     });
 
@@ -61,7 +64,7 @@ for (const kind of DATABASE_KINDS) {
         const cancelled = await jobIs(db, first, (j) => j.status === 'cancelled');
         assert.equal(cancelled.outcome, `superseded by run ${second} in concurrency group acme/app::prod`);
         await jobIs(db, second, (j) => (j.waiting_reason as { kind?: string } | null)?.kind === 'no_matching_agent');
-        runtime.stop();
+        await runtime.stop();
       });
     });
   });

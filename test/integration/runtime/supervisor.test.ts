@@ -26,7 +26,7 @@ for (const kind of DATABASE_KINDS) {
           kind: 'no_matching_agent',
           message: 'needs an agent that can execute run steps; none connected with labels label-nobody-has',
         });
-        runtime.stop();
+        await runtime.stop();
       });
     });
 
@@ -44,7 +44,7 @@ for (const kind of DATABASE_KINDS) {
         assert.equal(run.status, 'cancelled');
         assert.equal(runtime.supervisor.owns(runId), false, 'a finished run leaves memory');
         await assert.rejects(runtime.supervisor.send(runId, { type: 'run.cancel', reason: 'x', force: true, by: 'x' }), RunNotOwnedError);
-        runtime.stop();
+        await runtime.stop();
       });
     });
 
@@ -58,7 +58,7 @@ for (const kind of DATABASE_KINDS) {
         const metric = await runtime.supervisor['options'].metrics.batchSize.get();
         const count = metric.values.find((v) => v.metricName === 'switchyard_group_commit_batch_size_count')?.value ?? 0;
         assert.ok(count < 200, `200 creations took ${count} transactions`);
-        runtime.stop();
+        await runtime.stop();
       });
     });
 
@@ -68,7 +68,7 @@ for (const kind of DATABASE_KINDS) {
         const runId = randomUUID();
         const createdAt = Date.now();
         await first.supervisor.createRun({ input: planFor(runId, waitingWorkflow('wf', { timeoutMs: 1500 }), createdAt), repository: null });
-        first.stop();
+        await first.stop();
         const second = await startTestRuntime(db, 'coord-b');
         const run = await eventually(
           () => db.selectFrom('runs').selectAll().where('run_id', '=', runId).where('status', '=', 'failed').executeTakeFirst(),
@@ -82,7 +82,7 @@ for (const kind of DATABASE_KINDS) {
         assert.equal(dueAt, createdAt + 1500);
         assert.ok((fired[0]?.receivedAt ?? 0) >= dueAt, 'never before its time');
         assert.ok((fired[0]?.receivedAt ?? 0) - dueAt < 1000, 'not re-armed relative to the takeover');
-        second.stop();
+        await second.stop();
       });
     });
 
@@ -94,7 +94,7 @@ for (const kind of DATABASE_KINDS) {
         const second = await startTestRuntime(db, 'coord-b');
         await new Promise((resolve) => setTimeout(resolve, 800));
         assert.equal(second.supervisor.owns(runId), false, 'a live owner keeps its run');
-        first.ownership.stop(); // paused: no more renewals, actors still in memory
+        void first.ownership.stop(); // paused: no more renewals, actors still in memory
         await eventually(() => second.supervisor.owns(runId), 5000, 'adoption after the lease expired');
         await assert.rejects(first.supervisor.send(runId, { type: 'run.cancel', reason: 'zombie', force: true, by: 'zombie' }), FencedError);
         assert.equal(first.supervisor.size, 0, 'the zombie dropped its actors');
@@ -103,8 +103,8 @@ for (const kind of DATABASE_KINDS) {
         const by = after.map((e) => (e.event as { by?: string }).by).filter(Boolean);
         assert.deepEqual(by, ['test'], 'the zombie wrote nothing; the owner did');
         assert.deepEqual(after.map((e) => e.seq), after.map((_, i) => i), 'one contiguous journal, one writer at a time');
-        first.stop();
-        second.stop();
+        await first.stop();
+        await second.stop();
       });
     });
 
@@ -115,14 +115,14 @@ for (const kind of DATABASE_KINDS) {
         const bad = randomUUID();
         for (const id of [good, bad]) await first.supervisor.createRun({ input: planFor(id, waitingWorkflow('wf')), repository: null });
         await eventually(async () => (await readJournal(db, bad)).length >= 2);
-        first.stop();
+        await first.stop();
         await db.updateTable('run_snapshots').set({ machine_version: 999 }).where('run_id', '=', bad).execute();
         const second = await startTestRuntime(db, 'coord-b');
         await eventually(() => second.supervisor.owns(good), 5000, 'the good run to be adopted');
         assert.equal(second.supervisor.owns(bad), false);
         const restore = await second.supervisor['options'].metrics.restoreFailures.get();
         assert.equal(restore.values[0]?.value, 1);
-        second.stop();
+        await second.stop();
       });
     });
   });

@@ -17,7 +17,7 @@ for (const kind of DATABASE_KINDS) {
         await first.supervisor.send(runId, { type: 'placement.granted', agentKind: 'static', ...attempt });
         await first.supervisor.send(runId, { type: 'agent.job.ack', ...attempt });
         await first.supervisor.send(runId, { type: 'agent.job.status', state: 'running', ...attempt });
-        first.stop();
+        await first.stop();
         const second = await startTestRuntime(db, 'coord-b');
         await eventually(() => second.supervisor.jobContext(runId, 'build') !== null, 5000, 'adoption');
         const recovering = await eventually(
@@ -34,7 +34,7 @@ for (const kind of DATABASE_KINDS) {
           'running again after the reclaim',
         );
         assert.equal(running.dispatch_id, attempt.dispatchId);
-        second.stop();
+        await second.stop();
       });
     });
 
@@ -44,10 +44,10 @@ for (const kind of DATABASE_KINDS) {
         const runId = randomUUID();
         await first.supervisor.createRun({ input: planFor(runId, waitingWorkflow('wf')), repository: null });
         await eventually(async () => (await readJournal(db, runId)).some((e) => (e.event as { type: string }).type === 'placement.none'));
-        first.stop();
+        await first.stop();
         const second = await startTestRuntime(db, 'coord-b');
         await eventually(() => second.dispatcher.waitingCount === 1, 5000, 'the job back on the dispatcher list');
-        second.stop();
+        await second.stop();
       });
     });
   });

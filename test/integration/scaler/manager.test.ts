@@ -108,12 +108,12 @@ await describeEachKind('scaler manager on a real runtime', (kind) => {
       const manager = managerFor(runtime, db, new RecordingBackend(2, 'reference'), 'coord-busy');
       t.after(async () => {
         await manager.stop();
-        runtime.stop();
+        await runtime.stop();
       });
       await manager.start();
       const link = { send: () => undefined, close: () => undefined };
       const busy = new Map([['other-dispatch', { runId: 'other-run', jobKey: 'other' }]]);
-      runtime.registry.add({ ...{ agentId: 'kici-busy', labels: [LABEL], taints: [], properties: {}, connectionId: 'c-1', tokenId: null }, ...{ maxConcurrency: 1, scalerManaged: false, unusable: null, slots: busy, sent: new Set<string>(), link } });
+      runtime.registry.add({ ...{ agentId: 'kici-busy', labels: [LABEL], taints: [], properties: {}, connectionId: 'c-1', tokenId: null }, ...{ maxConcurrency: 1, scalerManaged: false, unusable: null, lastFrameAt: 0, slots: busy, sent: new Set<string>(), link } });
       const [tsRun] = await createRuns(runtime, 1, 'typescript');
       const reason = await eventually(async () => (await reasons(db, [tsRun as string]))[0]?.reason, 10_000, 'a waiting reason');
       assert.deepEqual(reason, { kind: 'capacity', message: '1 matching agent is busy' });
@@ -127,7 +127,7 @@ await describeEachKind('scaler manager on a real runtime', (kind) => {
       const manager = managerFor(runtime, db, backend, 'coord-caps');
       t.after(async () => {
         await manager.stop();
-        runtime.stop();
+        await runtime.stop();
       });
       await manager.start();
       const runIds = await createRuns(runtime, 50);
@@ -156,7 +156,7 @@ await describeEachKind('scaler manager on a real runtime', (kind) => {
       const manager = managerFor(runtime, db, backend, 'coord-fail', 600);
       t.after(async () => {
         await manager.stop();
-        runtime.stop();
+        await runtime.stop();
       });
       await manager.start();
       const [runId] = await createRuns(runtime, 1);
@@ -190,7 +190,7 @@ await describeEachKind('scaler manager on a real runtime', (kind) => {
       const manager = managerFor(runtime, db, reference, 'coord-executor');
       t.after(async () => {
         await manager.stop();
-        runtime.stop();
+        await runtime.stop();
       });
       await manager.start();
       const [tsRun] = await createRuns(runtime, 1, 'typescript');
@@ -206,7 +206,7 @@ await describeEachKind('scaler manager on a real runtime', (kind) => {
       const manager = managerFor(runtime, db, kici, 'coord-executor-kici');
       t.after(async () => {
         await manager.stop();
-        runtime.stop();
+        await runtime.stop();
       });
       await manager.start();
       const [shellRun] = await createRuns(runtime, 1, 'run');

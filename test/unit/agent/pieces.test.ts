@@ -142,5 +142,7 @@ describe('shell, plan and options', () => {
     assert.equal(compiled.sentLabels[0], 'a');
     assert.throws(() => compileAgentOptions({ url: 'ws://h', labels: ['kici:role:builder'] }), AgentOptionsError);
     assert.throws(() => compileAgentOptions({ url: 'http://h' }), /url: must be a ws/);
+    assert.throws(() => compileAgentOptions({ url: 'ws://h, http://other' }), /url: must be a ws/);
+    assert.deepEqual(compileAgentOptions({ url: 'ws://a/ws/agent, ws://b/ws/agent' }).url, ['ws://a/ws/agent', 'ws://b/ws/agent']);
   });
 });

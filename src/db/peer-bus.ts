@@ -1,0 +1,79 @@
+import { createHash } from 'node:crypto';
+import { sql, type RawBuilder } from 'kysely';
+import pg from 'pg';
+import type { Logger } from 'pino';
+
+/** The channel every coordinator listens on for placement requests of its peers. */
+export const PLACEMENT_CHANNEL = 'sy_placement';
+
+/**
+ * The channel one coordinator listens on. Channel names are identifiers of at most 63 bytes and a
+ * coordinator id is free text, so it is hashed; `coordinatorChannelSql` computes the same in SQL.
+ */
+export function coordinatorChannel(coordinatorId: string): string {
+  return `sy_${createHash('md5').update(coordinatorId).digest('hex').slice(0, 24)}`;
+}
+
+export function coordinatorChannelSql(coordinatorId: RawBuilder<unknown>): RawBuilder<string> {
+  return sql<string>`'sy_' || substr(md5(${coordinatorId}), 1, 24)`;
+}
+
+export interface PeerListener {
+  close(): Promise<void>;
+}
+
+const RECONNECT_MS = [100, 500, 1_000, 2_000, 5_000] as const;
+
+/**
+ * LISTENs on `channels` over a connection of its own (a pooled one would be handed back). Each
+ * notification's payload goes to `onSignal`; after a reconnect `onSignal('reconnected')` runs, since
+ * signals sent while it was down are gone (the tables they point at are not).
+ */
+export function listenForPeers(
+  connection: pg.ClientConfig,
+  channels: readonly string[],
+  onSignal: (payload: string) => void,
+  log: Logger,
+): PeerListener {
+  let client: pg.Client | null = null;
+  let closed = false;
+  let failures = 0;
+  let timer: NodeJS.Timeout | undefined;
+  const connect = async (): Promise<void> => {
+    const next = new pg.Client(connection);
+    next.on('notification', (message) => onSignal(message.payload ?? ''));
+    next.on('error', (error) => {
+      log.warn({ error: error.message }, 'peer listener connection failed; reconnecting');
+      void next.end().catch(() => undefined);
+      if (client === next) scheduleReconnect();
+    });
+    try {
+      await next.connect();
+      for (const channel of channels) await next.query(`LISTEN ${next.escapeIdentifier(channel)}`);
+    } catch (error) {
+      log.warn({ error: error instanceof Error ? error.message : String(error) }, 'peer listener could not connect; retrying');
+      await next.end().catch(() => undefined);
+      return scheduleReconnect();
+    }
+    if (closed) return void (await next.end().catch(() => undefined));
+    client = next;
+    if (failures > 0) onSignal('reconnected');
+    failures = 0;
+  };
+  const scheduleReconnect = (): void => {
+    client = null;
+    if (closed) return;
+    const delay = RECONNECT_MS[Math.min(failures, RECONNECT_MS.length - 1)] ?? 5_000;
+    failures += 1;
+    timer = setTimeout(() => void connect(), delay);
+  };
+  void connect();
+  return {
+    async close() {
+      closed = true;
+      clearTimeout(timer);
+      await client?.end().catch(() => undefined);
+      client = null;
+    },
+  };
+}

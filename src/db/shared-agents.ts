@@ -1,0 +1,152 @@
+import { sql, type Kysely } from 'kysely';
+import type { AgentCommand, QueuedAgentCommand, SharedSession } from '../../actors/shared-agents.ts';
+import { toJson } from './json.ts';
+import { PLACEMENT_CHANNEL, coordinatorChannelSql } from './peer-bus.ts';
+import type { Schema } from './schema.ts';
+
+/** Records (or takes over) an agent's session on this coordinator. */
+export async function upsertAgentSession(db: Kysely<Schema>, session: SharedSession & { tokenId: string | null; now: number }): Promise<void> {
+  const row = {
+    agent_id: session.agentId,
+    coordinator_id: session.coordinatorId,
+    connection_id: session.connectionId,
+    token_id: session.tokenId,
+    labels: toJson(session.labels),
+    properties: toJson(session.properties),
+    taints: toJson(session.taints),
+    max_concurrency: session.maxConcurrency,
+    scaler_managed: session.scalerManaged,
+    slots_used: 0,
+    connected_at: session.now,
+    last_heartbeat_at: session.now,
+  };
+  const { agent_id: _key, ...update } = row;
+  await db.insertInto('agent_sessions').values(row).onConflict((oc) => oc.column('agent_id').doUpdateSet(update)).execute();
+}
+
+/** Forgets a session when its socket closes, unless a newer connection already took the agent over. */
+export async function removeAgentSession(db: Kysely<Schema>, agentId: string, connectionId: string): Promise<void> {
+  await db.deleteFrom('agent_sessions').where('agent_id', '=', agentId).where('connection_id', '=', connectionId).execute();
+}
+
+/** The agent's session on a coordinator whose lease is current, or null. */
+export async function liveAgentSession(db: Kysely<Schema>, agentId: string, now: number): Promise<SharedSession | null> {
+  const row = await db
+    .selectFrom('agent_sessions as s')
+    .innerJoin('coordinators as c', 'c.id', 's.coordinator_id')
+    .select(['s.agent_id', 's.coordinator_id', 's.connection_id', 's.labels', 's.properties', 's.taints', 's.max_concurrency', 's.scaler_managed'])
+    .where('s.agent_id', '=', agentId)
+    .where('c.lease_until', '>=', now)
+    .executeTakeFirst();
+  if (!row) return null;
+  return {
+    agentId: row.agent_id,
+    coordinatorId: row.coordinator_id,
+    connectionId: row.connection_id,
+    labels: row.labels as string[],
+    properties: row.properties as SharedSession['properties'],
+    taints: row.taints as string[],
+    maxConcurrency: row.max_concurrency,
+    scalerManaged: row.scaler_managed,
+  };
+}
+
+/** Drops the sessions of coordinators whose lease ran out (their sockets are gone); returns those agents. */
+export async function clearDeadSessions(db: Kysely<Schema>, now: number): Promise<string[]> {
+  const { rows } = await sql<{ agent_id: string }>`
+    DELETE FROM agent_sessions s USING coordinators c
+     WHERE s.coordinator_id = c.id AND c.lease_until < ${now}
+    RETURNING s.agent_id`.execute(db);
+  return rows.map((row) => row.agent_id);
+}
+
+/** A restart under the same id: the sessions of the previous process died with it. */
+export async function clearSessionsOf(db: Kysely<Schema>, coordinatorId: string): Promise<void> {
+  await db.deleteFrom('agent_sessions').where('coordinator_id', '=', coordinatorId).execute();
+}
+
+
+/** Leaves a command for the coordinator holding the agent's socket, and wakes it. */
+export async function sendAgentCommand(db: Kysely<Schema>, args: { coordinatorId: string; agentId: string; command: AgentCommand; now: number }): Promise<void> {
+  await sql`
+    WITH queued AS (
+      INSERT INTO agent_outbox (coordinator_id, agent_id, kind, payload, created_at)
+      VALUES (${args.coordinatorId}, ${args.agentId}, ${args.command.kind}, ${toJson(args.command)}::jsonb, ${args.now})
+      RETURNING coordinator_id)
+    SELECT pg_notify(${coordinatorChannelSql(sql`coordinator_id`)}, 'agents') FROM queued`.execute(db);
+}
+
+/** The oldest commands for this coordinator's agents; deleted once carried out. */
+export async function peekAgentCommands(db: Kysely<Schema>, coordinatorId: string, limit: number): Promise<QueuedAgentCommand[]> {
+  const rows = await db
+    .selectFrom('agent_outbox')
+    .select(['id', 'agent_id', 'payload'])
+    .where('coordinator_id', '=', coordinatorId)
+    .orderBy('id')
+    .limit(limit)
+    .execute();
+  return rows.map((row) => ({ id: Number(row.id), agentId: row.agent_id, command: row.payload as AgentCommand }));
+}
+
+export async function deleteAgentCommands(db: Kysely<Schema>, ids: readonly number[]): Promise<void> {
+  if (ids.length === 0) return;
+  await sql`DELETE FROM agent_outbox WHERE id = ANY(${[...ids]}::int8[])`.execute(db);
+}
+
+/** A job its owner could not place on one of its own agents, offered to every coordinator's agents. */
+export interface PlacementRequestRow {
+  runId: string;
+  jobKey: string;
+  attempt: number;
+  ownerId: string;
+  requirements: unknown;
+}
+
+/** Offers (or re-offers, for a new attempt) a waiting job to the agents of every coordinator. */
+export async function publishPlacementRequest(db: Kysely<Schema>, request: PlacementRequestRow & { now: number }): Promise<void> {
+  await sql`
+    WITH offered AS (
+      INSERT INTO placement_requests (run_id, job_key, attempt, owner_id, requirements, created_at)
+      VALUES (${request.runId}, ${request.jobKey}, ${request.attempt}, ${request.ownerId}, ${toJson(request.requirements)}::jsonb, ${request.now})
+      ON CONFLICT (run_id, job_key) DO UPDATE SET attempt = excluded.attempt, owner_id = excluded.owner_id,
+        requirements = excluded.requirements, created_at = excluded.created_at, claimed_by = NULL, claim_until = NULL
+      RETURNING 1)
+    SELECT pg_notify(${PLACEMENT_CHANNEL}, 'placement') FROM offered`.execute(db);
+}
+
+/** Requests no one holds a live claim on, oldest first, except the asking coordinator's own. */
+export async function openPlacementRequests(db: Kysely<Schema>, args: { except: string; now: number; limit: number }): Promise<PlacementRequestRow[]> {
+  const rows = await db
+    .selectFrom('placement_requests')
+    .select(['run_id', 'job_key', 'attempt', 'owner_id', 'requirements'])
+    .where('owner_id', '<>', args.except)
+    .where((eb) => eb.or([eb('claimed_by', 'is', null), eb('claim_until', '<', args.now)]))
+    .orderBy('created_at')
+    .limit(args.limit)
+    .execute();
+  return rows.map((row) => ({ runId: row.run_id, jobKey: row.job_key, attempt: row.attempt, ownerId: row.owner_id, requirements: row.requirements }));
+}
+
+/**
+ * Claims one attempt's request for `ttlMs`: of two coordinators racing for it, one wins. A claimer
+ * that dies before granting loses the claim when it runs out, and the request is open again.
+ */
+export async function claimPlacementRequest(db: Kysely<Schema>, args: { runId: string; jobKey: string; attempt: number; me: string; now: number; ttlMs: number }): Promise<boolean> {
+  const result = await db
+    .updateTable('placement_requests')
+    .set({ claimed_by: args.me, claim_until: args.now + args.ttlMs })
+    .where('run_id', '=', args.runId)
+    .where('job_key', '=', args.jobKey)
+    .where('attempt', '=', args.attempt)
+    .where((eb) => eb.or([eb('claimed_by', 'is', null), eb('claimed_by', '=', args.me), eb('claim_until', '<', args.now)]))
+    .executeTakeFirst();
+  return result.numUpdatedRows > 0n;
+}
+
+/** The request is answered (granted) or moot (its run ended). */
+export async function withdrawPlacementRequests(db: Kysely<Schema>, args: { runId: string; jobKey?: string; attempt?: number }): Promise<void> {
+  let query = db.deleteFrom('placement_requests').where('run_id', '=', args.runId);
+  if (args.jobKey !== undefined) query = query.where('job_key', '=', args.jobKey);
+  if (args.attempt !== undefined) query = query.where('attempt', '=', args.attempt);
+  await query.execute();
+}

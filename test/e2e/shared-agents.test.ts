@@ -1,0 +1,120 @@
+import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import { after, afterEach, before, describe, it } from 'node:test';
+import { skipReason } from '../support/database.ts';
+import { CoordinatorClient, FakeAgent, dropDatabase, runStepsWorkflow } from '../support/fake-agent.ts';
+import { ADMIN_TOKEN, after as processCleanups, sharedDatabaseUrl, startCoordinatorProcess, stopProcess } from '../support/processes.ts';
+import type { CoordinatorProcess } from '../support/processes.ts';
+import { eventually } from '../support/runtime.ts';
+
+/** Short leases so a killed coordinator is adopted within seconds. */
+const ENV = { SWITCHYARD_LEASE_RENEW_MS: '300', SWITCHYARD_LEASE_TTL_MS: '1500', SWITCHYARD_SCALERS: 'none' };
+
+async function owner(client: CoordinatorClient, runId: string): Promise<string | null> {
+  const view = await client.json<{ owner: { coordinator_id: string } | null }>(`/api/v1/runs/${runId}`);
+  return view.owner?.coordinator_id ?? null;
+}
+
+describe('agents shared by coordinators on one database (real processes)', { skip: await skipReason('external') }, () => {
+  let databaseUrl: string;
+  let a: CoordinatorProcess;
+  let b: CoordinatorProcess;
+  let clientA: CoordinatorClient;
+  let clientB: CoordinatorClient;
+  let token: string;
+  const agents: FakeAgent[] = [];
+
+  before(async () => {
+    databaseUrl = await sharedDatabaseUrl('external');
+    a = await startCoordinatorProcess({ DATABASE_URL: databaseUrl, SWITCHYARD_COORDINATOR_ID: 'coord-a', ...ENV });
+    b = await startCoordinatorProcess({ DATABASE_URL: databaseUrl, SWITCHYARD_COORDINATOR_ID: 'coord-b', ...ENV });
+    clientA = new CoordinatorClient(a.url, ADMIN_TOKEN);
+    clientB = new CoordinatorClient(b.url, ADMIN_TOKEN);
+    token = (await clientA.createToken()).token;
+  });
+  afterEach(async () => {
+    for (const agent of agents.splice(0)) await agent.close();
+  });
+  after(async () => {
+    await stopProcess(a);
+    await stopProcess(b);
+    await dropDatabase(databaseUrl);
+    for (const fn of processCleanups.splice(0)) await fn();
+  });
+
+  async function agentOn(client: CoordinatorClient, label: string): Promise<FakeAgent> {
+    const agent = await FakeAgent.connect(client.wsUrl, token, { labels: [label], agentId: `shared-${label}` });
+    agents.push(agent);
+    return agent;
+  }
+
+  it('a run owned by A runs on an idle agent connected only to B: dispatch, statuses and the slot cross over', async () => {
+    const label = `only-b-${randomUUID().slice(0, 8)}`;
+    const agent = await agentOn(clientB, label);
+    const runId = await clientA.createRun(runStepsWorkflow('cross', label, [{ name: 'build', steps: [['s', 'true']] }, { name: 'test', needs: ['build'], steps: [['s', 'true']] }]));
+    assert.equal(await owner(clientA, runId), 'coord-a');
+    for (const index of [0, 1]) {
+      const dispatch = await agent.dispatch(index, 20_000);
+      agent.runAtOnce({ runId: dispatch.runId, jobId: dispatch.jobId });
+    }
+    const view = await clientA.waitForRunStatus(runId, 'success', 20_000);
+    assert.deepEqual(view.jobs.map((j) => [j.job_key, j.status, j.agent_id]), [
+      ['build', 'success', agent.agentId],
+      ['test', 'success', agent.agentId],
+    ]);
+    assert.equal(await owner(clientA, runId), 'coord-a', 'the run never moved');
+  });
+
+  it('a busy agent on B gets the next job once its slot is freed by A, the run’s owner', async () => {
+    const label = `slot-${randomUUID().slice(0, 8)}`;
+    const agent = await agentOn(clientB, label);
+    const first = await clientA.createRun(runStepsWorkflow('first', label, [{ name: 'build', steps: [['s', 'true']] }]));
+    const second = await clientA.createRun(runStepsWorkflow('second', label, [{ name: 'build', steps: [['s', 'true']] }]));
+    const one = await agent.dispatch(0, 20_000);
+    await clientA.waitForJob(second, 'build', (j) => j.waiting_reason !== null, 20_000, 'the second job to wait');
+    agent.runAtOnce({ runId: one.runId, jobId: one.jobId });
+    const two = await agent.dispatch(1, 20_000);
+    agent.runAtOnce({ runId: two.runId, jobId: two.jobId });
+    await clientA.waitForRunStatus(first, 'success', 20_000);
+    await clientA.waitForRunStatus(second, 'success', 20_000);
+  });
+
+  it('kill -9 of the owner: B adopts the run and its job on B’s agent finishes there', async () => {
+    const label = `adopt-${randomUUID().slice(0, 8)}`;
+    const agent = await agentOn(clientB, label);
+    const runId = await clientA.createRun(runStepsWorkflow('adopted', label, [{ name: 'build', steps: [['s', 'true']] }]));
+    const dispatch = await agent.dispatch(0, 20_000);
+    const attempt = { runId: dispatch.runId, jobId: dispatch.jobId };
+    agent.ack(attempt);
+    agent.status(attempt, 'running');
+    await clientB.waitForJob(runId, 'build', (j) => j.status === 'running', 20_000, 'running');
+    a.child.kill('SIGKILL');
+    await a.exited;
+    await eventually(async () => (await owner(clientB, runId)) === 'coord-b', 20_000, 'B to adopt the run');
+    agent.status(attempt, 'success');
+    const view = await clientB.waitForRunStatus(runId, 'success', 20_000);
+    assert.equal(view.jobs[0]?.agent_id, agent.agentId);
+    a = await startCoordinatorProcess({ DATABASE_URL: databaseUrl, SWITCHYARD_COORDINATOR_ID: 'coord-a', ...ENV });
+    clientA = new CoordinatorClient(a.url, ADMIN_TOKEN);
+  });
+
+  it('a graceful stop of the owner releases its lease: a peer adopts at once, and the agent fails over to it', async () => {
+    const label = `release-${randomUUID().slice(0, 8)}`;
+    const agent = await agentOn(clientA, label);
+    const runId = await clientA.createRun(runStepsWorkflow('released', label, [{ name: 'build', steps: [['s', 'true']] }]));
+    const dispatch = await agent.dispatch(0, 20_000);
+    const attempt = { runId: dispatch.runId, jobId: dispatch.jobId };
+    agent.ack(attempt);
+    agent.status(attempt, 'running');
+    await clientA.waitForJob(runId, 'build', (j) => j.status === 'running', 20_000, 'running');
+    await stopProcess(a, 'SIGTERM');
+    await eventually(async () => (await owner(clientB, runId)) === 'coord-b', 5_000, 'B to adopt the released runs well within a lease TTL');
+    const back = await FakeAgent.connect(clientB.wsUrl, token, { labels: [label], agentId: agent.agentId, inFlightJobs: [attempt] });
+    agents.push(back);
+    await clientB.waitForJob(runId, 'build', (j) => j.status === 'running', 20_000, 'the job reclaimed on B');
+    back.status(attempt, 'success');
+    await clientB.waitForRunStatus(runId, 'success', 20_000);
+    a = await startCoordinatorProcess({ DATABASE_URL: databaseUrl, SWITCHYARD_COORDINATOR_ID: 'coord-a', ...ENV });
+    clientA = new CoordinatorClient(a.url, ADMIN_TOKEN);
+  });
+});
