@@ -25,6 +25,7 @@ describe('loadConfig', () => {
     assert.equal(config.adminToken, undefined);
     assert.equal(config.leaseRenewMs, 2000);
     assert.equal(config.leaseTtlMs, 10000);
+    assert.equal(config.shutdownDrainMs, 30000);
     assert.equal(config.commitMaxBatch, 512);
     assert.equal(config.commitBatching, true);
     assert.equal(config.dispatchAckTimeoutMs, 10000);
@@ -59,6 +60,7 @@ describe('loadConfig', () => {
       SWITCHYARD_COORDINATOR_ID: 'coord-a',
       SWITCHYARD_LEASE_RENEW_MS: '500',
       SWITCHYARD_LEASE_TTL_MS: '1500',
+      SWITCHYARD_SHUTDOWN_DRAIN_MS: '5000',
       SWITCHYARD_COMMIT_MAX_BATCH: '64',
       SWITCHYARD_COMMIT_BATCHING: 'off',
       SWITCHYARD_DISPATCH_ACK_TIMEOUT_MS: '1000',
@@ -83,6 +85,7 @@ describe('loadConfig', () => {
       coordinatorId: 'coord-a',
       leaseRenewMs: 500,
       leaseTtlMs: 1500,
+      shutdownDrainMs: 5000,
       commitMaxBatch: 64,
       commitBatching: false,
       dispatchAckTimeoutMs: 1000,
