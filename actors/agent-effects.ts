@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
-import type { JobContext } from '../machines/job.setup.ts';
+import type { DispatchedJob } from '../machines/intents.ts';
 import type { AgentRegistry } from './agent-registry.ts';
 import type { SharedAgents, SharedSession } from './shared-agents.ts';
 import type { Effect } from './ports.ts';
@@ -11,14 +11,13 @@ export type DispatchFactory = (args: {
   runId: string;
   jobKey: string;
   dispatchId: string;
-  job: JobContext;
+  job: DispatchedJob;
   agentLabels: readonly string[];
 }) => Promise<{ ok: true; dispatch: object } | { ok: false; reason: string }>;
 
 export interface AgentEffectsDeps {
   registry: AgentRegistry;
   deliver: (runId: string, event: IncomingRunEvent) => Promise<unknown>;
-  jobContext: (runId: string, jobKey: string) => JobContext | null;
   buildDispatch: DispatchFactory;
   /** Agents whose socket another coordinator holds; null when this coordinator is alone. */
   shared: SharedAgents | null;
@@ -28,12 +27,6 @@ export interface AgentEffectsDeps {
   log: Logger;
 }
 
-interface AttemptPayload {
-  jobKey: string;
-  agentId: string;
-  dispatchId: string;
-}
-
 /**
  * The effects that reach agents: dispatch, cancel, close, slot release. Each runs after the
  * transition that asked for it committed, and is safe to run twice (effects are at-least-once).
@@ -41,8 +34,8 @@ interface AttemptPayload {
 export class AgentEffects {
   constructor(private readonly deps: AgentEffectsDeps) {}
 
-  async sendDispatch(effect: Effect): Promise<void> {
-    const { jobKey, agentId, dispatchId } = effect.payload as AttemptPayload;
+  async sendDispatch(effect: Effect<'sendDispatch'>): Promise<void> {
+    const { jobKey, agentId, dispatchId } = effect.payload;
     const { registry, deliver, log } = this.deps;
     const session = registry.get(agentId);
     if (!session) {
@@ -52,15 +45,16 @@ export class AgentEffects {
       return;
     }
     if (session.sent.has(dispatchId)) return;
-    // The slot was reserved on an earlier connection of this agent: that socket is gone, and an agent
-    // that registered again without the attempt has it settled as lost; sending it now would run it twice.
-    if (registry.dispatchOf(dispatchId)?.connectionId !== session.connectionId) {
-      log.info({ runId: effect.runId, jobKey, agentId, dispatchId }, 'dispatch not sent: its slot was reserved on a connection that has closed');
+    // The attempt's slot says whether it is still current: given back, the job moved on (this is an
+    // effect re-run after a restore). Reserved on an earlier connection of this agent, that socket is
+    // gone and an agent that registered again without the attempt has it settled as lost: sending it
+    // now would run it twice.
+    const slot = registry.dispatchOf(dispatchId);
+    if (slot?.connectionId !== session.connectionId || slot.endedAt !== null) {
+      log.info({ runId: effect.runId, jobKey, agentId, dispatchId }, 'dispatch not sent: its slot was given back or reserved on a connection that has closed');
       return;
     }
-    const job = this.deps.jobContext(effect.runId, jobKey);
-    if (!job || job.assignment?.dispatchId !== dispatchId) return;
-    const built = await this.deps.buildDispatch({ runId: effect.runId, jobKey, dispatchId, job, agentLabels: session.labels });
+    const built = await this.deps.buildDispatch({ runId: effect.runId, jobKey, dispatchId, job: effect.payload.job, agentLabels: session.labels });
     if (!built.ok) {
       log.error({ runId: effect.runId, jobKey, reason: built.reason }, 'dispatch refused before sending');
       await deliver(effect.runId, { type: 'agent.job.status', jobKey, agentId, dispatchId, state: 'failed', error: built.reason });
@@ -71,10 +65,8 @@ export class AgentEffects {
   }
 
   /** The dispatch is built here, where the run lives, and sent by the coordinator holding the socket. */
-  private async sendRemoteDispatch(effect: Effect, remote: SharedSession): Promise<void> {
-    const { jobKey, agentId, dispatchId } = effect.payload as AttemptPayload;
-    const job = this.deps.jobContext(effect.runId, jobKey);
-    if (!job || job.assignment?.dispatchId !== dispatchId) return;
+  private async sendRemoteDispatch(effect: Effect<'sendDispatch'>, remote: SharedSession): Promise<void> {
+    const { jobKey, agentId, dispatchId, job } = effect.payload;
     const built = await this.deps.buildDispatch({ runId: effect.runId, jobKey, dispatchId, job, agentLabels: remote.labels });
     if (!built.ok) {
       this.deps.log.error({ runId: effect.runId, jobKey, reason: built.reason }, 'dispatch refused before sending');
@@ -84,8 +76,8 @@ export class AgentEffects {
     await this.deps.shared?.send(remote, { kind: 'frame', frame: built.dispatch, dispatchId });
   }
 
-  async sendCancel(effect: Effect): Promise<void> {
-    const { jobKey, agentId, dispatchId, force, reason } = effect.payload as AttemptPayload & { force: boolean; reason: string };
+  async sendCancel(effect: Effect<'sendCancel'>): Promise<void> {
+    const { jobKey, agentId, dispatchId, force, reason } = effect.payload;
     const message = { type: 'job.cancel', messageId: randomUUID(), runId: effect.runId, jobId: dispatchId, reason, force };
     const session = this.deps.registry.get(agentId);
     if (!session) {
@@ -102,8 +94,8 @@ export class AgentEffects {
    * reconnects; one that sent any frame within the ack window is slow, not gone, and keeps its
    * socket: the chart still requeues its attempt and cancels it on the agent (protocol.md §10.5).
    */
-  async closeAgentConnection(effect: Effect): Promise<void> {
-    const { agentId, code, reason } = effect.payload as { agentId: string; code: number; reason: string };
+  async closeAgentConnection(effect: Effect<'closeAgentConnection'>): Promise<void> {
+    const { agentId, code, reason } = effect.payload;
     const session = this.deps.registry.get(agentId);
     if (!session) {
       const remote = await this.deps.shared?.remoteSession(agentId);
@@ -116,8 +108,8 @@ export class AgentEffects {
     }
   }
 
-  async releaseSlot(effect: Effect): Promise<void> {
-    const { agentId, dispatchId } = effect.payload as { agentId: string; dispatchId: string };
+  async releaseSlot(effect: Effect<'releaseSlot'>): Promise<void> {
+    const { agentId, dispatchId } = effect.payload;
     if (this.deps.shared) await this.deps.shared.release(agentId, dispatchId);
     else this.deps.registry.release(agentId, dispatchId);
   }

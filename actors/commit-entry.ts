@@ -2,8 +2,12 @@ import { RUN_MACHINE_ID } from '../machines/run.machine.ts';
 import type { RunContext } from '../machines/run.machine.ts';
 import { projectJobs, projectRun, stateSummary } from '../machines/projection.ts';
 import type { PersistedMachineSnapshot } from '../machines/projection.ts';
-import type { Intent } from './intent-recorder.ts';
-import type { CommitEntry, NewRun, RunFailureRecord, TimerChange } from './ports.ts';
+import { isEffectKind } from '../machines/intents.ts';
+import type { EffectKind, Intent } from '../machines/intents.ts';
+import { isDeadlineKind } from '../machines/types.ts';
+import type { DeadlineKind } from '../machines/types.ts';
+import type { EffectRow, NewRun, RunCommit, RunFailureRecord, StoredRun, TimerChange } from './ports.ts';
+import type { ArmedTimer } from './timer-service.ts';
 
 export interface EntryParts {
   runId: string;
@@ -18,10 +22,8 @@ export interface EntryParts {
   newRun?: NewRun;
 }
 
-const TIMER_INTENTS = new Set(['armDeadline', 'disarmDeadline']);
-
-export function timerChangesOf(intents: Intent[], firedDeadlineId: string | null): TimerChange[] {
-  const changes: TimerChange[] = firedDeadlineId ? [{ op: 'disarm', deadlineId: firedDeadlineId }] : [];
+export function timerChangesOf(intents: Intent[], firedDeadlineId: string | null): TimerChange<DeadlineKind>[] {
+  const changes: TimerChange<DeadlineKind>[] = firedDeadlineId ? [{ op: 'disarm', deadlineId: firedDeadlineId }] : [];
   for (const intent of intents) {
     if (intent.type === 'armDeadline') {
       const { id, kind, at, jobKey } = intent.params;
@@ -33,13 +35,21 @@ export function timerChangesOf(intents: Intent[], firedDeadlineId: string | null
   return changes;
 }
 
+function isEffectIntent(intent: Intent): intent is Intent<EffectKind> {
+  return isEffectKind(intent.type);
+}
+
+/** The outbox row of an intent: its params are the effect's payload, unchanged. */
+function effectRowOf(intent: Intent<EffectKind>, effectId: string): EffectRow {
+  // A kind and its params travel together in both unions; TypeScript cannot follow the pairing.
+  return { effectId, kind: intent.type, payload: intent.params } as EffectRow;
+}
+
 /** Everything one accepted event writes: journal row, snapshot, projections, timers, outbox. */
-export function buildCommitEntry(parts: EntryParts): CommitEntry {
+export function buildCommitEntry(parts: EntryParts): RunCommit {
   const { runId, seq, snapshot } = parts;
   const run = projectRun(snapshot);
-  const effects = parts.intents
-    .filter((intent) => !TIMER_INTENTS.has(intent.type))
-    .map((intent, n) => ({ effectId: `${runId}:${seq}:${n}`, kind: intent.type, payload: intent.params }));
+  const effects = parts.intents.filter(isEffectIntent).map((intent, n) => effectRowOf(intent, `${runId}:${seq}:${n}`));
   return {
     runId,
     isNewRun: parts.isNewRun,
@@ -87,4 +97,21 @@ export function runFailureOf(entry: FailureSource, reason: string, failedAt: num
     ...{ workflowName: run.workflowName, repository: run.repository, createdAt: run.createdAt, failedAt },
     reason: reason.length > MAX_REASON ? `${reason.slice(0, MAX_REASON - 1)}…` : reason,
   };
+}
+
+/** A stored run's deadlines and pending effects, checked: rows of a kind this build does not know are named apart. */
+export function restoredWorkOf(row: StoredRun): { timers: Omit<ArmedTimer, 'runId'>[]; effects: EffectRow[]; unknownKinds: string[] } {
+  const timers: Omit<ArmedTimer, 'runId'>[] = [];
+  const effects: EffectRow[] = [];
+  const unknownKinds: string[] = [];
+  for (const timer of row.timers) {
+    if (isDeadlineKind(timer.kind)) timers.push({ ...timer, kind: timer.kind });
+    else unknownKinds.push(`deadline ${timer.kind}`);
+  }
+  for (const effect of row.pendingEffects) {
+    // The payload was written by buildCommitEntry with this kind's params (effectRowOf).
+    if (isEffectKind(effect.kind)) effects.push(effect as EffectRow);
+    else unknownKinds.push(`effect ${effect.kind}`);
+  }
+  return { timers, effects, unknownKinds };
 }

@@ -1,7 +1,6 @@
 import { initialTransition, transition } from 'xstate';
 import { concurrencyMachine } from '../machines/concurrency.machine.ts';
 import type { ConcurrencyEvent, ConcurrencyIntent } from '../machines/concurrency.machine.ts';
-import type { ConcurrencyPolicy } from '../machines/types.ts';
 import type { Clock, Effect } from './ports.ts';
 import type { IncomingRunEvent } from './supervisor.ts';
 
@@ -33,14 +32,14 @@ export class ConcurrencyGroups {
     private readonly clock: Clock,
   ) {}
 
-  async request(effect: Effect): Promise<void> {
-    const { jobKey, key, policy } = effect.payload as { jobKey: string; key: string; policy: ConcurrencyPolicy };
+  async request(effect: Effect<'requestConcurrency'>): Promise<void> {
+    const { jobKey, key, policy } = effect.payload;
     const holderId = holderIdOf(effect.runId, jobKey);
     await this.step(key, { type: 'concurrency.request', holderId, runId: effect.runId, jobKey, policy, at: this.clock.now() });
   }
 
-  async release(effect: Effect): Promise<void> {
-    const { jobKey, key } = effect.payload as { jobKey: string; key: string };
+  async release(effect: Effect<'releaseConcurrency'>): Promise<void> {
+    const { jobKey, key } = effect.payload;
     await this.step(key, { type: 'concurrency.release', holderId: holderIdOf(effect.runId, jobKey), at: this.clock.now() });
   }
 

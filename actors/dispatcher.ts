@@ -76,8 +76,8 @@ export class Dispatcher {
     return this.waiting.has(keyOf(runId, jobKey));
   }
 
-  async requestPlacement(effect: Effect): Promise<void> {
-    const request = { runId: effect.runId, ...(effect.payload as Omit<PlacementRequest, 'runId'>) };
+  async requestPlacement(effect: Effect<'requestPlacement'>): Promise<void> {
+    const request = { runId: effect.runId, ...effect.payload };
     const key = keyOf(request.runId, request.jobKey);
     this.waiting.delete(key);
     this.waiting.set(key, { ...request, reason: null });

@@ -1,9 +1,11 @@
 import { jobMachine } from '../machines/job.machine.ts';
-import type { JobIntent } from '../machines/job.setup.ts';
+import type { JobContext } from '../machines/job.setup.ts';
+import { JOB_INTENTS, RUN_INTENTS, recordingSlots } from '../machines/intents.ts';
+import type { Intent, IntentSink } from '../machines/intents.ts';
 import { runMachine } from '../machines/run.machine.ts';
-import type { RunIntent } from '../machines/run.machine.ts';
+import type { RunContext } from '../machines/run.machine.ts';
 
-export type Intent = JobIntent | RunIntent;
+export type { Intent };
 
 /**
  * Collects the intents a run actor records while it processes one event. Processing is
@@ -17,12 +19,12 @@ export class IntentRecorder {
     this.open = { runId, intents: [] };
   }
 
-  record(runId: string, intent: Intent): void {
-    if (!this.open || this.open.runId !== runId) {
-      throw new Error(`intent ${intent.type} recorded for run ${runId} outside its own event`);
+  readonly sink: IntentSink = (intent, from) => {
+    if (!this.open || this.open.runId !== from.runId) {
+      throw new Error(`intent ${intent.type} recorded for run ${from.runId} outside its own event`);
     }
     this.open.intents.push(intent);
-  }
+  };
 
   end(): Intent[] {
     const intents = this.open?.intents ?? [];
@@ -31,28 +33,13 @@ export class IntentRecorder {
   }
 }
 
-/** The run machine with every named intent wired to the recorder. One instance serves all runs. */
-export function runtimeRunMachine(recorder: IntentRecorder) {
+/** The run machine with every intent of both charts handed to `sink`. One instance serves all runs. */
+export function runtimeRunMachine(sink: IntentSink) {
   const job = jobMachine.provide({
-    actions: {
-      armDeadline: ({ context }, params) => recorder.record(context.runId, { type: 'armDeadline', params }),
-      disarmDeadline: ({ context }, params) => recorder.record(context.runId, { type: 'disarmDeadline', params }),
-      requestPlacement: ({ context }, params) => recorder.record(context.runId, { type: 'requestPlacement', params }),
-      sendDispatch: ({ context }, params) => recorder.record(context.runId, { type: 'sendDispatch', params }),
-      sendCancel: ({ context }, params) => recorder.record(context.runId, { type: 'sendCancel', params }),
-      closeAgentConnection: ({ context }, params) =>
-        recorder.record(context.runId, { type: 'closeAgentConnection', params }),
-      releaseSlot: ({ context }, params) => recorder.record(context.runId, { type: 'releaseSlot', params }),
-      requestConcurrency: ({ context }, params) => recorder.record(context.runId, { type: 'requestConcurrency', params }),
-      releaseConcurrency: ({ context }, params) => recorder.record(context.runId, { type: 'releaseConcurrency', params }),
-    },
+    actions: recordingSlots(JOB_INTENTS, (context: JobContext) => ({ runId: context.runId, jobKey: context.jobKey }), sink),
   });
   return runMachine.provide({
-    actions: {
-      armDeadline: ({ context }, params) => recorder.record(context.runId, { type: 'armDeadline', params }),
-      disarmDeadline: ({ context }, params) => recorder.record(context.runId, { type: 'disarmDeadline', params }),
-      releaseSlot: ({ context }, params) => recorder.record(context.runId, { type: 'releaseSlot', params }),
-    },
+    actions: recordingSlots(RUN_INTENTS, (context: RunContext) => ({ runId: context.runId, jobKey: null }), sink),
     actors: { job },
   });
 }

@@ -1,3 +1,5 @@
+import type { EffectKind, IntentParams } from '../machines/intents.ts';
+import type { DeadlineKind } from '../machines/types.ts';
 import type { RunInput } from '../machines/run.types.ts';
 
 /** Time as the runtime sees it. Tests pass a controllable clock; production the real one. */
@@ -13,12 +15,23 @@ export const systemClock: Clock = {
   clearTimeout: (handle) => clearTimeout(handle as NodeJS.Timeout),
 };
 
-export type TimerChange =
-  | { op: 'arm'; deadlineId: string; kind: string; jobKey: string | null; dueAt: number }
+/** A change to the deadline rows; the store keeps `kind` as text, the runtime writes only DeadlineKinds. */
+export type TimerChange<Kind extends string = string> =
+  | { op: 'arm'; deadlineId: string; kind: Kind; jobKey: string | null; dueAt: number }
   | { op: 'disarm'; deadlineId: string };
 
-/** Everything one batch of accepted events writes, per run, in one transaction (DESIGN.md §5). */
-export interface CommitEntry {
+/** An outbox row as the store keeps it: it does not interpret the kind. */
+export interface StoredEffect {
+  effectId: string;
+  kind: string;
+  payload: unknown;
+}
+
+/**
+ * Everything one batch of accepted events writes, per run, in one transaction (DESIGN.md §5). The store
+ * takes any rows; the runtime builds `RunCommit`, whose deadlines and effects are of known kinds.
+ */
+export interface CommitEntry<Effects extends StoredEffect = StoredEffect, Kind extends string = string> {
   runId: string;
   isNewRun: boolean;
   events: { seq: number; event: unknown; receivedAt: number; stateAfter: unknown }[];
@@ -48,9 +61,12 @@ export interface CommitEntry {
   }[];
   /** Job keys that no longer name a job (a dynamic-matrix template replaced by its children). */
   removedJobs: string[];
-  timers: TimerChange[];
-  effects: { effectId: string; kind: string; payload: unknown }[];
+  timers: TimerChange<Kind>[];
+  /** Outbox rows: the effects this event asked for, in order. */
+  effects: Effects[];
 }
+
+export type RunCommit = CommitEntry<EffectRow, DeadlineKind>;
 
 /**
  * An entry as the store writes it, serialized once when it is submitted (`RunStore.serialize`):
@@ -103,8 +119,10 @@ export interface StoredRun {
   machineVersion: number;
   snapshot: unknown;
   status: string;
+  /** Deadlines as stored; the supervisor checks their kinds before arming them. */
   timers: { deadlineId: string; kind: string; jobKey: string | null; dueAt: number }[];
-  pendingEffects: { effectId: string; kind: string; payload: unknown }[];
+  /** Effects committed but not done, as stored; the supervisor checks their kinds before running them. */
+  pendingEffects: StoredEffect[];
 }
 
 /** The supervisor's view of the database: named, fenced writes (src/db implements it). */
@@ -130,9 +148,11 @@ export interface NewRun {
   inputSummary?: unknown;
 }
 
-export interface Effect {
-  effectId: string;
-  runId: string;
-  kind: string;
-  payload: unknown;
-}
+/** An outbox row: a committed intent with its idempotency key `runId:seq:n`. */
+export type EffectRow<K extends EffectKind = EffectKind> = { [P in K]: { effectId: string; kind: P; payload: IntentParams[P] } }[K];
+
+/** A committed intent to carry out, for its run; `Effect<'sendDispatch'>` is that kind alone. */
+export type Effect<K extends EffectKind = EffectKind> = EffectRow<K> & { runId: string };
+
+/** One handler per effect kind: a kind without one does not compile. Each must be idempotent by effectId. */
+export type EffectHandlers = { [K in EffectKind]: (effect: Effect<K>) => Promise<void> | void };

@@ -137,7 +137,8 @@ export class SharedAgents {
   private sendFrame(session: AgentSession, command: Extract<AgentCommand, { kind: 'frame' }>): void {
     const { dispatchId } = command;
     if (dispatchId !== null) {
-      if (session.sent.has(dispatchId) || this.registry.dispatchOf(dispatchId)?.connectionId !== session.connectionId) return;
+      const slot = this.registry.dispatchOf(dispatchId);
+      if (session.sent.has(dispatchId) || slot?.connectionId !== session.connectionId || slot.endedAt !== null) return;
       session.sent.add(dispatchId);
     }
     session.link.send(command.frame);

@@ -13,8 +13,8 @@ import { IntentRecorder, runtimeRunMachine } from './intent-recorder.ts';
 import type { Intent, RuntimeRunMachine } from './intent-recorder.ts';
 import type { RuntimeMetrics } from './metrics.ts';
 import type { FencedError } from './errors.ts';
-import type { Clock, CommitEntry, Effect, NewRun, RunStore, SerializedEntry, StoredRun } from './ports.ts';
-import { buildCommitEntry, runFailureOf } from './commit-entry.ts';
+import type { Clock, CommitEntry, Effect, NewRun, RunCommit, RunStore, SerializedEntry, StoredRun } from './ports.ts';
+import { buildCommitEntry, restoredWorkOf, runFailureOf } from './commit-entry.ts';
 import type { ArmedTimer } from './timer-service.ts';
 import { TimerService } from './timer-service.ts';
 
@@ -100,12 +100,12 @@ export class Supervisor {
   private halted = false;
   private readonly observers = new Set<(update: CommittedUpdate) => void>();
   private deferTimers = false;
-  private readonly deferredTimers = new Map<string, StoredRun['timers']>();
+  private readonly deferredTimers = new Map<string, Omit<ArmedTimer, 'runId'>[]>();
   /** Runs released after the database refused their writes: restored here after the next commit that succeeds. */
   private readonly released = new Set<string>();
 
   constructor(private readonly options: SupervisorOptions) {
-    this.machine = runtimeRunMachine(this.recorder);
+    this.machine = runtimeRunMachine(this.recorder.sink);
     this.timers = new TimerService(options.clock, (timer) => this.deliverTimer(timer));
     this.committer = new GroupCommitter({
       commit: (entries) => options.store.commit(entries),
@@ -248,11 +248,11 @@ export class Supervisor {
     this.watch(actor, row.runId, log);
     actor.start();
     this.runs.set(row.runId, { actor, seq: row.seq, log, written: new Map(), closing: false });
-    if (this.deferTimers) this.deferredTimers.set(row.runId, row.timers);
-    else for (const timer of row.timers) this.timers.arm({ runId: row.runId, ...timer });
-    if (row.pendingEffects.length > 0) {
-      this.options.executeEffects(row.pendingEffects.map((effect) => ({ ...effect, runId: row.runId })));
-    }
+    const { timers, effects, unknownKinds } = restoredWorkOf(row);
+    if (unknownKinds.length > 0) log.error({ unknownKinds }, 'stored rows of kinds this build does not know; left untouched');
+    if (this.deferTimers) this.deferredTimers.set(row.runId, timers);
+    else for (const timer of timers) this.timers.arm({ runId: row.runId, ...timer });
+    if (effects.length > 0) this.options.executeEffects(effects.map((effect) => ({ ...effect, runId: row.runId })));
     log.info({ seq: row.seq, timers: row.timers.length, effects: row.pendingEffects.length }, 'run restored');
     return true;
   }
@@ -303,7 +303,7 @@ export class Supervisor {
   ): Promise<void> {
     const snapshot = persistedOf(handle.actor);
     const timerEvent = event.type.startsWith('timer.') && 'deadlineId' in event ? String(event.deadlineId) : null;
-    const entry: CommitEntry = buildCommitEntry({
+    const entry = buildCommitEntry({
       runId,
       seq: handle.seq,
       event,
@@ -344,7 +344,7 @@ export class Supervisor {
     return serialized;
   }
 
-  private afterCommit(runId: string, entry: CommitEntry): void {
+  private afterCommit(runId: string, entry: RunCommit): void {
     if (this.fenced) return;
     for (const change of entry.timers) {
       if (change.op === 'disarm') this.timers.disarm(runId, change.deadlineId);

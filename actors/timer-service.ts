@@ -1,9 +1,10 @@
+import type { DeadlineKind } from '../machines/types.ts';
 import type { Clock } from './ports.ts';
 
 export interface ArmedTimer {
   runId: string;
   deadlineId: string;
-  kind: string;
+  kind: DeadlineKind;
   jobKey: string | null;
   dueAt: number;
 }

@@ -1,14 +1,14 @@
 import { assertEvent, assign, enqueueActions, setup } from 'xstate';
 import type { ParameterizedObject } from 'xstate';
 import type { ArmedDeadlines, Assignment, JobConcurrency, JobEvent, JobInput, MatrixPlace } from './job.events.ts';
+import { JOB_INTENTS, intentSlots } from './intents.ts';
+import type { Intent, JobIntentKind } from './intents.ts';
 import { failureReasonOf, mergeStepResults, upsertStep } from './job.results.ts';
 import { isTerminalJobStatus } from './status.ts';
 import type { TerminalJobStatus } from './status.ts';
 import type {
   AgentRequirements,
-  ConcurrencyPolicy,
   DeadlineKind,
-  DeadlineSpec,
   InitFailure,
   InitResult,
   InitTarget,
@@ -95,17 +95,8 @@ function attemptsExhausted(context: JobContext): string {
 
 type Ev = JobEvent;
 
-/** Intents a job records; the host provides their implementations (DESIGN.md §4). */
-export type JobIntent =
-  | { type: 'armDeadline'; params: DeadlineSpec }
-  | { type: 'disarmDeadline'; params: { id: string; jobKey: string } }
-  | { type: 'requestPlacement'; params: { jobKey: string; requirements: AgentRequirements; attempt: number } }
-  | { type: 'sendDispatch'; params: { jobKey: string; agentId: string; dispatchId: string; attempt: number } }
-  | { type: 'sendCancel'; params: { jobKey: string; agentId: string; dispatchId: string; force: boolean; reason: string } }
-  | { type: 'closeAgentConnection'; params: { agentId: string; code: number; reason: string } }
-  | { type: 'releaseSlot'; params: { agentId: string; dispatchId: string } }
-  | { type: 'requestConcurrency'; params: { jobKey: string; key: string; policy: ConcurrencyPolicy } }
-  | { type: 'releaseConcurrency'; params: { jobKey: string; key: string } };
+/** Intents a job records (machines/intents.ts); the host provides their implementations (DESIGN.md §4). */
+export type JobIntent = Intent<JobIntentKind>;
 
 type Params = ParameterizedObject['params'] | undefined;
 
@@ -155,19 +146,8 @@ const jobBase = setup({
     input: {} as JobInput,
   },
   actions: {
-    // Host-provided intents (DESIGN.md §4). The defaults do nothing: machines perform no I/O.
-    armDeadline: (_, _params: DeadlineSpec) => {},
-    disarmDeadline: (_, _params: { id: string; jobKey: string }) => {},
-    requestPlacement: (_, _params: { jobKey: string; requirements: AgentRequirements; attempt: number }) => {},
-    sendDispatch: (_, _params: { jobKey: string; agentId: string; dispatchId: string; attempt: number }) => {},
-    sendCancel: (
-      _,
-      _params: { jobKey: string; agentId: string; dispatchId: string; force: boolean; reason: string },
-    ) => {},
-    closeAgentConnection: (_, _params: { agentId: string; code: number; reason: string }) => {},
-    releaseSlot: (_, _params: { agentId: string; dispatchId: string }) => {},
-    requestConcurrency: (_, _params: { jobKey: string; key: string; policy: ConcurrencyPolicy }) => {},
-    releaseConcurrency: (_, _params: { jobKey: string; key: string }) => {},
+    // Host-provided intents (DESIGN.md §4). The slots do nothing: machines perform no I/O.
+    ...intentSlots(JOB_INTENTS),
   },
   guards: {
     hasInitFailure: ({ context }) => context.initFailure !== null,
@@ -249,7 +229,9 @@ export const jobSetup = jobBase.extend({
     dispatch: compose(({ context, enqueue }) => {
       if (!context.assignment) return;
       const { agentId, dispatchId } = context.assignment;
-      enqueue({ type: 'sendDispatch', params: { jobKey: context.jobKey, agentId, dispatchId, attempt: context.attempt } });
+      const { baseName, matrix, initFor, upstream, resolved } = context;
+      const job = { baseName, matrix, initFor, upstream, resolved };
+      enqueue({ type: 'sendDispatch', params: { jobKey: context.jobKey, agentId, dispatchId, attempt: context.attempt, job } });
     }),
     wait: assign(({ context, event }) => {
       if (event.type === 'placement.none' || event.type === 'job.gate') {

@@ -8,7 +8,9 @@ import { settle } from './run.settle.ts';
 import type { ConcurrencyScope, FanoutGroup, GateDecision, JobPlan, RunInput, RunJobNode } from './run.types.ts';
 import { computeRunStatus, countsAsFailure } from './status.ts';
 import type { TerminalRunStatus } from './status.ts';
-import type { DeadlineSpec, InitFailure, InitResult } from './types.ts';
+import { RUN_INTENTS, intentSlots } from './intents.ts';
+import type { Intent, RunIntentKind } from './intents.ts';
+import type { InitFailure, InitResult } from './types.ts';
 
 export const RUN_MACHINE_ID = 'run';
 /** Bump when a change makes stored run snapshots unreadable (DESIGN.md §5). */
@@ -54,11 +56,8 @@ export type RunEvent = RunCommand | JobReport | JobEvent;
 type Params = ParameterizedObject['params'] | undefined;
 type RunActors = { src: 'job'; logic: typeof jobMachine; id: string | undefined };
 
-/** Intents a run records itself; job intents come from its children. */
-export type RunIntent =
-  | { type: 'armDeadline'; params: DeadlineSpec }
-  | { type: 'disarmDeadline'; params: { id: string; jobKey: string | null } }
-  | { type: 'releaseSlot'; params: { agentId: string; dispatchId: string } };
+/** Intents a run records itself (machines/intents.ts); job intents come from its children. */
+export type RunIntent = Intent<RunIntentKind>;
 
 function compose<P extends Params = undefined>(
   collect: Parameters<typeof enqueueActions<RunContext, RunEvent, P, RunEvent, RunActors, RunIntent, never>>[0],
@@ -153,9 +152,7 @@ const runSetup = setup({
   },
   actors: { job: jobMachine },
   actions: {
-    armDeadline: (_, _params: DeadlineSpec) => {},
-    disarmDeadline: (_, _params: { id: string; jobKey: string | null }) => {},
-    releaseSlot: (_, _params: { agentId: string; dispatchId: string }) => {},
+    ...intentSlots(RUN_INTENTS),
   },
   guards: {
     targetsOpenJob: ({ context, event }) =>

@@ -97,15 +97,13 @@ export interface DeadlineSpec {
   jobKey?: string;
 }
 
-export type DeadlineKind =
-  | 'ack'
-  | 'lease'
-  | 'recovery'
-  | 'queue'
-  | 'cancel'
-  | 'jobTimeout'
-  | 'workflow'
-  | 'approval';
+/** Every kind of deadline the charts arm; the timer service fires `timer.<kind>.expired`. */
+export const DEADLINE_KINDS = ['ack', 'lease', 'recovery', 'queue', 'cancel', 'jobTimeout', 'workflow', 'approval'] as const;
+export type DeadlineKind = (typeof DEADLINE_KINDS)[number];
+
+export function isDeadlineKind(kind: string): kind is DeadlineKind {
+  return (DEADLINE_KINDS as readonly string[]).includes(kind);
+}
 
 /** `step.status.state` (protocol.md §9.4); `pending`/`cancelled` are for parallel-group children. */
 export const STEP_STATES = ['running', 'success', 'failed', 'skipped', 'pending', 'cancelled'] as const;

@@ -1,9 +1,6 @@
-import { sql } from 'kysely';
 import type { Kysely } from 'kysely';
 import type { Logger } from 'pino';
-import { AgentEffects } from '../actors/agent-effects.ts';
 import type { AgentRegistry, AgentSession, DispatchRecord } from '../actors/agent-registry.ts';
-import type { EffectHandler } from '../actors/effect-executor.ts';
 import type { SharedAgents } from '../actors/shared-agents.ts';
 import { coerceError } from '../actors/errors.ts';
 import type { IncomingRunEvent, Supervisor } from '../actors/supervisor.ts';
@@ -13,12 +10,9 @@ import type { CompiledConfig } from './config/index.ts';
 import { validateAgentToken } from './db/agent-tokens.ts';
 import type { AgentTokenRecord } from './db/agent-tokens.ts';
 import { appendLogChunks } from './db/job-logs.ts';
-import { listOpenAttemptsOfAgent } from './db/run-queries.ts';
+import { listOpenAttemptsOfAgent, readAttemptOf } from './db/run-queries.ts';
 import type { Schema } from './db/schema.ts';
-import { isRunSource } from './pipeline/run-source.ts';
-import type { RunSource } from './pipeline/run-source.ts';
 import type { ConnectionDeps } from './ws/connection.ts';
-import { buildDispatch } from './ws/dispatch-builder.ts';
 import { CLOSE_CODES } from './ws/messages.ts';
 
 export interface GatewayDeps {
@@ -35,43 +29,13 @@ export interface GatewayDeps {
   onViolation: ConnectionDeps['onViolation'];
 }
 
-/** The wiring between agent sockets and run actors: effects out, job messages in (§9, §10, §12). */
+/** The wiring from agent sockets to run actors: job messages in, reclaim after a reconnect (§9, §10, §12). */
 export function createAgentGateway(deps: GatewayDeps) {
   const { db, registry, supervisor, log } = deps;
-  const sources = new Map<string, RunSource>();
-  const loadSource = async (runId: string): Promise<RunSource | null> => {
-    const cached = sources.get(runId);
-    if (cached) return cached;
-    const row = await db.selectFrom('runs').select('input_summary').where('run_id', '=', runId).executeTakeFirst();
-    if (!isRunSource(row?.input_summary)) return null;
-    if (sources.size > 1000) sources.delete(sources.keys().next().value as string);
-    sources.set(runId, row.input_summary);
-    return row.input_summary;
-  };
-  const effects = new AgentEffects({
-    registry,
-    shared: deps.shared,
-    deliver: deps.deliver,
-    jobContext: (runId, jobKey) => supervisor.jobContext(runId, jobKey),
-    aliveWindowMs: deps.config.dispatchAckTimeoutMs,
-    now: deps.now,
-    log: log.child({ component: 'agent-effects' }),
-    buildDispatch: async ({ runId, jobKey, dispatchId, job, agentLabels }) => {
-      const source = await loadSource(runId);
-      if (!source) return { ok: false, reason: `run ${runId} has no stored source to build a dispatch from` };
-      return buildDispatch(source, { runId, jobKey, dispatchId, job, agentLabels }, deps.now());
-    },
-  });
-  const handlers: Record<string, EffectHandler> = {
-    sendDispatch: (effect) => effects.sendDispatch(effect),
-    sendCancel: (effect) => effects.sendCancel(effect),
-    closeAgentConnection: (effect) => effects.closeAgentConnection(effect),
-    releaseSlot: (effect) => effects.releaseSlot(effect),
-  };
   const lookupDispatch = (dispatchId: string) => {
     const record = registry.dispatchOf(dispatchId);
     if (record?.endedAt != null && isRecovering(supervisor, record, dispatchId)) return { ...record, endedAt: null };
-    return record ?? dispatchFromProjection(db, dispatchId);
+    return record ?? readAttemptOf(db, dispatchId);
   };
   const connection: ConnectionDeps = {
     authMode: deps.config.agentAuth,
@@ -94,7 +58,7 @@ export function createAgentGateway(deps: GatewayDeps) {
       session.link.close(CLOSE_CODES.AUTH_FAILED, 'Token revoked');
     }
   };
-  return { handlers, connection, kickToken };
+  return { connection, kickToken };
 }
 
 /**
@@ -104,16 +68,6 @@ export function createAgentGateway(deps: GatewayDeps) {
 function isRecovering(supervisor: Supervisor, record: DispatchRecord, dispatchId: string): boolean {
   const job = supervisor.snapshotOf(record.runId)?.children?.[record.jobKey]?.snapshot as PersistedMachineSnapshot<JobContext> | undefined;
   return job?.value === 'recovering' && job.context.assignment?.dispatchId === dispatchId;
-}
-
-/** After a restart the registry knows no attempts: the job projection holds the owner (B5). */
-async function dispatchFromProjection(db: Kysely<Schema>, dispatchId: string): Promise<DispatchRecord | undefined> {
-  const { rows } = await sql<{ run_id: string; job_key: string; agent_id: string | null; status: string; updated_at: number }>`
-    SELECT run_id, job_key, agent_id, status, updated_at FROM jobs WHERE dispatch_id = ${dispatchId} LIMIT 1`.execute(db);
-  const row = rows[0];
-  if (!row?.agent_id) return undefined;
-  const ended = ['success', 'failed', 'cancelled', 'skipped', 'timed_out_stale', 'drift_dropped'].includes(row.status);
-  return { runId: row.run_id, jobKey: row.job_key, agentId: row.agent_id, endedAt: ended ? Number(row.updated_at) : null };
 }
 
 type ReclaimDeps = GatewayDeps & { lookupDispatch: (dispatchId: string) => Promise<DispatchRecord | undefined> | DispatchRecord | undefined };

@@ -2,7 +2,7 @@ import type { Server } from 'node:http';
 import type { Logger } from 'pino';
 import { Registry, collectDefaultMetrics } from 'prom-client';
 import { systemClock } from '../actors/ports.ts';
-import type { Clock } from '../actors/ports.ts';
+import type { Clock, NewRun } from '../actors/ports.ts';
 import { createAgentGateway } from './agent-gateway.ts';
 import type { CompiledConfig } from './config/index.ts';
 import { jobTimeoutsOf } from './config/timeouts.ts';
@@ -71,9 +71,8 @@ export async function startCoordinator(config: CompiledConfig, log: Logger, cloc
     log,
     ...connectionCounters(agentMetrics),
   });
-  Object.assign(runtime.handlers, gateway.handlers);
   const router = adminRoutes({ db, config, clock, registry, runtime, kickToken: gateway.kickToken });
-  const intake = createIntake({ db, config, registry, createRun: (run) => runtime.supervisor.createRun(run), now: () => clock.now(), log });
+  const intake = createIntake({ db, config, registry, createRun: (run) => runtime.createRun(run), now: () => clock.now(), log });
   registerGithubWebhook(router, intake.webhooks);
   registerGenericWebhook(router, intake.webhooks);
   registerIntakeRoutes(router, { db, now: () => clock.now(), onRequeued: (key) => intake.queue.notify(key) });
@@ -112,7 +111,7 @@ function adminRoutes(deps: { db: Database['db']; config: CompiledConfig; clock: 
   const router = new Router();
   registerHealthRoutes(router, { db, registry: deps.registry, leaseHeld: () => runtime.ownership.held, coordinatorId: config.coordinatorId });
   registerRunRoutes(router, {
-    ...{ db, supervisor: runtime.supervisor, deliver: runtime.deliver },
+    ...{ db, createRun: (run: NewRun) => runtime.createRun(run), deliver: runtime.deliver },
     ...{ timeouts: jobTimeoutsOf(config), maxAttempts: config.maxDispatchAttempts, now: () => clock.now() },
   });
   registerAgentTokenRoutes(router, { db, now: () => clock.now(), onRevoked: deps.kickToken });

@@ -87,7 +87,7 @@ async function disconnectDeadPeersAgents(wiring: PeerWiring, shared: SharedAgent
       const agentId = job.context.assignment?.agentId;
       if (agentId === undefined || !dead.has(agentId) || wiring.registry.get(agentId)) continue;
       if (!wiring.supervisor.jobHasTag(runId, job.jobKey, 'holds-slot')) continue;
-      await wiring.deliver(runId, { type: 'agent.disconnected', jobKey: job.jobKey, agentId });
+      await wiring.deliver(runId, { type: 'agent.disconnected', jobKey: job.jobKey, agentId, cause: 'coordinator' });
     }
   }
 }

@@ -1,26 +1,30 @@
 import type { Kysely } from 'kysely';
 import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
+import { AgentEffects } from '../actors/agent-effects.ts';
+import type { AgentEffectsDeps } from '../actors/agent-effects.ts';
 import { AgentRegistry } from '../actors/agent-registry.ts';
 import { ConcurrencyGroups } from '../actors/concurrency-groups.ts';
 import { Dispatcher } from '../actors/dispatcher.ts';
 import { EventRouter } from '../actors/event-router.ts';
 import type { EventRouterOptions } from '../actors/event-router.ts';
 import { EffectExecutor } from '../actors/effect-executor.ts';
-import type { EffectHandler } from '../actors/effect-executor.ts';
 import type { FencedError } from '../actors/errors.ts';
 import { createRuntimeMetrics } from '../actors/metrics.ts';
 import { Ownership } from '../actors/ownership.ts';
 import { reattachRuns } from '../actors/reattach.ts';
-import type { Clock } from '../actors/ports.ts';
+import type { Clock, EffectHandlers, NewRun } from '../actors/ports.ts';
 import { Supervisor } from '../actors/supervisor.ts';
 import type { CompiledConfig } from './config/index.ts';
 import { updateConcurrencyGroup } from './db/concurrency-groups.ts';
 import { deleteInboxEvents, enqueueRunEvent, peekInbox } from './db/inbox.ts';
+import { readRunInputSummary } from './db/run-queries.ts';
 import { createRunStore } from './db/run-store.ts';
 import type { Schema } from './db/schema.ts';
 import { createPeers } from './peers.ts';
 import type { ListenForPeers } from './peers.ts';
+import { RunSources } from './pipeline/run-source.ts';
+import { buildDispatch } from './ws/dispatch-builder.ts';
 
 export interface RuntimeDeps {
   config: CompiledConfig;
@@ -51,14 +55,39 @@ function pollMsOf(deps: RuntimeDeps): number {
   return deps.listen ? POLL_WITH_SIGNALS_MS : POLL_WITHOUT_SIGNALS_MS;
 }
 
+/** Dispatch, cancel, close and slot release, with dispatches built from the run's frozen source. */
+function createAgentEffects(deps: RuntimeDeps, parts: Pick<AgentEffectsDeps, 'registry' | 'shared' | 'deliver'> & { sources: RunSources }): AgentEffects {
+  const { clock } = deps;
+  return new AgentEffects({
+    ...{ registry: parts.registry, shared: parts.shared, deliver: parts.deliver, aliveWindowMs: deps.config.dispatchAckTimeoutMs, now: () => clock.now() },
+    log: deps.log.child({ component: 'agent-effects' }),
+    buildDispatch: async (target) => {
+      const source = await parts.sources.of(target.runId);
+      if (!source) return { ok: false, reason: `run ${target.runId} has no stored source to build a dispatch from` };
+      return buildDispatch(source, target, clock.now());
+    },
+  });
+}
+
+/** Every effect kind and who carries it out: a kind without a handler here does not compile. */
+function effectHandlers(dispatcher: Dispatcher, agents: AgentEffects, groups: ConcurrencyGroups): EffectHandlers {
+  return {
+    requestPlacement: (effect) => dispatcher.requestPlacement(effect),
+    sendDispatch: (effect) => agents.sendDispatch(effect),
+    sendCancel: (effect) => agents.sendCancel(effect),
+    closeAgentConnection: (effect) => agents.closeAgentConnection(effect),
+    releaseSlot: (effect) => agents.releaseSlot(effect),
+    requestConcurrency: (effect) => groups.request(effect),
+    releaseConcurrency: (effect) => groups.release(effect),
+  };
+}
+
 /** The actor runtime of one coordinator: supervisor, ownership, dispatcher, effect executor. */
 export function createRuntime(deps: RuntimeDeps) {
   const { config, clock, log } = deps;
   const metrics = createRuntimeMetrics(deps.registry);
   // Read at every write: the epoch ownership holds right now (it changes only by re-claiming).
   const store = createRunStore(deps.db, { coordinatorId: config.coordinatorId, epoch: () => ownership.epoch }, clock);
-  const handlers: Record<string, EffectHandler> = {};
-  const executor = new EffectExecutor({ handlers, markDone: (ids) => store.markEffectsDone(ids), clock, log, metrics });
   const supervisor = new Supervisor({
     ...{ store, clock, log, metrics, maxBatch: config.commitMaxBatch, batching: config.commitBatching },
     executeEffects: (effects) => executor.execute(effects),
@@ -80,9 +109,10 @@ export function createRuntime(deps: RuntimeDeps) {
     if (['success', 'failed', 'cancelled'].includes(update.status)) dispatcher.forgetRun(update.runId);
   });
   const groups = new ConcurrencyGroups((key, change) => updateConcurrencyGroup(db, key, clock.now(), change), deliver, clock);
-  handlers['requestPlacement'] = (effect) => dispatcher.requestPlacement(effect);
-  handlers['requestConcurrency'] = (effect) => groups.request(effect);
-  handlers['releaseConcurrency'] = (effect) => groups.release(effect);
+  const sources = new RunSources((runId) => readRunInputSummary(db, runId));
+  const agents = createAgentEffects(deps, { registry, shared: peers.shared, deliver, sources });
+  const handlers = effectHandlers(dispatcher, agents, groups);
+  const executor = new EffectExecutor({ handlers, markDone: (ids) => store.markEffectsDone(ids), clock, log, metrics });
   const ownership = new Ownership(supervisor, {
     ...{ coordinatorId: config.coordinatorId, renewMs: config.leaseRenewMs, ttlMs: config.leaseTtlMs },
     ...{ store, clock, metrics, log: log.child({ component: 'ownership' }) },
@@ -96,7 +126,12 @@ export function createRuntime(deps: RuntimeDeps) {
     },
   });
   return {
-    ...{ supervisor, router, dispatcher, registry, deliver, executor, ownership, handlers, shared: peers.shared },
+    ...{ supervisor, router, dispatcher, registry, deliver, executor, ownership, shared: peers.shared },
+    /** Creates a run here; its source is kept for its dispatches. */
+    createRun(run: NewRun): Promise<void> {
+      sources.remember(run.input.runId, run.inputSummary);
+      return supervisor.createRun(run);
+    },
     async start() {
       // A restart under the same id first forgets its old sessions, so restored jobs see their agents gone.
       await peers.start(deps.listen);
@@ -108,6 +143,7 @@ export function createRuntime(deps: RuntimeDeps) {
       router.stop();
       await peers.stop();
       supervisor.stopAll();
+      executor.stop();
       await ownership.stop(options);
     },
   };

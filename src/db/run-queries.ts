@@ -39,3 +39,24 @@ export async function readStepSources(db: Kysely<Schema>, runId: string) {
   const run = await db.selectFrom('runs').select('input_summary').where('run_id', '=', runId).executeTakeFirst();
   return { jobs: jobs.map((row) => ({ jobKey: row.job_key, steps: row.steps })), inputSummary: run?.input_summary ?? null };
 }
+
+/** The run's frozen source (its input summary), which dispatches are built from. */
+export async function readRunInputSummary(db: Kysely<Schema>, runId: string): Promise<unknown> {
+  const row = await db.selectFrom('runs').select('input_summary').where('run_id', '=', runId).executeTakeFirst();
+  return row?.input_summary ?? null;
+}
+
+const ENDED_JOB_STATUSES = ['success', 'failed', 'cancelled', 'skipped', 'timed_out_stale', 'drift_dropped'];
+
+/** An attempt as the job projection records it: who ran it, and since when it is over (null while open). */
+export async function readAttemptOf(db: Kysely<Schema>, dispatchId: string) {
+  const row = await db
+    .selectFrom('jobs')
+    .select(['run_id', 'job_key', 'agent_id', 'status', 'updated_at'])
+    .where('dispatch_id', '=', dispatchId)
+    .limit(1)
+    .executeTakeFirst();
+  if (!row?.agent_id) return undefined;
+  const endedAt = ENDED_JOB_STATUSES.includes(row.status) ? Number(row.updated_at) : null;
+  return { runId: row.run_id, jobKey: row.job_key, agentId: row.agent_id, endedAt };
+}

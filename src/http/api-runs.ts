@@ -2,7 +2,8 @@ import { randomUUID } from 'node:crypto';
 import type { Kysely } from 'kysely';
 import { z } from 'zod';
 import { RunNotStorableError } from '../../actors/errors.ts';
-import type { IncomingRunEvent, Supervisor } from '../../actors/supervisor.ts';
+import type { NewRun } from '../../actors/ports.ts';
+import type { IncomingRunEvent } from '../../actors/supervisor.ts';
 import { planRun } from '../../machines/run.plan.ts';
 import { isTerminalRunStatus } from '../../machines/status.ts';
 import type { JobTimeouts } from '../../machines/types.ts';
@@ -17,7 +18,8 @@ import type { RouteContext, Router } from './router.ts';
 
 export interface RunApiDeps {
   db: Kysely<Schema>;
-  supervisor: Supervisor;
+  /** Creates and owns the run here. */
+  createRun: (run: NewRun) => Promise<void>;
   /** Sends an event to a run wherever its owner is (the run's inbox when not here). */
   deliver: (runId: string, event: IncomingRunEvent) => Promise<'local' | 'inbox'>;
   timeouts: JobTimeouts;
@@ -108,7 +110,7 @@ async function createRunRoute(deps: RunApiDeps, { req, res }: RouteContext) {
     workflow: body.workflow,
   };
   try {
-    await deps.supervisor.createRun({ input, repository: body.repository, inputSummary: source });
+    await deps.createRun({ input, repository: body.repository, inputSummary: source });
   } catch (thrown) {
     // The run exists, failed: its input could not be stored (e.g. nested too deeply).
     if (thrown instanceof RunNotStorableError) throw new HttpError(422, 'run not storable', thrown.message);

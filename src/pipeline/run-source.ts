@@ -24,3 +24,29 @@ export interface RunSource {
 export function isRunSource(value: unknown): value is RunSource {
   return typeof value === 'object' && value !== null && 'workflow' in value && 'repository' in value && 'ref' in value;
 }
+
+const REMEMBERED_RUNS = 1000;
+
+/**
+ * The sources of recent runs, by run id: remembered when a run is created here, read from the
+ * run's row once after a restore or adoption. A dispatch is built from it with no query.
+ */
+export class RunSources {
+  private readonly sources = new Map<string, RunSource>();
+
+  constructor(private readonly load: (runId: string) => Promise<unknown>) {}
+
+  remember(runId: string, source: unknown): void {
+    if (!isRunSource(source)) return;
+    if (this.sources.size >= REMEMBERED_RUNS) this.sources.delete(this.sources.keys().next().value as string);
+    this.sources.set(runId, source);
+  }
+
+  async of(runId: string): Promise<RunSource | null> {
+    const known = this.sources.get(runId);
+    if (known) return known;
+    const stored = await this.load(runId);
+    this.remember(runId, stored);
+    return isRunSource(stored) ? stored : null;
+  }
+}

@@ -2,6 +2,7 @@ import { createActor } from 'xstate';
 import type { Actor } from 'xstate';
 import { IntentRecorder, runtimeRunMachine } from '../../actors/intent-recorder.ts';
 import type { Intent, RuntimeRunMachine } from '../../actors/intent-recorder.ts';
+import type { IntentSink } from '../../machines/intents.ts';
 import { SNAPSHOT_VERSION } from '../../actors/supervisor.ts';
 import { RUN_MACHINE_ID } from '../../machines/run.machine.ts';
 import type { RunContext, RunEvent } from '../../machines/run.machine.ts';
@@ -21,7 +22,7 @@ export interface ReplayOptions {
   /** Replay a run recorded by another chart version instead of refusing it. */
   force?: boolean;
   /** The chart to replay with; default the one this build runs. Tests pass an altered one. */
-  machine?: (recorder: IntentRecorder) => RuntimeRunMachine;
+  machine?: (sink: IntentSink) => RuntimeRunMachine;
 }
 
 interface Session {
@@ -141,7 +142,7 @@ export async function replayRecordedRun(recorded: RecordedRun, options: ReplayOp
   const input = checkJournal(recorded.runId, recorded.journal);
   const to = stopAt(recorded.journal, options.to);
   const recorder = new IntentRecorder();
-  const actor = createActor(options.machine?.(recorder) ?? runtimeRunMachine(recorder), { input, id: recorded.runId });
+  const actor = createActor(options.machine?.(recorder.sink) ?? runtimeRunMachine(recorder.sink), { input, id: recorded.runId });
   const session: Session = { runId: recorded.runId, actor, recorder, failure: null };
   actor.subscribe({ error: (thrown) => (session.failure ??= thrown instanceof Error ? thrown : new Error(String(thrown))) });
   const steps: ReplayStep[] = [];

@@ -4,28 +4,17 @@ import type { AnyActorRef, ExecutableActionObject } from 'xstate';
 import { jobMachine } from '../../machines/job.machine.ts';
 import type { JobSnapshot } from '../../machines/job.machine.ts';
 import type { AgentKind, JobEvent, JobInput, JobStatusData } from '../../machines/job.events.ts';
-import type { JobIntent } from '../../machines/job.setup.ts';
-import { runMachine } from '../../machines/run.machine.ts';
-import type { RunEvent, RunIntent, RunSnapshot } from '../../machines/run.machine.ts';
+import { runtimeRunMachine } from '../../actors/intent-recorder.ts';
+import { INTENT_KINDS } from '../../machines/intents.ts';
+import type { Intent } from '../../machines/intents.ts';
+import type { RunEvent, RunSnapshot } from '../../machines/run.machine.ts';
 import { findStuckOnNeeds } from '../../machines/run.graph.ts';
 import type { JobPlan, RunInput } from '../../machines/run.types.ts';
 import type { JobStatus, TerminalJobStatus } from '../../machines/status.ts';
 import { DEFAULT_JOB_TIMEOUTS, MAX_DISPATCH_ATTEMPTS } from '../../machines/types.ts';
 import type { AgentRequirements, NeedEdge, StepRecord } from '../../machines/types.ts';
 
-export type Intent = JobIntent | RunIntent;
-
-const INTENT_TYPES = new Set<string>([
-  'armDeadline',
-  'disarmDeadline',
-  'requestPlacement',
-  'sendDispatch',
-  'sendCancel',
-  'closeAgentConnection',
-  'releaseSlot',
-  'requestConcurrency',
-  'releaseConcurrency',
-]);
+export type { Intent };
 
 export const REQUIREMENTS: AgentRequirements = { runsOn: [], excludeLabels: [], runsOnPick: 'deterministic', executor: 'run-steps' };
 
@@ -152,7 +141,7 @@ export function expiry(snapshot: { context: { deadlines: Partial<Record<string, 
 
 /** The intents among xstate's executable actions, as `{ type, params }`. */
 export function intentsOf(actions: readonly ExecutableActionObject[]): Intent[] {
-  return actions.filter((a) => INTENT_TYPES.has(a.type)).map((a) => ({ type: a.type, params: a.params }) as Intent);
+  return actions.filter((a) => INTENT_KINDS.has(a.type)).map((a) => ({ type: a.type, params: a.params }) as Intent);
 }
 
 export function startJob(input: JobInput = jobInput()): [JobSnapshot, Intent[]] {
@@ -190,30 +179,9 @@ export interface RecordedIntent {
   params: Intent['params'];
 }
 
+/** The runtime's own run machine, its intents handed to `record` with the chart that recorded them. */
 function recordingRunMachine(record: (intent: RecordedIntent) => void) {
-  const job = (type: JobIntent['type']) => ({ context }: { context: { jobKey: string } }, params: unknown) => {
-    record({ by: context.jobKey, type, params } as RecordedIntent);
-  };
-  const run = (type: RunIntent['type']) => (_: unknown, params: unknown) => {
-    record({ by: 'run', type, params } as RecordedIntent);
-  };
-  const jobLogic = jobMachine.provide({
-    actions: {
-      armDeadline: job('armDeadline'),
-      disarmDeadline: job('disarmDeadline'),
-      requestPlacement: job('requestPlacement'),
-      sendDispatch: job('sendDispatch'),
-      sendCancel: job('sendCancel'),
-      closeAgentConnection: job('closeAgentConnection'),
-      releaseSlot: job('releaseSlot'),
-      requestConcurrency: job('requestConcurrency'),
-      releaseConcurrency: job('releaseConcurrency'),
-    },
-  });
-  return runMachine.provide({
-    actions: { armDeadline: run('armDeadline'), disarmDeadline: run('disarmDeadline'), releaseSlot: run('releaseSlot') },
-    actors: { job: jobLogic },
-  });
+  return runtimeRunMachine((intent, from) => record({ by: from.jobKey ?? 'run', type: intent.type, params: intent.params }));
 }
 
 /** A live run actor whose intents are recorded, with helpers to read and drive its job children. */
@@ -364,7 +332,7 @@ export const intent = {
   }),
   dispatch: (attempt: number, owner: Owner = OWNER, jobKey = 'build'): Intent => ({
     type: 'sendDispatch',
-    params: { jobKey, ...owner, attempt },
+    params: { jobKey, ...owner, attempt, job: { baseName: jobKey, matrix: null, initFor: null, upstream: null, resolved: null } },
   }),
   cancel: (force: boolean, reason: string, owner: Owner = OWNER, jobKey = 'build'): Intent => ({
     type: 'sendCancel',

@@ -4,6 +4,7 @@ import type { IncomingRunEvent } from '../../../actors/supervisor.ts';
 import type { LockWorkflow } from '../../../machines/lock.types.ts';
 import { readJournal } from '../../../src/db/journal.ts';
 import type { Schema } from '../../../src/db/schema.ts';
+import type { RunSource } from '../../../src/pipeline/run-source.ts';
 import type { TestRuntime } from '../../support/runtime.ts';
 import { eventually, planFor } from '../../support/runtime.ts';
 
@@ -25,8 +26,25 @@ export class RunDriver {
     readonly runId = randomUUID(),
   ) {}
 
+  /** The frames the runtime sent to the driver's agents. */
+  readonly frames: { agentId: string; type: string }[] = [];
+
   async create(workflow: LockWorkflow): Promise<void> {
-    await this.runtime.supervisor.createRun({ input: planFor(this.runId, workflow), repository: 'acme/app' });
+    const source: RunSource = { repository: 'acme/app', repoUrl: null, ref: 'main', sha: 'HEAD', provider: 'api', event: null, workflow };
+    await this.runtime.createRun({ input: planFor(this.runId, workflow), repository: 'acme/app', inputSummary: source });
+  }
+
+  /** An agent connected to the runtime, whose socket only records what it is sent. */
+  private connect(agentId: string): void {
+    const { registry } = this.runtime;
+    if (registry.get(agentId)) return;
+    const connectionId = randomUUID();
+    const link = {
+      send: (frame: object) => void this.frames.push({ agentId, type: (frame as { type: string }).type }),
+      close: () => void registry.remove(agentId, connectionId),
+    };
+    const offer = { agentId, labels: ['label-nobody-has'], taints: [], properties: {}, connectionId, tokenId: null };
+    registry.add({ ...offer, maxConcurrency: 4, scalerManaged: false, unusable: null, lastFrameAt: 0, slots: new Map(), sent: new Set(), link });
   }
 
   send(event: IncomingRunEvent): Promise<void> {
@@ -42,7 +60,10 @@ export class RunDriver {
     await eventually(() => JSON.stringify(this.jobValue(jobKey)) === wanted, 5000, what);
   }
 
+  /** What the dispatcher does when it finds the agent a slot. */
   async grant(a: Attempt): Promise<void> {
+    this.connect(a.agentId);
+    this.runtime.registry.reserve(a.agentId, a.dispatchId, { runId: this.runId, jobKey: a.jobKey });
     await this.send({ type: 'placement.granted', agentKind: 'static', ...a });
     await this.until(a.jobKey, { assigned: 'dispatched' });
   }

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { Kysely } from 'kysely';
 import { runtimeRunMachine } from '../../../actors/intent-recorder.ts';
-import type { IntentRecorder } from '../../../actors/intent-recorder.ts';
+import type { IntentSink } from '../../../machines/intents.ts';
 import type { Schema } from '../../../src/db/schema.ts';
 import { replayRecordedRun } from '../../../src/replay/engine.ts';
 import { ReplayVersionError } from '../../../src/replay/errors.ts';
@@ -22,6 +22,7 @@ async function recordRequeueAndRecovery(db: Kysely<Schema>): Promise<RunDriver> 
   await run.until('build', { waiting: 'agent' }, 'build requeued and waiting for an agent again');
   const second = attempt('build', 'agent-2');
   await run.grant(second);
+  await eventually(() => run.frames.some((frame) => frame.agentId === 'agent-2' && frame.type === 'job.dispatch'), 5000, 'the dispatch sent to agent-2');
   await run.start(second);
   await run.send({ type: 'agent.job.status', state: 'success', ...second });
   await run.until('test', { waiting: 'agent' });
@@ -105,7 +106,7 @@ for (const kind of DATABASE_KINDS) {
         const run = await recordRequeueAndRecovery(db);
         const recorded = await loadRecordedRun(db, run.runId);
         const lastSeq = recorded.journal.length - 1;
-        const neverDone = (recorder: IntentRecorder) => runtimeRunMachine(recorder).provide({ guards: { allJobsTerminal: () => false } });
+        const neverDone = (sink: IntentSink) => runtimeRunMachine(sink).provide({ guards: { allJobsTerminal: () => false } });
         const changed = await replayRecordedRun(recorded, { machine: neverDone });
         assert.equal(changed.divergence?.seq, lastSeq, 'the first difference is where the last job finished');
         assert.deepEqual(changed.divergence?.differences.map((d) => d.path), ['run']);

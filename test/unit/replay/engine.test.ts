@@ -81,8 +81,8 @@ describe('replay engine', () => {
 
   it('reports the first divergence when the chart changed: a run that no longer forwards job events', async () => {
     const recorded = recordedRun();
-    const altered = (recorder: Parameters<typeof runtimeRunMachine>[0]) =>
-      runtimeRunMachine(recorder).provide({ guards: { targetsOpenJob: () => false } });
+    const altered = (sink: Parameters<typeof runtimeRunMachine>[0]) =>
+      runtimeRunMachine(sink).provide({ guards: { targetsOpenJob: () => false } });
     const report = await replayRecordedRun(recorded, { machine: altered });
     assert.equal(report.divergence?.seq, 1);
     assert.equal(report.divergence?.eventType, 'placement.granted');

@@ -17,7 +17,7 @@ type Step = IncomingRunEvent | ((snapshot: PersistedMachineSnapshot<RunContext>)
  */
 export function recordInMemory(input: RunInput, steps: Step[], start = input.createdAt): RecordedRun {
   const recorder = new IntentRecorder();
-  const actor = createActor(runtimeRunMachine(recorder), { input, id: input.runId });
+  const actor = createActor(runtimeRunMachine(recorder.sink), { input, id: input.runId });
   const persisted = () => JSON.parse(JSON.stringify(actor.getPersistedSnapshot())) as PersistedMachineSnapshot<RunContext>;
   const journal: JournalRecord[] = [];
   recorder.begin(input.runId);

@@ -1,0 +1,97 @@
+import type { MatrixPlace } from './job.events.ts';
+import type { AgentRequirements, ConcurrencyPolicy, DeadlineSpec, InitTarget, ResolvedValues, UpstreamResults } from './types.ts';
+
+/** What a dispatch needs of the job, carried in the intent so its effect reads no live actor. */
+export interface DispatchedJob {
+  baseName: string;
+  matrix: MatrixPlace | null;
+  initFor: InitTarget | null;
+  upstream: UpstreamResults | null;
+  resolved: ResolvedValues | null;
+}
+
+/**
+ * Every intent the run and job charts record, by name, with its params: the one definition from
+ * which the charts' action slots, the runtime's recorder, the effects and their handler table derive.
+ * Adding an intent here makes every table that must handle it fail to compile until it does.
+ */
+export interface IntentParams {
+  /** Deadlines are stored with the snapshot and fired by the timer service (DESIGN.md §4). */
+  armDeadline: DeadlineSpec;
+  disarmDeadline: { id: string; jobKey: string | null };
+  requestPlacement: { jobKey: string; requirements: AgentRequirements; attempt: number };
+  sendDispatch: { jobKey: string; agentId: string; dispatchId: string; attempt: number; job: DispatchedJob };
+  sendCancel: { jobKey: string; agentId: string; dispatchId: string; force: boolean; reason: string };
+  closeAgentConnection: { agentId: string; code: number; reason: string };
+  releaseSlot: { agentId: string; dispatchId: string };
+  requestConcurrency: { jobKey: string; key: string; policy: ConcurrencyPolicy };
+  releaseConcurrency: { jobKey: string; key: string };
+}
+
+export type IntentKind = keyof IntentParams;
+
+/** One recorded intent; `Intent<'sendDispatch'>` is that intent alone. */
+export type Intent<K extends IntentKind = IntentKind> = { [P in K]: { type: P; params: IntentParams[P] } }[K];
+
+/** Intents that become rows of the timer table rather than effects. */
+export const DEADLINE_INTENTS = ['armDeadline', 'disarmDeadline'] as const;
+export type DeadlineIntentKind = (typeof DEADLINE_INTENTS)[number];
+
+/** Intents executed after commit by the effect executor, with an idempotency key. */
+export type EffectKind = Exclude<IntentKind, DeadlineIntentKind>;
+
+export const JOB_INTENTS = [
+  'armDeadline',
+  'disarmDeadline',
+  'requestPlacement',
+  'sendDispatch',
+  'sendCancel',
+  'closeAgentConnection',
+  'releaseSlot',
+  'requestConcurrency',
+  'releaseConcurrency',
+] as const satisfies readonly IntentKind[];
+
+export const RUN_INTENTS = ['armDeadline', 'disarmDeadline', 'releaseSlot'] as const satisfies readonly IntentKind[];
+
+export type JobIntentKind = (typeof JOB_INTENTS)[number];
+export type RunIntentKind = (typeof RUN_INTENTS)[number];
+
+/** The action slots a chart declares for its intents: they do nothing until the host provides them. */
+export type IntentSlots<K extends IntentKind> = { [P in K]: (_: unknown, params: IntentParams[P]) => void };
+
+/** Every slot, checked complete: an intent missing here is a compile error. */
+const SLOTS: IntentSlots<IntentKind> = {
+  armDeadline: () => {},
+  disarmDeadline: () => {},
+  requestPlacement: () => {},
+  sendDispatch: () => {},
+  sendCancel: () => {},
+  closeAgentConnection: () => {},
+  releaseSlot: () => {},
+  requestConcurrency: () => {},
+  releaseConcurrency: () => {},
+};
+export const INTENT_KINDS: ReadonlySet<string> = new Set(Object.keys(SLOTS));
+
+export function isEffectKind(kind: string): kind is EffectKind {
+  return INTENT_KINDS.has(kind) && !(DEADLINE_INTENTS as readonly string[]).includes(kind);
+}
+
+export function intentSlots<K extends IntentKind>(kinds: readonly K[]): Pick<IntentSlots<IntentKind>, K> {
+  const picked = {} as Pick<IntentSlots<IntentKind>, K>;
+  for (const kind of kinds) picked[kind] = SLOTS[kind];
+  return picked;
+}
+
+/** Where recorded intents go, with the chart that recorded them (its run, and its job or null for the run). */
+export type IntentSink = (intent: Intent, from: { runId: string; jobKey: string | null }) => void;
+
+type RecordingSlots<K extends IntentKind, C> = { [P in K]: (args: { context: C }, params: IntentParams[P]) => void };
+
+/** Action implementations that hand each intent to `sink`; `from` reads the recording chart's context. */
+export function recordingSlots<K extends IntentKind, C>(kinds: readonly K[], from: (context: C) => { runId: string; jobKey: string | null }, sink: IntentSink): RecordingSlots<K, C> {
+  const slots = {} as RecordingSlots<K, C>;
+  for (const kind of kinds) slots[kind] = ({ context }, params) => sink({ type: kind, params } as Intent, from(context));
+  return slots;
+}

@@ -1,0 +1,88 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { pino } from 'pino';
+import { Registry } from 'prom-client';
+import { EffectExecutor } from '../../../actors/effect-executor.ts';
+import { createRuntimeMetrics } from '../../../actors/metrics.ts';
+import type { Effect, EffectHandlers } from '../../../actors/ports.ts';
+import { ManualClock } from '../../support/manual-clock.ts';
+
+function setup(handlers: Partial<EffectHandlers>) {
+  const clock = new ManualClock();
+  const done: string[] = [];
+  const unexpected = () => {
+    throw new Error('unexpected effect kind');
+  };
+  const table: EffectHandlers = {
+    requestPlacement: unexpected,
+    sendDispatch: unexpected,
+    sendCancel: unexpected,
+    closeAgentConnection: unexpected,
+    releaseSlot: unexpected,
+    requestConcurrency: unexpected,
+    releaseConcurrency: unexpected,
+    ...handlers,
+  };
+  const executor = new EffectExecutor({
+    handlers: table,
+    markDone: (ids) => Promise.resolve(void done.push(...ids)),
+    clock,
+    log: pino({ level: 'silent' }),
+    metrics: createRuntimeMetrics(new Registry()),
+  });
+  return { clock, done, executor };
+}
+
+const release = (n: number): Effect<'releaseSlot'> => ({ effectId: `run-1:${n}:0`, runId: 'run-1', kind: 'releaseSlot', payload: { agentId: 'a', dispatchId: `d${n}` } });
+
+test('each effect reaches the handler of its own kind, in the order its run committed them', async () => {
+  const seen: string[] = [];
+  const { clock, done, executor } = setup({
+    releaseSlot: (effect) => void seen.push(`release ${effect.payload.dispatchId}`),
+    requestConcurrency: (effect) => void seen.push(`concurrency ${effect.payload.key}`),
+  });
+  executor.execute([release(1), { effectId: 'run-1:2:0', runId: 'run-1', kind: 'requestConcurrency', payload: { jobKey: 'build', key: 'deploy', policy: { cancelInProgress: false, max: 1 } } }, release(3)]);
+  await clock.advance(100);
+  await executor.idle();
+  assert.deepEqual(seen, ['release d1', 'concurrency deploy', 'release d3']);
+  assert.deepEqual(done, ['run-1:1:0', 'run-1:2:0', 'run-1:3:0']);
+});
+
+test('an effect that keeps failing steps out of line and is re-driven until it succeeds', async () => {
+  let failuresLeft = 8;
+  const seen: string[] = [];
+  const { clock, done, executor } = setup({
+    releaseSlot: (effect) => {
+      if (effect.payload.dispatchId === 'd1' && failuresLeft-- > 0) throw new Error('database away');
+      seen.push(effect.payload.dispatchId);
+    },
+  });
+  executor.execute([release(1), release(2)]);
+  await clock.advance(2_000);
+  assert.deepEqual(seen, ['d2'], 'the run\'s later effect is not held up by the failing one');
+  assert.equal(executor.failingCount, 1);
+  await clock.advance(60_000);
+  assert.deepEqual(seen, ['d2', 'd1'], 'the failing effect ran once it could');
+  assert.equal(executor.failingCount, 0);
+  await executor.idle();
+  assert.deepEqual(done.sort(), ['run-1:1:0', 'run-1:2:0']);
+});
+
+test('a stopped executor re-drives nothing more and leaves the effect in the outbox', async () => {
+  let calls = 0;
+  const { clock, done, executor } = setup({
+    releaseSlot: () => {
+      calls += 1;
+      throw new Error('agent store away');
+    },
+  });
+  executor.execute([release(1)]);
+  await clock.advance(5_000);
+  const before = calls;
+  assert.ok(before >= 5);
+  executor.stop();
+  await clock.advance(120_000);
+  assert.equal(calls, before);
+  assert.equal(clock.timers, 0);
+  assert.deepEqual(done, []);
+});
