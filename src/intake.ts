@@ -2,18 +2,18 @@ import type { Kysely } from 'kysely';
 import type { Logger } from 'pino';
 import { Counter, Histogram } from 'prom-client';
 import type { Registry } from 'prom-client';
-import type { NewRun } from '../actors/ports.ts';
+import type { NewRun } from '../actors/runs/ports.ts';
 import type { CompiledConfig } from './config/index.ts';
 import { jobTimeoutsOf } from './config/timeouts.ts';
 import { getRepository } from './db/repositories.ts';
 import type { Schema } from './db/schema.ts';
 import type { WebhookDeps } from './http/webhooks.ts';
 import { LockFileCache } from './lockfile/cache.ts';
-import { createDeliveryProcessor } from './pipeline/intake.ts';
+import { createDeliveryProcessor } from './pipeline/deliveries.ts';
 import { createRunStarter } from './pipeline/start-runs.ts';
-import { BullMqIntakeQueue } from './queue/bullmq-queue.ts';
-import { EmbeddedIntakeQueue } from './queue/embedded-queue.ts';
-import type { IntakeQueue } from './queue/intake-queue.ts';
+import { BullMqDeliveryQueue } from './queue/bullmq-queue.ts';
+import { EmbeddedDeliveryQueue } from './queue/embedded-queue.ts';
+import type { DeliveryQueue } from './queue/delivery-queue.ts';
 import { IsolatedVmSandbox } from './sandbox/index.ts';
 
 export interface IntakeWiring {
@@ -59,9 +59,9 @@ export function createIntake(wiring: IntakeWiring) {
     onProcessed: (result) => metrics.processed.inc({ result: typeof result === 'string' ? result : result.status }),
   });
   const worker = config.coordinatorId;
-  const queue: IntakeQueue = config.redisUrl
-    ? new BullMqIntakeQueue({ redisUrl: config.redisUrl, db, process, worker, now, log: log.child({ component: 'bullmq' }) })
-    : new EmbeddedIntakeQueue(db, process, worker, now, log.child({ component: 'intake-queue' }));
+  const queue: DeliveryQueue = config.redisUrl
+    ? new BullMqDeliveryQueue({ redisUrl: config.redisUrl, db, process, worker, now, log: log.child({ component: 'bullmq' }) })
+    : new EmbeddedDeliveryQueue(db, process, worker, now, log.child({ component: 'intake-queue' }));
   const webhooks: WebhookDeps = {
     db,
     githubSecrets: config.githubWebhookSecrets,

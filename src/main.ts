@@ -1,9 +1,10 @@
 import type { Server } from 'node:http';
 import type { Logger } from 'pino';
 import { Registry, collectDefaultMetrics } from 'prom-client';
-import { systemClock } from '../actors/ports.ts';
-import type { Clock, NewRun } from '../actors/ports.ts';
-import { createAgentGateway } from './agent-gateway.ts';
+import { systemClock } from '../actors/clock.ts';
+import type { NewRun } from '../actors/runs/ports.ts';
+import type { Clock } from '../actors/clock.ts';
+import { createAgentGateway } from './ws/agent-gateway.ts';
 import type { CompiledConfig } from './config/index.ts';
 import { jobTimeoutsOf } from './config/timeouts.ts';
 import { openDatabase } from './db/database.ts';
@@ -19,7 +20,7 @@ import { registerRunRoutes } from './http/api-runs.ts';
 import { registerHealthRoutes } from './http/health.ts';
 import { Router } from './http/router.ts';
 import { createHttpServer, listen } from './http/server.ts';
-import { registerIntakeRoutes } from './http/api-intake.ts';
+import { registerSourceRoutes } from './http/api-sources.ts';
 import { registerGithubWebhook } from './http/webhooks.ts';
 import { registerGenericWebhook } from './http/webhooks-generic.ts';
 import { createIntake } from './intake.ts';
@@ -32,7 +33,7 @@ import { connectionCounters, createAgentMetrics } from './ws/metrics.ts';
 import { attachAgentServer } from './ws/server.ts';
 import { attachObserveServer } from './ws/observe.ts';
 import { startTokenExpirySweep } from './ws/token-expiry.ts';
-import { registerVisualizerRoutes } from '../visualize/serve.ts';
+import { registerVisualizerRoutes } from './http/visualizer.ts';
 
 export interface CloseOptions {
   /** Let running jobs finish for up to this long first (new work is no longer placed). @default 0 */
@@ -75,7 +76,7 @@ export async function startCoordinator(config: CompiledConfig, log: Logger, cloc
   const intake = createIntake({ db, config, registry, createRun: (run) => runtime.createRun(run), now: () => clock.now(), log });
   registerGithubWebhook(router, intake.webhooks);
   registerGenericWebhook(router, intake.webhooks);
-  registerIntakeRoutes(router, { db, now: () => clock.now(), onRequeued: (key) => intake.queue.notify(key) });
+  registerSourceRoutes(router, { db, now: () => clock.now(), onRequeued: (key) => intake.queue.notify(key) });
   const scaler = await attachScalers({ config, db, clock, log, registry, runtime, router });
   const adminTokenHash = await loadAdminTokenHash(config.adminToken, config.dataDir, log);
   await runtime.start();

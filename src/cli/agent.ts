@@ -1,7 +1,7 @@
 import { parseArgs } from 'node:util';
 import { pino } from 'pino';
-import { Agent, AGENT_EXIT } from '../agent/agent.ts';
-import { AgentOptionsError, compileAgentOptions, type AgentOptions } from '../agent/options.ts';
+import { Agent, AGENT_EXIT } from '../reference-agent/agent.ts';
+import { AgentOptionsError, compileAgentOptions, type AgentOptions } from '../reference-agent/options.ts';
 
 export const AGENT_USAGE = `usage: switchyard agent --url <ws url> [--token <kat_...>] [options]
 

@@ -3,7 +3,7 @@ import { hostname } from 'node:os';
 import { resolve } from 'node:path';
 import { ConfigError } from './errors.ts';
 import { envSchema, type LogLevel, type RawEnv } from './env.ts';
-import { compileScalerSettings, type ScalerSettings } from '../scaler/settings.ts';
+import { compileScalerSettings, type ScalerSettings } from './scaler.ts';
 
 /** Everything the coordinator reads from its environment, validated and with defaults applied. */
 export interface CompiledConfig {

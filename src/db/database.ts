@@ -1,7 +1,6 @@
 import { Kysely, PostgresDialect } from 'kysely';
 import pg from 'pg';
 import type { Logger } from 'pino';
-import type { CompiledConfig } from '../config/index.ts';
 import { startEmbeddedPostgres, type PgConnectionConfig } from './embedded-postgres.ts';
 import { migrateToLatest } from './migrate.ts';
 import type { Schema } from './schema.ts';
@@ -17,7 +16,11 @@ export interface Database {
   close(): Promise<void>;
 }
 
-export type DatabaseConfig = Pick<CompiledConfig, 'dataDir' | 'databaseUrl'>;
+/** Where the database is: an external Postgres, or an embedded one under `dataDir`. */
+export interface DatabaseConfig {
+  readonly dataDir: string;
+  readonly databaseUrl: string | undefined;
+}
 
 /** Name of the database the embedded server keeps Switchyard's tables in. */
 export const EMBEDDED_DATABASE_NAME = 'switchyard';

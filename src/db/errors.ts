@@ -1,7 +1,8 @@
-import { PermanentStoreError, TransientStoreError, coerceError } from '../../actors/errors.ts';
+import { PermanentStoreError, TransientStoreError } from '../../actors/runs/errors.ts';
+import { coerceError } from '../../lib/errors.ts';
 
 /** Fencing and the store's error classes are the runtime's; the queries throw them (one class, whichever layer catches it). */
-export { FencedError, JournalConflictError, PermanentStoreError, TransientStoreError, UnstorableEntryError } from '../../actors/errors.ts';
+export { FencedError, JournalConflictError, PermanentStoreError, TransientStoreError, UnstorableEntryError } from '../../actors/runs/errors.ts';
 
 /**
  * SQLSTATE classes and codes after which the same statement can succeed later: connection

@@ -1,5 +1,5 @@
 import type { Kysely } from 'kysely';
-import type { StoredRun } from '../../actors/ports.ts';
+import type { StoredRun } from '../../actors/runs/ports.ts';
 import { TERMINAL_RUN_STATUSES } from './run-status.ts';
 import type { Schema } from './schema.ts';
 

@@ -1,6 +1,7 @@
 import type { Kysely } from 'kysely';
-import type { OwnershipStore } from '../../actors/ownership.ts';
-import type { Clock, RunStore } from '../../actors/ports.ts';
+import type { OwnershipStore } from '../../actors/runs/ownership.ts';
+import type { RunStore } from '../../actors/runs/ports.ts';
+import type { Clock } from '../../actors/clock.ts';
 import { adoptRunsOf, findExpiredCoordinators } from './adoption.ts';
 import { commitSerialized } from './commit-batch.ts';
 import { serializeEntry } from './commit-rows.ts';

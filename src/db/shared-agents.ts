@@ -1,5 +1,5 @@
 import { sql, type Kysely } from 'kysely';
-import type { AgentCommand, QueuedAgentCommand, SharedSession } from '../../actors/shared-agents.ts';
+import type { AgentCommand, QueuedAgentCommand, SharedSession } from '../../actors/agents/shared-agents.ts';
 import { toJson } from './json.ts';
 import { PLACEMENT_CHANNEL, coordinatorChannelSql } from './peer-bus.ts';
 import type { Schema } from './schema.ts';

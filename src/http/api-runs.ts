@@ -1,9 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import type { Kysely } from 'kysely';
 import { z } from 'zod';
-import { RunNotStorableError } from '../../actors/errors.ts';
-import type { NewRun } from '../../actors/ports.ts';
-import type { IncomingRunEvent } from '../../actors/supervisor.ts';
+import { RunNotStorableError } from '../../actors/runs/errors.ts';
+import type { NewRun } from '../../actors/runs/ports.ts';
+import type { IncomingRunEvent } from '../../actors/runs/supervisor.ts';
 import { planRun } from '../../machines/run.plan.ts';
 import { isTerminalRunStatus } from '../../machines/status.ts';
 import type { JobTimeouts } from '../../machines/types.ts';

@@ -1,6 +1,6 @@
-import type { ScalerManager } from '../../actors/scaler.ts';
-import { DIAGNOSE_WINDOW_MS } from '../scaler/failure-tracker.ts';
-import type { FailureTracker } from '../scaler/failure-tracker.ts';
+import type { ScalerManager } from '../../actors/scaler/manager.ts';
+import { DIAGNOSE_WINDOW_MS } from '../../actors/scaler/failure-tracker.ts';
+import type { FailureTracker } from '../../actors/scaler/failure-tracker.ts';
 import { sendJson } from './respond.ts';
 import type { Router } from './router.ts';
 

@@ -1,6 +1,6 @@
 import { parseExpressionAt, tokenizer, tokTypes } from 'acorn';
 import type { Options } from 'acorn';
-import { coerceError } from '../../actors/errors.ts';
+import { coerceError } from '../../lib/errors.ts';
 
 const OPTIONS: Options = { ecmaVersion: 'latest' };
 

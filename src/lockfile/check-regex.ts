@@ -1,6 +1,6 @@
 import type { LockPattern, LockTrigger } from '../../machines/lock.types.ts';
 import type { LabelMatcher } from '../../machines/types.ts';
-import { coerceError } from '../../actors/errors.ts';
+import { coerceError } from '../../lib/errors.ts';
 import type { LockProblem } from './errors.ts';
 import { isReDoSProne } from './redos.ts';
 

@@ -1,6 +1,6 @@
 import type { z } from 'zod';
 import type { LockFile } from '../../machines/lock.types.ts';
-import { coerceError } from '../../actors/errors.ts';
+import { coerceError } from '../../lib/errors.ts';
 import { findSemanticProblem } from './checks.ts';
 import { LockFileParseError } from './errors.ts';
 import type { LockProblem } from './errors.ts';

@@ -1,5 +1,5 @@
 import type { LockFile } from '../../machines/lock.types.ts';
-import { coerceError } from '../../actors/errors.ts';
+import { coerceError } from '../../lib/errors.ts';
 import type { LockFileCache } from './cache.ts';
 import type { LockFileParseError } from './errors.ts';
 import type { LockFetchOutcome, LockFileProvider } from './providers/types.ts';

@@ -1,5 +1,5 @@
 import type { EventEnvelope } from './envelope.ts';
-import type { Dropped, NormalizedEvent } from './normalize.ts';
+import type { Dropped, NormalizedEvent } from './normalized-event.ts';
 import type { GitHubCommon } from './normalize.schemas.ts';
 import type * as payloads from './normalize.schemas.ts';
 import type { z } from 'zod';

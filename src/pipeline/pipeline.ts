@@ -8,10 +8,11 @@ import { resolveLockFile } from '../lockfile/resolve.ts';
 import type { RepositoryRegistration } from '../db/repositories.ts';
 import { parseDeliveryBody, type Delivery } from '../db/deliveries.ts';
 import type { DeliveryStatus } from '../db/deliveries.ts';
-import { TransientIntakeError } from '../queue/intake-queue.ts';
-import type { EventEnvelope } from './envelope.ts';
-import { isDropped, normalizeGenericEvent, normalizeGitHubEvent } from './normalize.ts';
-import type { NormalizedEvent } from './normalize.ts';
+import { TransientDeliveryError } from '../queue/delivery-queue.ts';
+import { normalizeGenericEvent, normalizeGitHubEvent } from './normalize.ts';
+import { isDropped } from './normalized-event.ts';
+import type { NormalizedEvent } from './normalized-event.ts';
+import type { SourceBase } from './run-source.ts';
 import type { RunStarter } from './start-runs.ts';
 import { resolveTrust } from './trust.ts';
 import type { TrustOutcome } from './trust.ts';
@@ -55,7 +56,7 @@ async function normalized(deps: PipelineDeps, delivery: Delivery): Promise<Norma
 /**
  * One delivery, from its stored body to started runs (orchestration.md §2–§4): normalize, find
  * the registered repository, decide trust, resolve the lock file, match and start one run per
- * matched workflow. Transient failures throw TransientIntakeError and the delivery is retried.
+ * matched workflow. Transient failures throw TransientDeliveryError and the delivery is retried.
  */
 export async function runPipeline(deps: PipelineDeps, delivery: Delivery): Promise<PipelineResult> {
   const event = await normalized(deps, delivery);
@@ -69,7 +70,7 @@ export async function runPipeline(deps: PipelineDeps, delivery: Delivery): Promi
     defaultBranch: repo.defaultBranch ?? 'main',
   });
   const lock = await resolveLockFile({ candidates: [{ provider, cloneUrl: repo.cloneUrl }], sha: trust.lockSha, cache: deps.cache });
-  if (lock.kind === 'transient') throw new TransientIntakeError(`lock file: ${lock.detail}`);
+  if (lock.kind === 'transient') throw new TransientDeliveryError(`lock file: ${lock.detail}`);
   if (lock.kind === 'miss') return { status: 'lockfile_missing', outcome: { repository: repo.name, sha: trust.lockSha } };
   const source = runSourceBase(repo, event, trust, lock.kind === 'found' ? lock.sha : (trust.lockSha ?? event.sha ?? 'HEAD'));
   if (lock.kind === 'corrupt') {
@@ -85,15 +86,6 @@ async function startMatched(deps: PipelineDeps, delivery: Delivery, lock: LockFi
   return { status: 'processed', outcome: { matched: results.length, runIds, workflows: results.map((r) => r.workflow) } };
 }
 
-export interface SourceBase {
-  repository: string;
-  repoUrl: string | null;
-  ref: string;
-  sha: string;
-  provider: 'github' | 'local' | 'generic';
-  event: EventEnvelope;
-  trustTier: TrustOutcome['tier'];
-}
 
 function shortRef(ref: string): string {
   return ref.replace(/^refs\/(heads|tags)\//, '');

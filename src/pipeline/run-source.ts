@@ -21,6 +21,17 @@ export interface RunSource {
   delivery?: { source: string; deliveryId: string };
 }
 
+/** What every run of one delivery shares, before a workflow is chosen. */
+export interface SourceBase {
+  repository: string;
+  repoUrl: string | null;
+  ref: string;
+  sha: string;
+  provider: 'github' | 'local' | 'generic';
+  event: EventEnvelope;
+  trustTier: NonNullable<RunSource['trustTier']>;
+}
+
 export function isRunSource(value: unknown): value is RunSource {
   return typeof value === 'object' && value !== null && 'workflow' in value && 'repository' in value && 'ref' in value;
 }

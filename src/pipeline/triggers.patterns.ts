@@ -1,6 +1,6 @@
 import picomatch from 'picomatch';
 import type { LockPattern } from '../../machines/lock.types.ts';
-import { coerceError } from '../../actors/errors.ts';
+import { coerceError } from '../../lib/errors.ts';
 import { isReDoSProne } from '../lockfile/redos.ts';
 
 /**

@@ -1,5 +1,5 @@
 import type { LockWorkflow } from '../../machines/lock.types.ts';
-import { coerceError } from '../../actors/errors.ts';
+import { coerceError } from '../../lib/errors.ts';
 import type { EventEnvelope } from './envelope.ts';
 import { triggerMatches } from './triggers.filters.ts';
 

@@ -1,5 +1,5 @@
 import type { LockFile } from '../../machines/lock.types.ts';
-import { coerceError } from '../../actors/errors.ts';
+import { coerceError } from '../../lib/errors.ts';
 import { TtlLru } from '../lockfile/cache.ts';
 import {
   createGitHubGet,
@@ -9,7 +9,7 @@ import {
 } from '../lockfile/providers/github-http.ts';
 import type { GitHubClientOptions, GitHubGet } from '../lockfile/providers/github-http.ts';
 import type { EventType } from './envelope.ts';
-import type { NormalizedEvent } from './normalize.ts';
+import type { NormalizedEvent } from './normalized-event.ts';
 
 export type TrustTier = 'trusted' | 'known' | 'unknown';
 export type Permission = 'admin' | 'maintain' | 'write' | 'triage' | 'read' | 'none';

@@ -3,12 +3,12 @@ import type { Job } from 'bullmq';
 import { Redis } from 'ioredis';
 import type { Kysely } from 'kysely';
 import type { Logger } from 'pino';
-import { coerceError } from '../../actors/errors.ts';
+import { coerceError } from '../../lib/errors.ts';
 import { claimDelivery, countDueDeliveries, listDueDeliveries } from '../db/deliveries.ts';
 import type { DeliveryKey } from '../db/deliveries.ts';
 import type { Schema } from '../db/schema.ts';
 import { INTAKE_LEASE_MS } from './embedded-queue.ts';
-import type { DeliveryProcessor, IntakeQueue } from './intake-queue.ts';
+import type { DeliveryProcessor, DeliveryQueue } from './delivery-queue.ts';
 
 const SWEEP_MS = 5_000;
 
@@ -33,7 +33,7 @@ export function jobIdOf(key: DeliveryKey, attempt = 0): string {
  * record of truth: a worker claims the row before processing it, and a periodic sweep re-enqueues
  * anything due that never reached Redis (a crash between the commit and the add).
  */
-export class BullMqIntakeQueue implements IntakeQueue {
+export class BullMqDeliveryQueue implements DeliveryQueue {
   readonly kind = 'bullmq' as const;
   private queue: Queue | null = null;
   private worker: Worker | null = null;

@@ -1,10 +1,10 @@
 import type { Kysely } from 'kysely';
 import type { Logger } from 'pino';
-import { coerceError } from '../../actors/errors.ts';
+import { coerceError } from '../../lib/errors.ts';
 import { claimDueDeliveries, countDueDeliveries } from '../db/deliveries.ts';
 import type { DeliveryKey } from '../db/deliveries.ts';
 import type { Schema } from '../db/schema.ts';
-import type { DeliveryProcessor, IntakeQueue } from './intake-queue.ts';
+import type { DeliveryProcessor, DeliveryQueue } from './delivery-queue.ts';
 
 export const INTAKE_LEASE_MS = 60_000;
 const SWEEP_MS = 500;
@@ -15,7 +15,7 @@ const BATCH = 16;
  * due rows with a lease (a crash leaves them claimable again), so it also works with several
  * coordinators on one Postgres.
  */
-export class EmbeddedIntakeQueue implements IntakeQueue {
+export class EmbeddedDeliveryQueue implements DeliveryQueue {
   readonly kind = 'embedded' as const;
   private timer: NodeJS.Timeout | null = null;
   private running: Promise<void> | null = null;

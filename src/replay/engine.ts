@@ -1,9 +1,9 @@
 import { createActor } from 'xstate';
 import type { Actor } from 'xstate';
-import { IntentRecorder, runtimeRunMachine } from '../../actors/intent-recorder.ts';
-import type { Intent, RuntimeRunMachine } from '../../actors/intent-recorder.ts';
+import { IntentRecorder, runtimeRunMachine } from '../../actors/runs/intent-recorder.ts';
+import type { Intent, RuntimeRunMachine } from '../../actors/runs/intent-recorder.ts';
 import type { IntentSink } from '../../machines/intents.ts';
-import { SNAPSHOT_VERSION } from '../../actors/supervisor.ts';
+import { SNAPSHOT_VERSION } from '../../actors/runs/supervisor.ts';
 import { RUN_MACHINE_ID } from '../../machines/run.machine.ts';
 import type { RunContext, RunEvent } from '../../machines/run.machine.ts';
 import type { RunInput } from '../../machines/run.types.ts';

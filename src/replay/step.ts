@@ -1,4 +1,4 @@
-import type { Intent } from '../../actors/intent-recorder.ts';
+import type { Intent } from '../../actors/runs/intent-recorder.ts';
 import type { RunInput } from '../../machines/run.types.ts';
 import type { ReplayStep } from './types.ts';
 

@@ -5,20 +5,10 @@ import { readFile, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
 import { findFreePort } from '../db/free-port.ts';
-import { kiciContractEnv, withoutUnknownKici } from './agent-launch.ts';
-import type { AgentLaunch, KiciLaunch } from './agent-launch.ts';
+import { kiciContractEnv, withoutUnknownKici } from '../config/agent-launch.ts';
+import type { AgentLaunch, KiciLaunch } from '../config/agent-launch.ts';
 import { configuredLabels, ownershipEnv, validateLabelSets } from './backend.ts';
-import type {
-  AgentResources,
-  ExitListener,
-  LabelSet,
-  OwnedResource,
-  ReloadResult,
-  ScalerBackend,
-  SpawnContext,
-  SpawnCredentials,
-  SpawnedAgent,
-} from './backend.ts';
+import type { AgentResources, ExitListener, LabelSet, OwnedResource, ReloadResult, ScalerBackend, SpawnContext, SpawnCredentials, SpawnedAgent } from '../../actors/scaler/ports.ts';
 import { findMarkedProcesses, processAlive } from './process-table.ts';
 
 export interface BareMetalOptions {

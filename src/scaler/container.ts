@@ -1,20 +1,10 @@
 import Docker from 'dockerode';
 import type { Logger } from 'pino';
 import { findFreePort } from '../db/free-port.ts';
-import { kiciContractEnv, withoutUnknownKici } from './agent-launch.ts';
-import type { AgentLaunch, KiciLaunch } from './agent-launch.ts';
+import { kiciContractEnv, withoutUnknownKici } from '../config/agent-launch.ts';
+import type { AgentLaunch, KiciLaunch } from '../config/agent-launch.ts';
 import { configuredLabels, ownershipEnv, ownershipLabels, validateLabelSets } from './backend.ts';
-import type {
-  AgentResources,
-  ExitListener,
-  LabelSet,
-  OwnedResource,
-  ReloadResult,
-  ScalerBackend,
-  SpawnContext,
-  SpawnCredentials,
-  SpawnedAgent,
-} from './backend.ts';
+import type { AgentResources, ExitListener, LabelSet, OwnedResource, ReloadResult, ScalerBackend, SpawnContext, SpawnCredentials, SpawnedAgent } from '../../actors/scaler/ports.ts';
 import { applyIsolationRules, buildIsolationRuleOps, nftAvailable, removeIsolationRules } from './nft.ts';
 import type { IsolationPolicy } from './nft.ts';
 

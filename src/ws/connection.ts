@@ -1,8 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { WebSocket } from 'ws';
-import type { AgentSession, SlotHolder } from '../../actors/agent-registry.ts';
-import { coerceError } from '../../actors/errors.ts';
+import type { AgentSession, SlotHolder } from '../../actors/agents/registry.ts';
+import { coerceError } from '../../lib/errors.ts';
 import { checkRegisterGates } from './gates.ts';
 import type { TokenInfo } from './gates.ts';
 import { JOB_SCOPED_TYPES, JobFrames } from './job-messages.ts';

@@ -1,4 +1,4 @@
-import type { AgentSession } from '../../actors/agent-registry.ts';
+import type { AgentSession } from '../../actors/agents/registry.ts';
 import { CLOSE_CODES } from './messages.ts';
 import type { AgentMessageOf } from './messages.ts';
 

@@ -1,8 +1,8 @@
 import type { Logger } from 'pino';
-import type { AgentRegistry, DispatchRecord } from '../../actors/agent-registry.ts';
-import { LATE_MESSAGE_GRACE_MS } from '../../actors/agent-registry.ts';
-import { coerceError } from '../../actors/errors.ts';
-import type { IncomingRunEvent } from '../../actors/supervisor.ts';
+import type { AgentRegistry, DispatchRecord } from '../../actors/agents/registry.ts';
+import { LATE_MESSAGE_GRACE_MS } from '../../actors/agents/registry.ts';
+import { coerceError } from '../../lib/errors.ts';
+import type { IncomingRunEvent } from '../../actors/runs/supervisor.ts';
 import { isTerminalJobStatus } from '../../machines/status.ts';
 import { redactEnvVars, redactSecrets } from '../security/redact.ts';
 import { jobStatusReportOf, stepRecordOf } from './job-reports.ts';

@@ -1,5 +1,5 @@
 import type { Logger } from 'pino';
-import { coerceError } from '../../actors/errors.ts';
+import { coerceError } from '../../lib/errors.ts';
 import type { LogChunkInput } from '../db/job-logs.ts';
 import { utf8Bytes } from '../db/job-logs.ts';
 

@@ -4,7 +4,7 @@ import type { Duplex } from 'node:stream';
 import type { Logger } from 'pino';
 import { WebSocketServer } from 'ws';
 import type { WebSocket } from 'ws';
-import type { CommittedUpdate } from '../../actors/supervisor.ts';
+import type { CommittedUpdate } from '../../actors/runs/supervisor.ts';
 import { parseRequestUrl } from '../http/server.ts';
 
 export const OBSERVE_PATH = '/ws/observe';

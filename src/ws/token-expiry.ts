@@ -1,7 +1,7 @@
 import type { Kysely } from 'kysely';
 import type { Logger } from 'pino';
-import type { AgentRegistry } from '../../actors/agent-registry.ts';
-import { coerceError } from '../../actors/errors.ts';
+import type { AgentRegistry } from '../../actors/agents/registry.ts';
+import { coerceError } from '../../lib/errors.ts';
 import { deleteExpiredEphemeralTokens } from '../db/agent-tokens.ts';
 import type { Schema } from '../db/schema.ts';
 import { CLOSE_CODES } from './messages.ts';

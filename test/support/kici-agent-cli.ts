@@ -1,5 +1,5 @@
 import { parseArgs } from 'node:util';
-import { KNOWN_KICI_VARIABLES, kiciRoles } from '../../src/scaler/agent-launch.ts';
+import { KNOWN_KICI_VARIABLES, kiciRoles } from '../../src/config/agent-launch.ts';
 import { KiciTestAgent } from './kici-agent.ts';
 import { succeedAll, type InitResult } from './kici-agent-scripts.ts';
 

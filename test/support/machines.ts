@@ -4,7 +4,7 @@ import type { AnyActorRef, ExecutableActionObject } from 'xstate';
 import { jobMachine } from '../../machines/job.machine.ts';
 import type { JobSnapshot } from '../../machines/job.machine.ts';
 import type { AgentKind, JobEvent, JobInput, JobStatusData } from '../../machines/job.events.ts';
-import { runtimeRunMachine } from '../../actors/intent-recorder.ts';
+import { runtimeRunMachine } from '../../actors/runs/intent-recorder.ts';
 import { INTENT_KINDS } from '../../machines/intents.ts';
 import type { Intent } from '../../machines/intents.ts';
 import type { RunEvent, RunSnapshot } from '../../machines/run.machine.ts';

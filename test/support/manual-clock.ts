@@ -1,4 +1,4 @@
-import type { Clock } from '../../actors/ports.ts';
+import type { Clock } from '../../actors/clock.ts';
 
 /** A clock that moves only when told: timers fire in due order inside `advance`. */
 export class ManualClock implements Clock {

@@ -1,4 +1,4 @@
-import { coerceError } from '../../../actors/errors.ts';
+import { coerceError } from '../../../lib/errors.ts';
 
 export interface GitHubClientOptions {
   /** @default 'https://api.github.com' */

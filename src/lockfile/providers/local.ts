@@ -1,5 +1,5 @@
 import { execFile } from 'node:child_process';
-import { coerceError } from '../../../actors/errors.ts';
+import { coerceError } from '../../../lib/errors.ts';
 import { MAX_LOCK_FILE_BYTES } from '../parse.ts';
 import { notAFileOutcome, outcomeOf, oversizeOutcome } from './outcome.ts';
 import { LOCK_FILE_PATH, isCommitSha } from './types.ts';

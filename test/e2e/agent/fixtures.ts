@@ -6,8 +6,8 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { pino } from 'pino';
-import { Agent } from '../../../src/agent/agent.ts';
-import { compileAgentOptions, type AgentOptions } from '../../../src/agent/options.ts';
+import { Agent } from '../../../src/reference-agent/agent.ts';
+import { compileAgentOptions, type AgentOptions } from '../../../src/reference-agent/options.ts';
 import type { JobDispatch, SequentialStep } from '../../../src/ws/messages.ts';
 
 const ROOT = fileURLToPath(new URL('../../..', import.meta.url));

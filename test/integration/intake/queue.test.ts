@@ -6,9 +6,9 @@ import { Redis } from 'ioredis';
 import { finishDelivery, loadDelivery, recordDelivery, retryDelivery } from '../../../src/db/deliveries.ts';
 import type { DeliveryKey } from '../../../src/db/deliveries.ts';
 import type { Schema } from '../../../src/db/schema.ts';
-import { BullMqIntakeQueue } from '../../../src/queue/bullmq-queue.ts';
-import { EmbeddedIntakeQueue } from '../../../src/queue/embedded-queue.ts';
-import type { DeliveryProcessor, IntakeQueue } from '../../../src/queue/intake-queue.ts';
+import { BullMqDeliveryQueue } from '../../../src/queue/bullmq-queue.ts';
+import { EmbeddedDeliveryQueue } from '../../../src/queue/embedded-queue.ts';
+import type { DeliveryProcessor, DeliveryQueue } from '../../../src/queue/delivery-queue.ts';
 import { skipReason, withTestDatabase } from '../../support/database.ts';
 import { eventually } from '../../support/runtime.ts';
 
@@ -32,9 +32,9 @@ async function redisReason(): Promise<string | undefined> {
 
 type Kind = 'embedded' | 'bullmq';
 
-function makeQueue(kind: Kind, db: Kysely<Schema>, process: DeliveryProcessor, worker: string): IntakeQueue {
-  if (kind === 'embedded') return new EmbeddedIntakeQueue(db, process, worker, Date.now, log);
-  return new BullMqIntakeQueue({ redisUrl: REDIS_URL, queueName: `sy-test-${worker}-${Date.now()}`, db, process, worker, now: Date.now, log });
+function makeQueue(kind: Kind, db: Kysely<Schema>, process: DeliveryProcessor, worker: string): DeliveryQueue {
+  if (kind === 'embedded') return new EmbeddedDeliveryQueue(db, process, worker, Date.now, log);
+  return new BullMqDeliveryQueue({ redisUrl: REDIS_URL, queueName: `sy-test-${worker}-${Date.now()}`, db, process, worker, now: Date.now, log });
 }
 
 /** A processor that records what it saw, failing the first `failures` attempts of each delivery. */

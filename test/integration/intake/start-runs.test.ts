@@ -1,10 +1,10 @@
 import assert from 'node:assert/strict';
 import { it } from 'node:test';
 import type { LockFile, LockWorkflow } from '../../../machines/lock.types.ts';
-import type { NewRun } from '../../../actors/ports.ts';
+import type { NewRun } from '../../../actors/runs/ports.ts';
 import { DEFAULT_JOB_TIMEOUTS } from '../../../machines/types.ts';
 import type { Delivery } from '../../../src/db/deliveries.ts';
-import type { SourceBase } from '../../../src/pipeline/pipeline.ts';
+import type { SourceBase } from '../../../src/pipeline/run-source.ts';
 import { runIdFor } from '../../../src/pipeline/run-id.ts';
 import { createRunStarter } from '../../../src/pipeline/start-runs.ts';
 import { IsolatedVmSandbox } from '../../../src/sandbox/index.ts';

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Kysely } from 'kysely';
-import type { IncomingRunEvent } from '../../../actors/supervisor.ts';
+import type { IncomingRunEvent } from '../../../actors/runs/supervisor.ts';
 import type { LockWorkflow } from '../../../machines/lock.types.ts';
 import { readJournal } from '../../../src/db/journal.ts';
 import type { Schema } from '../../../src/db/schema.ts';

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { Kysely } from 'kysely';
-import { runtimeRunMachine } from '../../../actors/intent-recorder.ts';
+import { runtimeRunMachine } from '../../../actors/runs/intent-recorder.ts';
 import type { IntentSink } from '../../../machines/intents.ts';
 import type { Schema } from '../../../src/db/schema.ts';
 import { replayRecordedRun } from '../../../src/replay/engine.ts';

@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { describe, it } from 'node:test';
-import { FencedError, RunNotOwnedError } from '../../../actors/errors.ts';
-import { SNAPSHOT_VERSION } from '../../../actors/supervisor.ts';
+import { FencedError, RunNotOwnedError } from '../../../actors/runs/errors.ts';
+import { SNAPSHOT_VERSION } from '../../../actors/runs/supervisor.ts';
 import { readJournal } from '../../../src/db/journal.ts';
 import { DATABASE_KINDS, skipReason, withTestDatabase } from '../../support/database.ts';
 import { eventually, planFor, startTestRuntime, waitingWorkflow } from '../../support/runtime.ts';

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { pino } from 'pino';
 import { BareMetalBackend } from '../../../src/scaler/bare-metal.ts';
-import { compileScalerDefinitions } from '../../../src/scaler/config.ts';
+import { compileScalerDefinitions } from '../../../src/config/scaler-definitions.ts';
 import { processAlive } from '../../../src/scaler/process-table.ts';
 import { tempDir } from '../../support/database.ts';
 import { eventually } from '../../support/runtime.ts';

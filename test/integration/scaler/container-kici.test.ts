@@ -4,8 +4,8 @@ import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import { pino } from 'pino';
-import { compileScalerDefinitions } from '../../../src/scaler/config.ts';
-import type { ContainerDefinition } from '../../../src/scaler/config.ts';
+import { compileScalerDefinitions } from '../../../src/config/scaler-definitions.ts';
+import type { ContainerDefinition } from '../../../src/config/scaler-definitions.ts';
 import { ContainerBackend } from '../../../src/scaler/container.ts';
 import { tempDir } from '../../support/database.ts';
 

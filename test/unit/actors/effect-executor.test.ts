@@ -2,9 +2,9 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { pino } from 'pino';
 import { Registry } from 'prom-client';
-import { EffectExecutor } from '../../../actors/effect-executor.ts';
-import { createRuntimeMetrics } from '../../../actors/metrics.ts';
-import type { Effect, EffectHandlers } from '../../../actors/ports.ts';
+import { EffectExecutor } from '../../../actors/runs/effect-executor.ts';
+import { createRuntimeMetrics } from '../../../actors/runs/metrics.ts';
+import type { Effect, EffectHandlers } from '../../../actors/runs/ports.ts';
 import { ManualClock } from '../../support/manual-clock.ts';
 
 function setup(handlers: Partial<EffectHandlers>) {

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { Outbox, type Link } from '../../../src/agent/outbox.ts';
+import { Outbox, type Link } from '../../../src/reference-agent/outbox.ts';
 import type { AgentMessage, JobStatusMessage } from '../../../src/ws/messages.ts';
 
 class FakeLink implements Link {

@@ -1,13 +1,14 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { reconnectDelayMs } from '../../../src/agent/backoff.ts';
-import { contextEnvVars, stepBaseEnv, stepEnv } from '../../../src/agent/environment.ts';
-import { LineSplitter, LogStream } from '../../../src/agent/log-stream.ts';
-import { dispatchSecretValues, SecretMasker } from '../../../src/agent/masking.ts';
-import { AgentOptionsError, autoLabels, compileAgentOptions } from '../../../src/agent/options.ts';
-import { planSteps } from '../../../src/agent/plan.ts';
-import { shellArgv } from '../../../src/agent/shell.ts';
-import { retryDelayMs } from '../../../src/agent/step-runner.ts';
+import { reconnectDelayMs } from '../../../src/reference-agent/backoff.ts';
+import { contextEnvVars, stepBaseEnv, stepEnv } from '../../../src/reference-agent/environment.ts';
+import { LineSplitter, LogStream } from '../../../src/reference-agent/log-stream.ts';
+import { dispatchSecretValues, SecretMasker } from '../../../src/reference-agent/masking.ts';
+import { AgentOptionsError, compileAgentOptions } from '../../../src/reference-agent/options.ts';
+import { autoLabels } from '../../../lib/self-reported-labels.ts';
+import { planSteps } from '../../../src/reference-agent/plan.ts';
+import { shellArgv } from '../../../src/reference-agent/shell.ts';
+import { retryDelayMs } from '../../../src/reference-agent/step-runner.ts';
 import { dispatchSchema, type JobDispatch } from '../../../src/ws/messages.ts';
 
 const dispatch = (patch: Partial<JobDispatch> = {}): JobDispatch =>

@@ -1,7 +1,8 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { isDropped, normalizeGenericEvent, normalizeGitHubEvent } from '../../../src/pipeline/normalize.ts';
-import type { NormalizedEvent } from '../../../src/pipeline/normalize.ts';
+import { normalizeGenericEvent, normalizeGitHubEvent } from '../../../src/pipeline/normalize.ts';
+import { isDropped } from '../../../src/pipeline/normalized-event.ts';
+import type { NormalizedEvent } from '../../../src/pipeline/normalized-event.ts';
 import * as gh from './github-payloads.ts';
 
 function normalized(eventName: string, payload: unknown): NormalizedEvent {

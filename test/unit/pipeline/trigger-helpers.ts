@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
 import type { LockPattern, LockTrigger, LockWorkflow } from '../../../machines/lock.types.ts';
 import type { EventEnvelope } from '../../../src/pipeline/envelope.ts';
-import { isDropped, normalizeGitHubEvent } from '../../../src/pipeline/normalize.ts';
+import { normalizeGitHubEvent } from '../../../src/pipeline/normalize.ts';
+import { isDropped } from '../../../src/pipeline/normalized-event.ts';
 import { matchWorkflow } from '../../../src/pipeline/triggers.ts';
 
 export function workflow(name: string, ...triggers: (LockTrigger | null)[]): LockWorkflow {

@@ -12,8 +12,9 @@ import {
   workflowChangesIgnored,
 } from '../../../src/pipeline/trust.ts';
 import type { ContributorMismatch, ContributorResolver, Permission, ResolveTrustInput } from '../../../src/pipeline/trust.ts';
-import { isDropped, normalizeGitHubEvent } from '../../../src/pipeline/normalize.ts';
-import type { NormalizedEvent } from '../../../src/pipeline/normalize.ts';
+import { normalizeGitHubEvent } from '../../../src/pipeline/normalize.ts';
+import { isDropped } from '../../../src/pipeline/normalized-event.ts';
+import type { NormalizedEvent } from '../../../src/pipeline/normalized-event.ts';
 import { parseLockFile } from '../../../src/lockfile/parse.ts';
 import { exampleWith, specExampleText } from '../lockfile/helpers.ts';
 import * as gh from './github-payloads.ts';

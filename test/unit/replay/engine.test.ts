@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { runtimeRunMachine } from '../../../actors/intent-recorder.ts';
-import { SNAPSHOT_VERSION } from '../../../actors/supervisor.ts';
-import type { IncomingRunEvent } from '../../../actors/supervisor.ts';
+import { runtimeRunMachine } from '../../../actors/runs/intent-recorder.ts';
+import { SNAPSHOT_VERSION } from '../../../actors/runs/supervisor.ts';
+import type { IncomingRunEvent } from '../../../actors/runs/supervisor.ts';
 import { replayRecordedRun } from '../../../src/replay/engine.ts';
 import { ReplayJournalError, ReplayRangeError, ReplayVersionError } from '../../../src/replay/errors.ts';
 import { formatReport } from '../../../src/replay/format.ts';

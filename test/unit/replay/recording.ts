@@ -1,7 +1,7 @@
 import { createActor } from 'xstate';
-import { IntentRecorder, runtimeRunMachine } from '../../../actors/intent-recorder.ts';
-import { SNAPSHOT_VERSION } from '../../../actors/supervisor.ts';
-import type { IncomingRunEvent } from '../../../actors/supervisor.ts';
+import { IntentRecorder, runtimeRunMachine } from '../../../actors/runs/intent-recorder.ts';
+import { SNAPSHOT_VERSION } from '../../../actors/runs/supervisor.ts';
+import type { IncomingRunEvent } from '../../../actors/runs/supervisor.ts';
 import { stateSummary } from '../../../machines/projection.ts';
 import type { PersistedMachineSnapshot } from '../../../machines/projection.ts';
 import type { RunContext } from '../../../machines/run.machine.ts';

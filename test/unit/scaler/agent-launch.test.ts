@@ -1,12 +1,12 @@
 import assert from 'node:assert/strict';
 import { tmpdir } from 'node:os';
 import { describe, it } from 'node:test';
-import { autoLabels } from '../../../src/agent/options.ts';
+import { autoLabels } from '../../../lib/self-reported-labels.ts';
 import { ConfigError, loadConfig } from '../../../src/config/index.ts';
-import { KNOWN_KICI_VARIABLES, kiciContractEnv, kiciRoles, withoutUnknownKici } from '../../../src/scaler/agent-launch.ts';
-import type { KiciLaunch } from '../../../src/scaler/agent-launch.ts';
+import { KNOWN_KICI_VARIABLES, kiciContractEnv, kiciRoles, withoutUnknownKici } from '../../../src/config/agent-launch.ts';
+import type { KiciLaunch } from '../../../src/config/agent-launch.ts';
 import { validateLabelSets } from '../../../src/scaler/backend.ts';
-import { compileScalerDefinitions } from '../../../src/scaler/config.ts';
+import { compileScalerDefinitions } from '../../../src/config/scaler-definitions.ts';
 
 const KICI = { kind: 'kici', command: [process.execPath, '/opt/kici-agent/server.js'] };
 const ROLES = ['kici:role:builder', 'kici:role:init-runner'];

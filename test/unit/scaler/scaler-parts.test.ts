@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { candidatesFor } from '../../../actors/scaler-placement.ts';
+import { candidatesFor } from '../../../actors/scaler/placement.ts';
 import { ownershipEnv, ownershipLabels } from '../../../src/scaler/backend.ts';
-import { compileScalerDefinitions, passedHostEnv } from '../../../src/scaler/config.ts';
-import { FAILURE_RING_SIZE, FailureTracker } from '../../../src/scaler/failure-tracker.ts';
+import { compileScalerDefinitions, passedHostEnv } from '../../../src/config/scaler-definitions.ts';
+import { FAILURE_RING_SIZE, FailureTracker } from '../../../actors/scaler/failure-tracker.ts';
 import { IsolationRuleError, buildIsolationRuleOps, removeIsolationRules } from '../../../src/scaler/nft.ts';
 
 describe('buildIsolationRuleOps (SCL-12)', () => {

@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { pino } from 'pino';
-import { AgentRegistry, LATE_MESSAGE_GRACE_MS, type DispatchRecord } from '../../../actors/agent-registry.ts';
-import type { IncomingRunEvent } from '../../../actors/supervisor.ts';
+import { AgentRegistry, LATE_MESSAGE_GRACE_MS, type DispatchRecord } from '../../../actors/agents/registry.ts';
+import type { IncomingRunEvent } from '../../../actors/runs/supervisor.ts';
 import type { LogChunkInput } from '../../../src/db/job-logs.ts';
 import { JobFrames, type JobScopedMessage } from '../../../src/ws/job-messages.ts';
 

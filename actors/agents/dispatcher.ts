@@ -1,0 +1,208 @@
+import { randomUUID } from 'node:crypto';
+import type { Logger } from 'pino';
+import type { AgentRequirements, LabelMatcher, WaitingReason } from '../../machines/types.ts';
+import { labelsFit } from './match.ts';
+import type { PlacementExchange } from './placement-exchange.ts';
+import type { AgentRegistry } from './registry.ts';
+import { coerceError } from '../../lib/errors.ts';
+import type { Effect } from '../runs/ports.ts';
+import { findHonouringScaler } from '../scaler/placement.ts';
+import type { IncomingRunEvent } from '../runs/supervisor.ts';
+
+/** Delivers an event to the run that owns a job. */
+export type SendToRun = (runId: string, event: IncomingRunEvent) => Promise<unknown>;
+
+export interface PlacementRequest {
+  runId: string;
+  jobKey: string;
+  requirements: AgentRequirements;
+  attempt: number;
+}
+
+/** A scaler consulted when no connected agent can take a job (orchestration.md §15); optional. */
+export interface ScalerPort {
+  /** Asks for an agent for the job; the answer is its waiting reason, or null to keep the dispatcher's own. */
+  requestAgent(request: PlacementRequest): WaitingReason | null;
+  /** An agent the scaler keeps for another waiting job, or one that already served its single job. */
+  unavailableFor(agentId: string, runId: string, jobKey: string, isWaiting: (runId: string, jobKey: string) => boolean): boolean;
+  onGranted(agentId: string, runId: string, jobKey: string): void;
+}
+
+/**
+ * Places queued jobs on agents (DSP-2). It keeps no run state: a placement request is answered
+ * with one event to the job's run actor, and jobs no agent can take yet wait here, first-queued
+ * first, until a new agent or a freed slot lets one through.
+ */
+export class Dispatcher {
+  private readonly waiting = new Map<string, PlacementRequest & { reason: string | null; published?: number }>();
+  private offering = false;
+  private offerAgain = false;
+  private scaler: ScalerPort | null = null;
+  private exchange: { exchange: PlacementExchange; stillWaiting: (runId: string, jobKey: string) => boolean } | null = null;
+  private paused = false;
+
+  constructor(
+    private readonly registry: AgentRegistry,
+    private readonly sendToRun: SendToRun,
+    private readonly log: Logger,
+  ) {
+    registry.onCapacity(() => void this.offer());
+  }
+
+  get waitingCount(): number {
+    return this.waiting.size;
+  }
+
+  attachScaler(scaler: ScalerPort): void {
+    this.scaler = scaler;
+  }
+
+  /** Jobs no agent here can take are offered to peers' agents; `stillWaiting` tells a job granted elsewhere. */
+  attachExchange(exchange: PlacementExchange, stillWaiting: (runId: string, jobKey: string) => boolean): void {
+    this.exchange = { exchange, stillWaiting };
+  }
+
+  /** An agent here with a free slot for the job, honouring scaler bindings; none once paused. */
+  findFor(request: PlacementRequest): ReturnType<Dispatcher['findAgent']> {
+    return this.paused ? { none: 'capacity', matching: 0 } : this.findAgent(request);
+  }
+
+  /** The coordinator is stopping: waiting jobs stay listed (and durable) but nothing more is placed. */
+  pause(): void {
+    this.paused = true;
+  }
+
+  isWaiting(runId: string, jobKey: string): boolean {
+    return this.waiting.has(keyOf(runId, jobKey));
+  }
+
+  async requestPlacement(effect: Effect<'requestPlacement'>): Promise<void> {
+    const request = { runId: effect.runId, ...effect.payload };
+    const key = keyOf(request.runId, request.jobKey);
+    this.waiting.delete(key);
+    this.waiting.set(key, { ...request, reason: null });
+    await this.tryPlace(key);
+  }
+
+  /** Offers free capacity to waiting jobs in the order they were queued. */
+  async offer(): Promise<void> {
+    if (this.offering) {
+      this.offerAgain = true;
+      return;
+    }
+    this.offering = true;
+    try {
+      do {
+        this.offerAgain = false;
+        // Each placement reserves its slot, in queue order, before its first await; the grants
+        // then commit together instead of one database round trip after another.
+        await Promise.all([...this.waiting.keys()].map((key) => this.tryPlace(key)));
+      } while (this.offerAgain);
+      if (this.exchange) void this.exchange.exchange.offerRemote();
+    } catch (thrown) {
+      this.log.warn({ err: coerceError(thrown) }, 'offering capacity failed');
+    } finally {
+      this.offering = false;
+    }
+  }
+
+  /** Forget jobs of a run that finished or moved to another coordinator. */
+  forgetRun(runId: string): void {
+    for (const [key, request] of this.waiting) if (request.runId === runId) this.waiting.delete(key);
+    this.exchange?.exchange.withdraw(runId);
+  }
+
+  private async tryPlace(key: string): Promise<void> {
+    const request = this.waiting.get(key);
+    if (!request || this.paused) return;
+    if (this.exchange && !this.exchange.stillWaiting(request.runId, request.jobKey)) {
+      this.waiting.delete(key);
+      return;
+    }
+    const found = this.findAgent(request);
+    if ('none' in found) {
+      const own = found.none === 'capacity' ? capacityReason(found.matching) : noAgentReason(request.requirements, this.labelsFitSome(request.requirements));
+      const scaled = this.scaler?.requestAgent(request) ?? null;
+      // Busy matching agents are a better reason than a scaler's "none connected and no backend".
+      const reason = scaled && !(found.none === 'capacity' && scaled.kind === 'no_matching_agent') ? scaled : own;
+      this.publish(request);
+      if (request.reason === reason.message) return;
+      request.reason = reason.message;
+      await this.sendToRun(request.runId, { type: 'placement.none', jobKey: request.jobKey, reason });
+      return;
+    }
+    const { session } = found;
+    const dispatchId = randomUUID();
+    this.waiting.delete(key);
+    this.registry.reserve(session.agentId, dispatchId, { runId: request.runId, jobKey: request.jobKey });
+    if (!(await this.claimPublished(request))) {
+      // A peer holds the request and is granting it; the job stays listed in case that grant never comes.
+      this.registry.release(session.agentId, dispatchId);
+      if (!this.waiting.has(key)) this.waiting.set(key, request);
+      return;
+    }
+    this.scaler?.onGranted(session.agentId, request.runId, request.jobKey);
+    const agentKind = session.scalerManaged ? ('scaler' as const) : ('static' as const);
+    // A job that moved on meanwhile (cancelled, expired) gives the slot back itself.
+    await this.sendToRun(request.runId, { type: 'placement.granted', jobKey: request.jobKey, agentId: session.agentId, dispatchId, agentKind });
+  }
+
+  /** Once per attempt, a job no agent here can take is offered to the agents of every coordinator. */
+  private publish(request: PlacementRequest & { published?: number }): void {
+    if (!this.exchange || request.published === request.attempt) return;
+    request.published = request.attempt;
+    this.exchange.exchange.publish(request);
+  }
+
+  /** A published job is granted here only if this coordinator wins its request, then withdrawn. */
+  private async claimPublished(request: PlacementRequest & { published?: number }): Promise<boolean> {
+    if (!this.exchange || request.published !== request.attempt) return true;
+    const { exchange } = this.exchange;
+    if (!(await exchange.claim(request))) return false;
+    exchange.withdraw(request.runId, request.jobKey, request.attempt);
+    return true;
+  }
+
+  private labelsFitSome(requirements: AgentRequirements): boolean {
+    return this.registry.all().some((session) => labelsFit(requirements, session));
+  }
+
+  /** With a scaler, an agent it keeps for another waiting job is passed over: the bound job wins it (SCL-3). */
+  private findAgent(request: PlacementRequest) {
+    const scaler = this.scaler;
+    if (!scaler) return this.registry.find(request.requirements);
+    const isWaiting = (runId: string, jobKey: string) => this.isWaiting(runId, jobKey);
+    return findHonouringScaler(this.registry, request.requirements, (s) => scaler.unavailableFor(s.agentId, request.runId, request.jobKey, isWaiting));
+  }
+}
+
+function keyOf(runId: string, jobKey: string): string {
+  return `${runId}\u0000${jobKey}`;
+}
+
+export function describeMatcher(matcher: LabelMatcher): string {
+  return matcher.kind === 'exact' ? matcher.value : `/${matcher.source}/${matcher.flags}`;
+}
+
+/** Why no connected agent can take the job: the labels, and which kind of agent executes its steps. */
+export function noAgentReason(requirements: AgentRequirements, labelsFitSome = false): WaitingReason {
+  const labels = requirements.runsOn.map(describeMatcher);
+  const wanted = labels.length > 0 ? `labels ${labels.join(', ')}` : 'any labels';
+  const message = ((): string => {
+    switch (requirements.executor) {
+      case 'any':
+        return `no connected agent matches ${wanted}`;
+      case 'kici':
+        return `needs a KiCI agent (TypeScript steps); none connected with ${wanted}${labelsFitSome ? ' (the agents with these labels execute only run steps)' : ''}`;
+      case 'run-steps':
+        return `needs an agent that can execute run steps; none connected with ${wanted}${labelsFitSome ? ' (the agents with these labels run only TypeScript steps)' : ''}`;
+    }
+  })();
+  return { kind: 'no_matching_agent', message };
+}
+
+function capacityReason(matching: number): WaitingReason {
+  const agents = matching === 1 ? '1 matching agent is' : `all ${matching} matching agents are`;
+  return { kind: 'capacity', message: `${agents} busy` };
+}
+

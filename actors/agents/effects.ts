@@ -1,0 +1,116 @@
+import { randomUUID } from 'node:crypto';
+import type { Logger } from 'pino';
+import type { DispatchedJob } from '../../machines/intents.ts';
+import type { AgentRegistry } from './registry.ts';
+import type { SharedAgents, SharedSession } from './shared-agents.ts';
+import type { Effect } from '../runs/ports.ts';
+import type { IncomingRunEvent } from '../runs/supervisor.ts';
+
+/** Builds the `job.dispatch` frame for one attempt, or says why it cannot be sent. */
+export type DispatchFactory = (args: {
+  runId: string;
+  jobKey: string;
+  dispatchId: string;
+  job: DispatchedJob;
+  agentLabels: readonly string[];
+}) => Promise<{ ok: true; dispatch: object } | { ok: false; reason: string }>;
+
+export interface AgentEffectsDeps {
+  registry: AgentRegistry;
+  deliver: (runId: string, event: IncomingRunEvent) => Promise<unknown>;
+  buildDispatch: DispatchFactory;
+  /** Agents whose socket another coordinator holds; null when this coordinator is alone. */
+  shared: SharedAgents | null;
+  /** An agent that sent any frame within this window (the ack window) is alive: an ack timeout does not close it. */
+  aliveWindowMs: number;
+  now: () => number;
+  log: Logger;
+}
+
+/**
+ * The effects that reach agents: dispatch, cancel, close, slot release. Each runs after the
+ * transition that asked for it committed, and is safe to run twice (effects are at-least-once).
+ */
+export class AgentEffects {
+  constructor(private readonly deps: AgentEffectsDeps) {}
+
+  async sendDispatch(effect: Effect<'sendDispatch'>): Promise<void> {
+    const { jobKey, agentId, dispatchId } = effect.payload;
+    const { registry, deliver, log } = this.deps;
+    const session = registry.get(agentId);
+    if (!session) {
+      const remote = await this.deps.shared?.remoteSession(agentId);
+      if (remote) return this.sendRemoteDispatch(effect, remote);
+      await deliver(effect.runId, { type: 'agent.disconnected', jobKey, agentId });
+      return;
+    }
+    if (session.sent.has(dispatchId)) return;
+    // The attempt's slot says whether it is still current: given back, the job moved on (this is an
+    // effect re-run after a restore). Reserved on an earlier connection of this agent, that socket is
+    // gone and an agent that registered again without the attempt has it settled as lost: sending it
+    // now would run it twice.
+    const slot = registry.dispatchOf(dispatchId);
+    if (slot?.connectionId !== session.connectionId || slot.endedAt !== null) {
+      log.info({ runId: effect.runId, jobKey, agentId, dispatchId }, 'dispatch not sent: its slot was given back or reserved on a connection that has closed');
+      return;
+    }
+    const built = await this.deps.buildDispatch({ runId: effect.runId, jobKey, dispatchId, job: effect.payload.job, agentLabels: session.labels });
+    if (!built.ok) {
+      log.error({ runId: effect.runId, jobKey, reason: built.reason }, 'dispatch refused before sending');
+      await deliver(effect.runId, { type: 'agent.job.status', jobKey, agentId, dispatchId, state: 'failed', error: built.reason });
+      return;
+    }
+    session.sent.add(dispatchId);
+    session.link.send(built.dispatch);
+  }
+
+  /** The dispatch is built here, where the run lives, and sent by the coordinator holding the socket. */
+  private async sendRemoteDispatch(effect: Effect<'sendDispatch'>, remote: SharedSession): Promise<void> {
+    const { jobKey, agentId, dispatchId, job } = effect.payload;
+    const built = await this.deps.buildDispatch({ runId: effect.runId, jobKey, dispatchId, job, agentLabels: remote.labels });
+    if (!built.ok) {
+      this.deps.log.error({ runId: effect.runId, jobKey, reason: built.reason }, 'dispatch refused before sending');
+      await this.deps.deliver(effect.runId, { type: 'agent.job.status', jobKey, agentId, dispatchId, state: 'failed', error: built.reason });
+      return;
+    }
+    await this.deps.shared?.send(remote, { kind: 'frame', frame: built.dispatch, dispatchId });
+  }
+
+  async sendCancel(effect: Effect<'sendCancel'>): Promise<void> {
+    const { jobKey, agentId, dispatchId, force, reason } = effect.payload;
+    const message = { type: 'job.cancel', messageId: randomUUID(), runId: effect.runId, jobId: dispatchId, reason, force };
+    const session = this.deps.registry.get(agentId);
+    if (!session) {
+      const remote = await this.deps.shared?.remoteSession(agentId);
+      if (remote) await this.deps.shared?.send(remote, { kind: 'frame', frame: message, dispatchId: null });
+      return;
+    }
+    session.link.send(message);
+    this.deps.log.info({ runId: effect.runId, jobKey, agentId, force, reason }, 'job.cancel sent');
+  }
+
+  /**
+   * The ack deadline passed. A silent agent is closed (4031) and kept from new jobs until it
+   * reconnects; one that sent any frame within the ack window is slow, not gone, and keeps its
+   * socket: the chart still requeues its attempt and cancels it on the agent (protocol.md §10.5).
+   */
+  async closeAgentConnection(effect: Effect<'closeAgentConnection'>): Promise<void> {
+    const { agentId, code, reason } = effect.payload;
+    const session = this.deps.registry.get(agentId);
+    if (!session) {
+      const remote = await this.deps.shared?.remoteSession(agentId);
+      if (remote) await this.deps.shared?.send(remote, { kind: 'close', code, reason });
+      return;
+    }
+    if (!this.deps.registry.closeIfSilent(agentId, code, reason, this.deps.aliveWindowMs)) {
+      const silentMs = this.deps.now() - session.lastFrameAt;
+      this.deps.log.warn({ runId: effect.runId, agentId, code, reason, silentMs }, 'agent missed its ack deadline but is alive; socket kept');
+    }
+  }
+
+  async releaseSlot(effect: Effect<'releaseSlot'>): Promise<void> {
+    const { agentId, dispatchId } = effect.payload;
+    if (this.deps.shared) await this.deps.shared.release(agentId, dispatchId);
+    else this.deps.registry.release(agentId, dispatchId);
+  }
+}

@@ -1,0 +1,96 @@
+import { randomUUID } from 'node:crypto';
+import type { Logger } from 'pino';
+import type { AgentRequirements } from '../../machines/types.ts';
+import type { AgentRegistry, AgentSession } from './registry.ts';
+import { coerceError } from '../../lib/errors.ts';
+import type { IncomingRunEvent } from '../runs/supervisor.ts';
+
+/** A job its owner could not place on one of its own agents, offered to every coordinator's agents. */
+export interface OfferedJob {
+  runId: string;
+  jobKey: string;
+  attempt: number;
+  requirements: AgentRequirements;
+}
+
+/** Placement requests shared by every coordinator on the database (src/db implements it). */
+export interface PlacementExchangeStore {
+  publish(job: OfferedJob): Promise<void>;
+  /** Requests of other coordinators that no one holds a live claim on, oldest first. */
+  open(limit: number): Promise<OfferedJob[]>;
+  /** Takes one attempt's request for a while; false when another coordinator has it. */
+  claim(job: OfferedJob): Promise<boolean>;
+  /** The request is answered or moot; with `attempt`, only that attempt's (a newer one stays). */
+  withdraw(runId: string, jobKey?: string, attempt?: number): Promise<void>;
+}
+
+export type FindAgent = (job: OfferedJob) => { session: AgentSession } | { none: string };
+
+const BATCH = 100;
+
+/**
+ * Any agent serves any run (FO-3): a job no agent of its owner can take is published, and every
+ * coordinator offers its own free agents to published jobs. A grant is given once: the granting
+ * coordinator claims the request first, whether it owns the job or only holds the agent.
+ */
+export class PlacementExchange {
+  private offering: Promise<void> | null = null;
+  private offerAgain = false;
+
+  constructor(
+    private readonly store: PlacementExchangeStore,
+    private readonly registry: AgentRegistry,
+    private readonly find: FindAgent,
+    private readonly deliver: (runId: string, event: IncomingRunEvent) => Promise<unknown>,
+    private readonly log: Logger,
+  ) {}
+
+  publish(job: OfferedJob): void {
+    this.store.publish(job).catch((thrown: unknown) => this.log.warn({ err: coerceError(thrown), runId: job.runId, jobKey: job.jobKey }, 'publishing a placement request failed'));
+  }
+
+  claim(job: OfferedJob): Promise<boolean> {
+    return this.store.claim(job);
+  }
+
+  withdraw(runId: string, jobKey?: string, attempt?: number): void {
+    this.store.withdraw(runId, jobKey, attempt).catch((thrown: unknown) => this.log.warn({ err: coerceError(thrown), runId }, 'withdrawing a placement request failed'));
+  }
+
+  /** Offers this coordinator's free agents to the jobs its peers published. */
+  offerRemote(): Promise<void> {
+    if (this.offering) {
+      this.offerAgain = true;
+      return this.offering;
+    }
+    this.offering = this.offerLoop()
+      .catch((thrown: unknown) => this.log.warn({ err: coerceError(thrown) }, 'offering agents to peers failed'))
+      .finally(() => (this.offering = null));
+    return this.offering;
+  }
+
+  private async offerLoop(): Promise<void> {
+    do {
+      this.offerAgain = false;
+      if (!this.registry.all().some((s) => s.unusable === null && s.slots.size < s.maxConcurrency)) return;
+      for (const job of await this.store.open(BATCH)) await this.grant(job);
+    } while (this.offerAgain);
+  }
+
+  /** The slot is reserved before the claim, so two offers never give one slot twice; a lost claim frees it. */
+  private async grant(job: OfferedJob): Promise<void> {
+    const found = this.find(job);
+    if ('none' in found) return;
+    const { session } = found;
+    const dispatchId = randomUUID();
+    this.registry.reserve(session.agentId, dispatchId, { runId: job.runId, jobKey: job.jobKey });
+    if (!(await this.store.claim(job))) {
+      this.registry.release(session.agentId, dispatchId);
+      return;
+    }
+    const agentKind = session.scalerManaged ? ('scaler' as const) : ('static' as const);
+    this.log.info({ runId: job.runId, jobKey: job.jobKey, agentId: session.agentId }, 'granting a peer’s job to an agent connected here');
+    await this.deliver(job.runId, { type: 'placement.granted', jobKey: job.jobKey, agentId: session.agentId, dispatchId, agentKind });
+    await this.store.withdraw(job.runId, job.jobKey, job.attempt);
+  }
+}

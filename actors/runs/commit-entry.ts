@@ -1,0 +1,117 @@
+import { RUN_MACHINE_ID } from '../../machines/run.machine.ts';
+import type { RunContext } from '../../machines/run.machine.ts';
+import { projectJobs, projectRun, stateSummary } from '../../machines/projection.ts';
+import type { PersistedMachineSnapshot } from '../../machines/projection.ts';
+import { isEffectKind } from '../../machines/intents.ts';
+import type { EffectKind, Intent } from '../../machines/intents.ts';
+import { isDeadlineKind } from '../../machines/types.ts';
+import type { DeadlineKind } from '../../machines/types.ts';
+import type { EffectRow, NewRun, RunCommit, RunFailureRecord, StoredRun, TimerChange } from './ports.ts';
+import type { ArmedTimer } from './timer-service.ts';
+
+export interface EntryParts {
+  runId: string;
+  seq: number;
+  event: { type: string; at: number };
+  intents: Intent[];
+  snapshot: PersistedMachineSnapshot<RunContext>;
+  machineVersion: number;
+  /** A deadline that fired with this event: its row goes unless the event re-armed it. */
+  firedDeadlineId: string | null;
+  isNewRun: boolean;
+  newRun?: NewRun;
+}
+
+export function timerChangesOf(intents: Intent[], firedDeadlineId: string | null): TimerChange<DeadlineKind>[] {
+  const changes: TimerChange<DeadlineKind>[] = firedDeadlineId ? [{ op: 'disarm', deadlineId: firedDeadlineId }] : [];
+  for (const intent of intents) {
+    if (intent.type === 'armDeadline') {
+      const { id, kind, at, jobKey } = intent.params;
+      changes.push({ op: 'arm', deadlineId: id, kind, jobKey: jobKey ?? null, dueAt: at });
+    } else if (intent.type === 'disarmDeadline') {
+      changes.push({ op: 'disarm', deadlineId: intent.params.id });
+    }
+  }
+  return changes;
+}
+
+function isEffectIntent(intent: Intent): intent is Intent<EffectKind> {
+  return isEffectKind(intent.type);
+}
+
+/** The outbox row of an intent: its params are the effect's payload, unchanged. */
+function effectRowOf(intent: Intent<EffectKind>, effectId: string): EffectRow {
+  // A kind and its params travel together in both unions; TypeScript cannot follow the pairing.
+  return { effectId, kind: intent.type, payload: intent.params } as EffectRow;
+}
+
+/** Everything one accepted event writes: journal row, snapshot, projections, timers, outbox. */
+export function buildCommitEntry(parts: EntryParts): RunCommit {
+  const { runId, seq, snapshot } = parts;
+  const run = projectRun(snapshot);
+  const effects = parts.intents.filter(isEffectIntent).map((intent, n) => effectRowOf(intent, `${runId}:${seq}:${n}`));
+  return {
+    runId,
+    isNewRun: parts.isNewRun,
+    events: [{ seq, event: parts.event, receivedAt: parts.event.at, stateAfter: stateSummary(snapshot) }],
+    snapshot: {
+      seq,
+      machineId: RUN_MACHINE_ID,
+      machineVersion: parts.machineVersion,
+      snapshot,
+      status: run.status,
+      updatedAt: parts.event.at,
+    },
+    run: {
+      workflowName: run.workflowName,
+      repository: parts.newRun?.repository ?? null,
+      status: run.status,
+      createdAt: run.createdAt,
+      finishedAt: run.finishedAt,
+      failureReason: run.failureReason,
+      initFailure: run.initFailure,
+      ...(parts.newRun?.inputSummary !== undefined ? { inputSummary: parts.newRun.inputSummary } : {}),
+    },
+    jobs: projectJobs(snapshot),
+    removedJobs: snapshot.context.fannedOut,
+    timers: timerChangesOf(parts.intents, parts.firedDeadlineId),
+    effects,
+  };
+}
+
+/** What a failure record is built from: a CommitEntry or its SerializedEntry. */
+interface FailureSource {
+  runId: string;
+  isNewRun: boolean;
+  snapshot: { seq: number; machineId: string; machineVersion: number };
+  run: { workflowName: string; repository: string | null; createdAt: number };
+}
+
+const MAX_REASON = 2000;
+
+/** The record that fails a run whose entry could not be stored, in place of that entry. */
+export function runFailureOf(entry: FailureSource, reason: string, failedAt: number): RunFailureRecord {
+  const { snapshot, run } = entry;
+  return {
+    ...{ runId: entry.runId, isNewRun: entry.isNewRun, seq: snapshot.seq, machineId: snapshot.machineId, machineVersion: snapshot.machineVersion },
+    ...{ workflowName: run.workflowName, repository: run.repository, createdAt: run.createdAt, failedAt },
+    reason: reason.length > MAX_REASON ? `${reason.slice(0, MAX_REASON - 1)}…` : reason,
+  };
+}
+
+/** A stored run's deadlines and pending effects, checked: rows of a kind this build does not know are named apart. */
+export function restoredWorkOf(row: StoredRun): { timers: Omit<ArmedTimer, 'runId'>[]; effects: EffectRow[]; unknownKinds: string[] } {
+  const timers: Omit<ArmedTimer, 'runId'>[] = [];
+  const effects: EffectRow[] = [];
+  const unknownKinds: string[] = [];
+  for (const timer of row.timers) {
+    if (isDeadlineKind(timer.kind)) timers.push({ ...timer, kind: timer.kind });
+    else unknownKinds.push(`deadline ${timer.kind}`);
+  }
+  for (const effect of row.pendingEffects) {
+    // The payload was written by buildCommitEntry with this kind's params (effectRowOf).
+    if (isEffectKind(effect.kind)) effects.push(effect as EffectRow);
+    else unknownKinds.push(`effect ${effect.kind}`);
+  }
+  return { timers, effects, unknownKinds };
+}

@@ -1,0 +1,133 @@
+import type { Logger } from 'pino';
+import { RunNotOwnedError } from './errors.ts';
+import { coerceError } from '../../lib/errors.ts';
+import type { Clock } from '../clock.ts';
+import type { IncomingRunEvent, Supervisor } from './supervisor.ts';
+
+/** Where events for runs owned elsewhere wait for their owner (src/db implements it; it wakes the owner). */
+export interface InboxStore {
+  enqueue(runId: string, event: IncomingRunEvent): Promise<void>;
+  peek(limit: number): Promise<{ id: number; runId: string; event: unknown }[]>;
+  remove(ids: number[]): Promise<void>;
+}
+
+export interface EventRouterOptions {
+  supervisor: Supervisor;
+  inbox: InboxStore;
+  clock: Clock;
+  log: Logger;
+  /** How often the inbox is read without a wake-up signal (signals can be lost while reconnecting). */
+  pollMs: number;
+  /** An inbox event whose run is no longer active here (it ended): the last chance to undo its side effects. */
+  onUndeliverable?: (runId: string, event: IncomingRunEvent) => void;
+  /** False while runs are being adopted: their events wait until their actors exist. */
+  canDrain?: () => boolean;
+}
+
+const BATCH = 500;
+
+/**
+ * Delivers an event to a run wherever its actor lives: straight into the local mailbox when
+ * this coordinator owns the run, else into the run's inbox, which its owner drains (FO-3, FO-4).
+ * Inbox writes for one run are made one after another, so the owner reads them in call order.
+ */
+export class EventRouter {
+  private timer: unknown = null;
+  private draining: Promise<number> | null = null;
+  private drainAgain = false;
+  private stopped = false;
+  private readonly writes = new Map<string, Promise<unknown>>();
+
+  constructor(private readonly options: EventRouterOptions) {}
+
+  async deliver(runId: string, event: IncomingRunEvent): Promise<'local' | 'inbox'> {
+    const { supervisor } = this.options;
+    if (supervisor.owns(runId)) {
+      try {
+        await supervisor.send(runId, event);
+        return 'local';
+      } catch (thrown) {
+        if (!(thrown instanceof RunNotOwnedError)) throw thrown;
+      }
+    }
+    await this.enqueueInOrder(runId, event);
+    return 'inbox';
+  }
+
+  start(): void {
+    this.schedule();
+  }
+
+  stop(): void {
+    this.stopped = true;
+    if (this.timer !== null) this.options.clock.clearTimeout(this.timer);
+  }
+
+  /** A peer left events for runs owned here: read them now rather than at the next poll. */
+  wake(): void {
+    if (this.stopped) return;
+    void this.drain().catch((thrown: unknown) => this.options.log.warn({ err: coerceError(thrown) }, 'inbox drain failed; retrying'));
+  }
+
+  /** Takes the inbox of every run owned here, oldest first; drops events of runs that ended. */
+  async drain(): Promise<number> {
+    if (this.draining) {
+      this.drainAgain = true;
+      return this.draining;
+    }
+    this.draining = this.drainLoop();
+    try {
+      return await this.draining;
+    } finally {
+      this.draining = null;
+    }
+  }
+
+  private async drainLoop(): Promise<number> {
+    let total = 0;
+    if (this.options.canDrain?.() === false) return 0;
+    do {
+      this.drainAgain = false;
+      const events = await this.options.inbox.peek(BATCH);
+      const done: number[] = [];
+      for (const item of events) {
+        await this.deliverFromInbox(item.runId, item.event as IncomingRunEvent);
+        done.push(item.id);
+      }
+      await this.options.inbox.remove(done);
+      total += done.length;
+      if (events.length === BATCH) this.drainAgain = true;
+    } while (this.drainAgain && !this.stopped);
+    return total;
+  }
+
+  private async enqueueInOrder(runId: string, event: IncomingRunEvent): Promise<void> {
+    const previous = this.writes.get(runId) ?? Promise.resolve();
+    const write = previous.catch(() => undefined).then(() => this.options.inbox.enqueue(runId, event));
+    this.writes.set(runId, write);
+    try {
+      await write;
+    } finally {
+      if (this.writes.get(runId) === write) this.writes.delete(runId);
+    }
+  }
+
+  private async deliverFromInbox(runId: string, event: IncomingRunEvent): Promise<void> {
+    try {
+      await this.options.supervisor.send(runId, event);
+    } catch (thrown) {
+      if (!(thrown instanceof RunNotOwnedError)) throw thrown;
+      this.options.log.info({ runId, event: event.type }, 'inbox event for a run that is no longer active; dropped');
+      this.options.onUndeliverable?.(runId, event);
+    }
+  }
+
+  private schedule(): void {
+    if (this.stopped) return;
+    this.timer = this.options.clock.setTimeout(() => {
+      this.drain()
+        .catch((thrown: unknown) => this.options.log.warn({ err: coerceError(thrown) }, 'inbox drain failed; retrying'))
+        .finally(() => this.schedule());
+    }, this.options.pollMs);
+  }
+}

@@ -1,0 +1,170 @@
+import type { Logger } from 'pino';
+import { FencedError } from './errors.ts';
+import { coerceError } from '../../lib/errors.ts';
+import type { RuntimeMetrics } from './metrics.ts';
+import type { StoredRun } from './ports.ts';
+import type { Clock } from '../clock.ts';
+import type { Supervisor } from './supervisor.ts';
+
+/** The lease and adoption queries ownership needs (src/db implements them). */
+export interface OwnershipStore {
+  claimLease(args: { id: string; ttlMs: number; now: number }): Promise<{ epoch: number }>;
+  renewLease(args: { id: string; epoch: number; ttlMs: number; now: number }): Promise<boolean>;
+  findExpired(args: { now: number }): Promise<{ id: string; epoch: number }[]>;
+  adoptRunsOf(args: { deadId: string; deadEpoch: number; me: string; myEpoch: number; now: number }): Promise<string[]>;
+  /** Runs this coordinator id owned under an earlier epoch (a restart with the same id). */
+  reclaimOwnRuns(args: { me: string; myEpoch: number }): Promise<string[]>;
+  /** Ends the lease now (a clean shutdown); false if it was taken over already. */
+  releaseLease(args: { id: string; epoch: number }): Promise<boolean>;
+  loadRuns(runIds: string[]): Promise<StoredRun[]>;
+}
+
+export interface OwnershipOptions {
+  coordinatorId: string;
+  renewMs: number;
+  ttlMs: number;
+  store: OwnershipStore;
+  clock: Clock;
+  log: Logger;
+  metrics: RuntimeMetrics;
+  /**
+   * Called after runs were restored here, before their deadlines are armed: jobs whose agent has no
+   * live session are treated as disconnected first (FO-2), so an ack deadline that passed while no one
+   * owned the run does not requeue a job its agent may still be running.
+   */
+  onAdopted: (runIds: string[]) => Promise<void>;
+  onFenced: (error: FencedError) => void;
+}
+
+/**
+ * Holds this coordinator's lease (an epoch that fences every write) and adopts the runs of
+ * coordinators whose lease expired (FO-1, FO-2). A run never has two owners: adoption bumps
+ * the dead coordinator's epoch in the same transaction that moves its runs.
+ */
+export class Ownership {
+  private epochValue = 0;
+  private timer: unknown = null;
+  private stopped = false;
+  private scanning = false;
+  private restoring = 0;
+
+  constructor(
+    private readonly supervisor: Supervisor,
+    private readonly options: OwnershipOptions,
+  ) {}
+
+  get epoch(): number {
+    return this.epochValue;
+  }
+
+  get held(): boolean {
+    return this.epochValue > 0 && !this.stopped;
+  }
+
+  /** Runs are being moved here and not all actors exist yet. */
+  get adopting(): boolean {
+    return this.restoring > 0;
+  }
+
+  async start(): Promise<void> {
+    const { store, coordinatorId, ttlMs, clock } = this.options;
+    const { epoch } = await store.claimLease({ id: coordinatorId, ttlMs, now: clock.now() });
+    this.epochValue = epoch;
+    this.options.metrics.leasesHeld.set(1);
+    this.options.log.info({ coordinatorId, epoch }, 'lease claimed');
+    await this.adopt(() => store.reclaimOwnRuns({ me: coordinatorId, myEpoch: epoch }), 'reclaimed from an earlier start');
+    await this.scan();
+    this.schedule();
+  }
+
+  async stop(options: { release?: boolean } = {}): Promise<void> {
+    const wasHeld = this.held;
+    this.stopped = true;
+    if (this.timer !== null) this.options.clock.clearTimeout(this.timer);
+    this.timer = null;
+    this.options.metrics.leasesHeld.set(0);
+    if (!options.release || !wasHeld) return;
+    try {
+      const released = await this.options.store.releaseLease({ id: this.options.coordinatorId, epoch: this.epochValue });
+      this.options.log.info({ released }, 'lease released: peers adopt the runs at once');
+    } catch (thrown) {
+      this.options.log.warn({ err: coerceError(thrown) }, 'releasing the lease failed; peers adopt after the TTL');
+    }
+  }
+
+  private schedule(): void {
+    if (this.stopped) return;
+    this.timer = this.options.clock.setTimeout(() => void this.tick(), this.options.renewMs);
+  }
+
+  private async tick(): Promise<void> {
+    try {
+      await this.renew();
+      await this.scan();
+    } catch (thrown) {
+      const error = coerceError(thrown);
+      if (error instanceof FencedError) return;
+      this.options.log.warn({ err: error }, 'lease tick failed; retrying');
+    } finally {
+      this.schedule();
+    }
+  }
+
+  private async renew(): Promise<void> {
+    const { store, coordinatorId, ttlMs, clock } = this.options;
+    const ok = await store.renewLease({ id: coordinatorId, epoch: this.epochValue, ttlMs, now: clock.now() });
+    if (ok || this.stopped) return;
+    const error = new FencedError(coordinatorId, this.epochValue, 'lease renewal refused');
+    void this.stop();
+    this.options.onFenced(error);
+    throw error;
+  }
+
+  private async scan(): Promise<void> {
+    if (this.scanning || this.stopped) return;
+    this.scanning = true;
+    try {
+      const { store, coordinatorId, clock } = this.options;
+      const expired = await store.findExpired({ now: clock.now() });
+      for (const dead of expired.filter((c) => c.id !== coordinatorId)) {
+        const args = { deadId: dead.id, deadEpoch: dead.epoch, me: coordinatorId, myEpoch: this.epochValue, now: clock.now() };
+        await this.adopt(async () => {
+          const runIds = await store.adoptRunsOf(args);
+          this.options.metrics.takeovers.inc();
+          this.options.log.warn({ dead: dead.id, runs: runIds.length }, 'lease expired: adopting its runs');
+          return runIds;
+        }, `adopted from ${dead.id}`);
+      }
+    } finally {
+      this.scanning = false;
+    }
+  }
+
+  /** Moves runs here, restores their actors, then reattaches their jobs before arming any restored deadline. */
+  private async adopt(move: () => Promise<string[]>, why: string): Promise<void> {
+    const restored = await this.restore(move, why);
+    try {
+      if (restored.length > 0) await this.options.onAdopted(restored);
+    } catch (thrown) {
+      this.options.log.error({ err: coerceError(thrown) }, 'reattaching restored runs failed');
+    } finally {
+      this.supervisor.armDeferredTimers(restored);
+    }
+  }
+
+  /** Until the moved runs' actors exist, `adopting` holds off the inbox (their events would be dropped). */
+  private async restore(move: () => Promise<string[]>, why: string): Promise<string[]> {
+    this.restoring += 1;
+    try {
+      const runIds = await move();
+      if (runIds.length === 0) return [];
+      const started = performance.now();
+      const report = this.supervisor.restore(await this.options.store.loadRuns(runIds), { deferTimers: true });
+      const ms = Math.round(performance.now() - started);
+      this.options.log.info({ why, restored: report.restored.length, refused: report.refused.length, ms }, 'runs restored');
+      return report.restored;
+    } finally {
+      this.restoring -= 1;
+    }
+  }
+}

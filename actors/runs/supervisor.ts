@@ -1,0 +1,455 @@
+import { createActor } from 'xstate';
+import type { Actor } from 'xstate';
+import type { Logger } from 'pino';
+import { JOB_MACHINE_VERSION } from '../../machines/job.machine.ts';
+import { RUN_MACHINE_ID, RUN_MACHINE_VERSION } from '../../machines/run.machine.ts';
+import type { RunContext, RunEvent } from '../../machines/run.machine.ts';
+import type { JobContext } from '../../machines/job.setup.ts';
+import type { PersistedMachineSnapshot } from '../../machines/projection.ts';
+import { RunNotOwnedError, RunNotStorableError, SupervisorStoppedError, UnknownMachineVersionError, UnstorableEntryError } from './errors.ts';
+import { coerceError } from '../../lib/errors.ts';
+import { GroupCommitter } from './group-commit.ts';
+import type { CommitRetryPolicy, GiveUp } from './group-commit.ts';
+import { IntentRecorder, runtimeRunMachine } from './intent-recorder.ts';
+import type { Intent, RuntimeRunMachine } from './intent-recorder.ts';
+import type { RuntimeMetrics } from './metrics.ts';
+import type { FencedError } from './errors.ts';
+import type { CommitEntry, Effect, NewRun, RunCommit, RunStore, SerializedEntry, StoredRun } from './ports.ts';
+import type { Clock } from '../clock.ts';
+import { buildCommitEntry, restoredWorkOf, runFailureOf } from './commit-entry.ts';
+import type { ArmedTimer } from './timer-service.ts';
+import { TimerService } from './timer-service.ts';
+
+/** One number for the pair of charts a snapshot holds: the run and its job children. */
+export const SNAPSHOT_VERSION = RUN_MACHINE_VERSION * 1000 + JOB_MACHINE_VERSION;
+
+/** An event as callers hand it in; the supervisor stamps the receive time when it is absent. */
+export type IncomingRunEvent = RunEvent extends infer E ? (E extends { at: number } ? Omit<E, 'at'> & { at?: number } : never) : never;
+
+interface RunHandle {
+  actor: Actor<RuntimeRunMachine>;
+  seq: number;
+  log: Logger;
+  /** Job projections as last written, so an event rewrites only the jobs it changed. */
+  written: Map<string, string>;
+  /** Finished or failing: it takes no more events and leaves memory once its last entry settles. */
+  closing: boolean;
+}
+
+export interface SupervisorOptions {
+  store: RunStore;
+  clock: Clock;
+  log: Logger;
+  metrics: RuntimeMetrics;
+  maxBatch: number;
+  batching: boolean;
+  /** Runs committed effects (dispatches, cancels, placement requests). */
+  executeEffects: (effects: Effect[]) => void;
+  /** Called once when a write finds this coordinator fenced; the supervisor has already stopped. */
+  onFenced: (error: FencedError) => void;
+  /** Bound of transient commit retries; the default suits production. */
+  commitRetry?: CommitRetryPolicy;
+}
+
+/** What observers (the visualizer's live stream) see after each committed event. */
+export interface CommittedUpdate {
+  runId: string;
+  seq: number;
+  event: unknown;
+  receivedAt: number;
+  stateAfter: unknown;
+  status: string;
+}
+
+export interface RestoreReport {
+  restored: string[];
+  refused: { runId: string; error: Error }[];
+}
+
+/** The JSON form of a run actor's state; XState types it loosely as `Snapshot<unknown>`. */
+function persistedOf(actor: Actor<RuntimeRunMachine>): PersistedMachineSnapshot<RunContext> {
+  return actor.getPersistedSnapshot() as unknown as PersistedMachineSnapshot<RunContext>;
+}
+
+/** Deadline id → due time of every deadline the run and its jobs hold armed right now. */
+function armedDeadlines(snapshot: PersistedMachineSnapshot<RunContext>): Map<string, number> {
+  const armed = new Map<string, number>();
+  const add = (deadlines: Record<string, { id: string; at: number } | undefined>) => {
+    for (const deadline of Object.values(deadlines)) if (deadline) armed.set(deadline.id, deadline.at);
+  };
+  add(snapshot.context.deadlines);
+  for (const child of Object.values(snapshot.children ?? {})) add((child.snapshot.context as JobContext).deadlines);
+  return armed;
+}
+
+/** Input is only read on creation; a restored actor takes everything from its snapshot. */
+function restoreActor(machine: RuntimeRunMachine, snapshot: unknown, runId: string): Actor<RuntimeRunMachine> {
+  return createActor(machine, { snapshot: snapshot as never, input: undefined, id: runId });
+}
+
+/**
+ * Owns the run actors of this coordinator. Every accepted event is journaled with the
+ * snapshot, timer changes and effects it produced in one group-committed transaction;
+ * timers are armed and effects run only after that commit (DESIGN.md §4–§5).
+ */
+export class Supervisor {
+  private readonly runs = new Map<string, RunHandle>();
+  private readonly recorder = new IntentRecorder();
+  private readonly machine: RuntimeRunMachine;
+  private readonly timers: TimerService;
+  private readonly committer: GroupCommitter;
+  private fenced: FencedError | null = null;
+  private halted = false;
+  private readonly observers = new Set<(update: CommittedUpdate) => void>();
+  private deferTimers = false;
+  private readonly deferredTimers = new Map<string, Omit<ArmedTimer, 'runId'>[]>();
+  /** Runs released after the database refused their writes: restored here after the next commit that succeeds. */
+  private readonly released = new Set<string>();
+
+  constructor(private readonly options: SupervisorOptions) {
+    this.machine = runtimeRunMachine(this.recorder.sink);
+    this.timers = new TimerService(options.clock, (timer) => this.deliverTimer(timer));
+    this.committer = new GroupCommitter({
+      commit: (entries) => options.store.commit(entries),
+      failRuns: (records) => options.store.failRuns(records),
+      ...{ maxBatch: options.maxBatch, batching: options.batching, clock: options.clock, log: options.log },
+      ...(options.commitRetry ? { retry: options.commitRetry } : {}),
+      observer: {
+        onBatch: (size, seconds) => {
+          options.metrics.batchSize.observe(size);
+          options.metrics.commitSeconds.observe(seconds);
+          if (this.released.size > 0) void this.restoreReleased();
+        },
+        onRetry: () => options.metrics.commitRetries.inc(),
+      },
+      onFenced: (error) => this.fence(error),
+      onGiveUp: (runId, error) => this.dropRun(runId, error),
+    });
+  }
+
+  get size(): number {
+    return this.runs.size;
+  }
+
+  get timersArmed(): number {
+    return this.timers.size;
+  }
+
+  /** Calls `listener` after every committed event; returns the unsubscribe function. */
+  observe(listener: (update: CommittedUpdate) => void): () => void {
+    this.observers.add(listener);
+    return () => this.observers.delete(listener);
+  }
+
+  owns(runId: string): boolean {
+    return this.runs.has(runId);
+  }
+
+  ownedRunIds(): string[] {
+    return [...this.runs.keys()];
+  }
+
+  /** The live snapshot of an owned run (JSON form), or null. */
+  snapshotOf(runId: string): PersistedMachineSnapshot<RunContext> | null {
+    const handle = this.runs.get(runId);
+    return handle ? persistedOf(handle.actor) : null;
+  }
+
+  /** A job's live context, when its run is owned here (read-only; for building messages). */
+  jobContext(runId: string, jobKey: string): JobContext | null {
+    const child = this.runs.get(runId)?.actor.getSnapshot().children[jobKey];
+    return child ? (child.getSnapshot() as { context: JobContext }).context : null;
+  }
+
+  /** Whether a job of an owned run is in a state tagged `tag` (`waits-for-agent`, `holds-slot`). */
+  jobHasTag(runId: string, jobKey: string, tag: 'waits-for-agent' | 'holds-slot'): boolean {
+    const child = this.runs.get(runId)?.actor.getSnapshot().children[jobKey];
+    const snapshot = child?.getSnapshot() as { hasTag?: (tag: string) => boolean } | undefined;
+    return snapshot?.hasTag?.(tag) ?? false;
+  }
+
+  /** Every job of an owned run with its state value and context (read-only). */
+  jobsOf(runId: string): { jobKey: string; value: unknown; context: JobContext }[] {
+    const handle = this.runs.get(runId);
+    if (!handle) return [];
+    return Object.entries(handle.actor.getSnapshot().children).flatMap(([jobKey, child]) => {
+      const snapshot = child?.getSnapshot() as { value: unknown; context: JobContext; status: string } | undefined;
+      return snapshot && snapshot.status === 'active' ? [{ jobKey, value: snapshot.value, context: snapshot.context }] : [];
+    });
+  }
+
+  /** Creates the run actor and resolves once its first snapshot is durable (RUN-2). */
+  async createRun(newRun: NewRun): Promise<void> {
+    this.assertRunning();
+    const { runId } = newRun.input;
+    if (this.runs.has(runId)) return;
+    const log = this.options.log.child({ runId });
+    const actor = createActor(this.machine, { input: newRun.input, id: runId });
+    this.watch(actor, runId, log);
+    const intents = this.recording(runId, () => actor.start());
+    const handle: RunHandle = { actor, seq: 0, log, written: new Map(), closing: false };
+    this.runs.set(runId, handle);
+    const created = { type: 'run.created', input: newRun.input, at: newRun.input.createdAt };
+    log.info({ workflow: newRun.input.workflowName, jobs: newRun.input.jobs.length }, 'run created');
+    await this.commit(handle, runId, created, intents, { isNewRun: true, newRun });
+  }
+
+  /** Delivers one event to the owning run actor; resolves when the event is durable. */
+  async send(runId: string, incoming: IncomingRunEvent): Promise<void> {
+    this.assertRunning();
+    const handle = this.runs.get(runId);
+    if (!handle || handle.closing) throw new RunNotOwnedError(runId);
+    const event = { ...incoming, at: incoming.at ?? this.options.clock.now() };
+    handle.seq += 1;
+    const intents = this.recording(runId, () => handle.actor.send(event));
+    this.options.metrics.actorEvents.inc();
+    await this.commit(handle, runId, event, intents, { isNewRun: false });
+  }
+
+  /** Restores runs from stored snapshots; a snapshot this build cannot read is refused, not guessed. */
+  restore(stored: StoredRun[], options: { deferTimers?: boolean } = {}): RestoreReport {
+    this.deferTimers = options.deferTimers === true;
+    this.assertRunning();
+    const report: RestoreReport = { restored: [], refused: [] };
+    for (const row of stored) {
+      if (this.runs.has(row.runId)) continue;
+      try {
+        if (this.restoreOne(row)) report.restored.push(row.runId);
+      } catch (thrown) {
+        const error = coerceError(thrown);
+        this.options.metrics.restoreFailures.inc();
+        this.options.log.error({ runId: row.runId, err: error }, 'run restore refused');
+        report.refused.push({ runId: row.runId, error });
+      }
+    }
+    this.options.metrics.actorsAlive.set(this.runs.size);
+    this.options.metrics.timersArmed.set(this.timers.size);
+    return report;
+  }
+
+  /** Stops every actor without writing anything (shutdown, or after losing ownership). */
+  stopAll(): void {
+    this.halted = true;
+    this.released.clear();
+    this.committer.stop(this.fenced ?? new SupervisorStoppedError());
+    this.timers.stop();
+    for (const handle of this.runs.values()) handle.actor.stop();
+    this.runs.clear();
+    this.options.metrics.actorsAlive.set(0);
+    this.options.metrics.timersArmed.set(0);
+  }
+
+  private restoreOne(row: StoredRun): boolean {
+    if (row.machineId !== RUN_MACHINE_ID || row.machineVersion !== SNAPSHOT_VERSION) {
+      throw new UnknownMachineVersionError(row.runId, row.machineId, row.machineVersion, SNAPSHOT_VERSION);
+    }
+    const persisted = row.snapshot as PersistedMachineSnapshot<RunContext>;
+    if (persisted.status !== 'active') return false;
+    const log = this.options.log.child({ runId: row.runId });
+    const actor = restoreActor(this.machine, row.snapshot, row.runId);
+    this.watch(actor, row.runId, log);
+    actor.start();
+    this.runs.set(row.runId, { actor, seq: row.seq, log, written: new Map(), closing: false });
+    const { timers, effects, unknownKinds } = restoredWorkOf(row);
+    if (unknownKinds.length > 0) log.error({ unknownKinds }, 'stored rows of kinds this build does not know; left untouched');
+    if (this.deferTimers) this.deferredTimers.set(row.runId, timers);
+    else for (const timer of timers) this.timers.arm({ runId: row.runId, ...timer });
+    if (effects.length > 0) this.options.executeEffects(effects.map((effect) => ({ ...effect, runId: row.runId })));
+    log.info({ seq: row.seq, timers: row.timers.length, effects: row.pendingEffects.length }, 'run restored');
+    return true;
+  }
+
+  /**
+   * Arms the deadlines of runs restored with `deferTimers`, once what the old process knew has been
+   * re-established (agents' liveness): a deadline the runs disarmed meanwhile is not armed again.
+   */
+  armDeferredTimers(runIds: readonly string[]): void {
+    for (const runId of runIds) {
+      const timers = this.deferredTimers.get(runId) ?? [];
+      this.deferredTimers.delete(runId);
+      const handle = this.runs.get(runId);
+      if (!handle) continue;
+      const armed = armedDeadlines(persistedOf(handle.actor));
+      for (const timer of timers) if (armed.get(timer.deadlineId) === timer.dueAt) this.timers.arm({ runId, ...timer });
+    }
+    this.options.metrics.timersArmed.set(this.timers.size);
+  }
+
+  private watch(actor: Actor<RuntimeRunMachine>, runId: string, log: Logger): void {
+    actor.subscribe({
+      error: (error) => {
+        log.error({ err: coerceError(error) }, 'run actor crashed; it is stopped and left as last committed');
+        this.runs.delete(runId);
+        this.timers.disarmRun(runId);
+      },
+    });
+  }
+
+  private recording(runId: string, step: () => void): Intent[] {
+    this.recorder.begin(runId);
+    try {
+      step();
+    } catch (thrown) {
+      this.recorder.end();
+      throw thrown;
+    }
+    return this.recorder.end();
+  }
+
+  private async commit(
+    handle: RunHandle,
+    runId: string,
+    event: { type: string; at: number },
+    intents: Intent[],
+    extra: { isNewRun: boolean; newRun?: NewRun },
+  ): Promise<void> {
+    const snapshot = persistedOf(handle.actor);
+    const timerEvent = event.type.startsWith('timer.') && 'deadlineId' in event ? String(event.deadlineId) : null;
+    const entry = buildCommitEntry({
+      runId,
+      seq: handle.seq,
+      event,
+      intents,
+      snapshot,
+      machineVersion: SNAPSHOT_VERSION,
+      firedDeadlineId: timerEvent,
+      ...extra,
+    });
+    if (snapshot.status === 'done') this.close(runId, handle);
+    const serialized = this.serialize(handle, entry);
+    if (serialized instanceof UnstorableEntryError) {
+      this.close(runId, handle);
+      // Rejects with RunNotStorableError once the run is failed in the database.
+      await this.committer.failRun(runFailureOf(entry, `its state could not be stored: ${serialized.message}`, this.options.clock.now()));
+      return;
+    }
+    await this.committer.submit(serialized);
+    if (snapshot.status === 'done') this.retire(runId, handle);
+    this.afterCommit(runId, entry);
+  }
+
+  /** The entry as it will be stored, with only the jobs it changed, or why it cannot be. */
+  private serialize(handle: RunHandle, entry: CommitEntry): SerializedEntry | UnstorableEntryError {
+    let serialized: SerializedEntry;
+    try {
+      serialized = this.options.store.serialize(entry);
+    } catch (thrown) {
+      if (!(thrown instanceof UnstorableEntryError)) throw thrown;
+      handle.log.error({ err: thrown, seq: entry.snapshot.seq }, 'run entry cannot be serialized; failing the run');
+      return thrown;
+    }
+    serialized.jobs = serialized.jobs.filter((job) => {
+      if (handle.written.get(job.jobKey) === job.json) return false;
+      handle.written.set(job.jobKey, job.json);
+      return true;
+    });
+    return serialized;
+  }
+
+  private afterCommit(runId: string, entry: RunCommit): void {
+    if (this.fenced) return;
+    for (const change of entry.timers) {
+      if (change.op === 'disarm') this.timers.disarm(runId, change.deadlineId);
+      else if (this.runs.get(runId)?.closing === false) this.timers.arm({ runId, ...change });
+    }
+    this.options.metrics.timersArmed.set(this.timers.size);
+    if (entry.effects.length > 0) this.options.executeEffects(entry.effects.map((effect) => ({ ...effect, runId })));
+    if (this.observers.size > 0) this.notify(entry);
+  }
+
+  private notify(entry: Pick<CommitEntry, 'runId' | 'events'> & { run: { status: string } }): void {
+    for (const event of entry.events) {
+      const update = { runId: entry.runId, seq: event.seq, event: event.event, receivedAt: event.receivedAt, stateAfter: event.stateAfter, status: entry.run.status };
+      for (const observer of this.observers) {
+        try {
+          observer(update);
+        } catch (thrown) {
+          this.options.log.warn({ err: coerceError(thrown) }, 'observer failed');
+        }
+      }
+    }
+  }
+
+  /** A finished or failing run takes no more events and arms no more deadlines (G-2). */
+  private close(runId: string, handle: RunHandle): void {
+    handle.closing = true;
+    this.timers.disarmRun(runId);
+    this.options.metrics.timersArmed.set(this.timers.size);
+  }
+
+  /** A finished run leaves memory once its final entry is durable: nothing can move it any more (G-2). */
+  private retire(runId: string, handle: RunHandle): void {
+    if (this.runs.get(runId) !== handle) return;
+    this.runs.delete(runId);
+    this.timers.disarmRun(runId);
+    handle.actor.stop();
+    handle.log.info({ status: String(handle.actor.getSnapshot().value) }, 'run finished');
+    this.options.metrics.actorsAlive.set(this.runs.size);
+  }
+
+  /**
+   * The committer gave up a run's writes: its actor stops and leaves memory. Failed: the database
+   * holds it as failed with the reason. Released: nothing was stored; a restorable run is brought
+   * back from its last durable state after the next successful commit, else at restart or adoption.
+   */
+  private dropRun(runId: string, error: GiveUp): void {
+    const handle = this.runs.get(runId);
+    if (handle) {
+      this.runs.delete(runId);
+      this.timers.disarmRun(runId);
+      handle.actor.stop();
+    }
+    const log = handle?.log ?? this.options.log.child({ runId });
+    if (error instanceof RunNotStorableError) {
+      log.error({ reason: error.reason }, 'run failed: its state could not be stored');
+      this.options.metrics.commitGiveUps.inc({ outcome: 'failed' });
+      const event = { type: 'run.storage.failed', reason: error.reason };
+      this.notify({ runId, events: [{ seq: handle?.seq ?? -1, event, receivedAt: this.options.clock.now(), stateAfter: null }], run: { status: 'failed' } });
+    } else {
+      log.error({ err: error.cause, restorable: error.restorable }, 'run released: its writes were given up and it stays at its last durable state');
+      this.options.metrics.commitGiveUps.inc({ outcome: 'released' });
+      if (error.restorable) this.released.add(runId);
+    }
+    this.options.metrics.actorsAlive.set(this.runs.size);
+    this.options.metrics.timersArmed.set(this.timers.size);
+  }
+
+  /** Brings released runs back from the database once a commit went through again. */
+  private async restoreReleased(): Promise<void> {
+    const runIds = [...this.released].filter((runId) => !this.runs.has(runId));
+    this.released.clear();
+    if (runIds.length === 0 || this.halted) return;
+    try {
+      const report = this.restore(await this.options.store.loadRuns(runIds));
+      this.options.log.warn({ restored: report.restored.length, refused: report.refused.length }, 'released runs restored from their last durable state');
+    } catch (thrown) {
+      for (const runId of runIds) this.released.add(runId);
+      this.options.log.warn({ err: coerceError(thrown), runs: runIds.length }, 'restoring released runs failed; retrying after the next commit');
+    }
+  }
+
+  private deliverTimer(timer: ArmedTimer): void {
+    if (!this.runs.has(timer.runId)) return;
+    const event = {
+      type: `timer.${timer.kind}.expired`,
+      deadlineId: timer.deadlineId,
+      dueAt: timer.dueAt,
+      ...(timer.jobKey ? { jobKey: timer.jobKey } : {}),
+    } as IncomingRunEvent;
+    this.send(timer.runId, event).catch((thrown: unknown) => {
+      this.options.log.warn({ runId: timer.runId, err: coerceError(thrown) }, 'deadline delivery failed');
+    });
+  }
+
+  private fence(error: FencedError): void {
+    this.options.log.error({ err: error }, 'ownership lost: stopping every run actor, writing nothing more');
+    this.fenced = error;
+    this.stopAll();
+    this.options.onFenced(error);
+  }
+
+  private assertRunning(): void {
+    if (this.fenced) throw this.fenced;
+    if (this.halted) throw new SupervisorStoppedError();
+  }
+}

@@ -1,0 +1,89 @@
+import type { Kysely } from 'kysely';
+import { z } from 'zod';
+import { listDeliveries, requeueDelivery } from '../db/deliveries.ts';
+import type { DeliveryKey } from '../db/deliveries.ts';
+import { deleteRepository, listRepositories, upsertRepository } from '../db/repositories.ts';
+import type { Schema } from '../db/schema.ts';
+import { HttpError, readJson, sendJson } from './respond.ts';
+import type { Router } from './router.ts';
+
+export interface SourceApiDeps {
+  db: Kysely<Schema>;
+  now: () => number;
+  onRequeued: (key: DeliveryKey) => void;
+}
+
+const repositorySchema = z
+  .object({
+    name: z.string().regex(/^[\w.-]+\/[\w.-]+$/, 'must be owner/name'),
+    provider: z.enum(['local', 'github']),
+    path: z.string().min(1).optional(),
+    cloneUrl: z.string().min(1).optional(),
+    defaultBranch: z.string().min(1).optional(),
+    token: z.string().min(1).optional(),
+  })
+  .refine((r) => r.provider !== 'local' || r.path !== undefined, { message: 'a local repository needs path', path: ['path'] })
+  .refine((r) => r.provider !== 'github' || r.token !== undefined, { message: 'a github repository needs token', path: ['token'] });
+
+const sourceSchema = z.object({
+  name: z.string().regex(/^[\w.-]+$/, 'letters, digits, dot, dash and underscore only'),
+  verification: z.enum(['hmac-sha256', 'api-key', 'none']),
+  header: z.string().min(1).optional(),
+  secret: z.string().min(8).optional(),
+  eventTypeHeader: z.string().min(1).optional(),
+  idempotencyHeader: z.string().min(1).optional(),
+  repository: z.string().min(1),
+});
+
+function parse<T>(schema: z.ZodType<T>, value: unknown): T {
+  const result = schema.safeParse(value);
+  if (result.success) return result.data;
+  const issue = result.error.issues[0];
+  throw new HttpError(400, 'invalid request', `${issue?.path.join('.') || 'body'}: ${issue?.message ?? 'invalid'}`);
+}
+
+/** The deliveries log with dead letters, repository registrations and generic webhook sources. */
+export function registerSourceRoutes(router: Router, deps: SourceApiDeps): void {
+  const { db } = deps;
+  router
+    .on('GET', '/api/v1/deliveries', async ({ res, url }) => {
+      const status = url.searchParams.get('status') ?? undefined;
+      sendJson(res, 200, { deliveries: await listDeliveries(db, { status, limit: 200 }) });
+    })
+    .on('POST', '/api/v1/deliveries/:source/:id/retry', async ({ res, params }) => {
+      const key = { source: params['source'] ?? '', deliveryId: params['id'] ?? '' };
+      if (!(await requeueDelivery(db, { ...key, now: deps.now() }))) throw new HttpError(404, 'not found', 'no finished delivery with that id');
+      deps.onRequeued(key);
+      sendJson(res, 202, { ...key, requeued: true });
+    })
+    .on('GET', '/api/v1/repositories', async ({ res }) => {
+      const repositories = (await listRepositories(db)).map(({ token, ...rest }) => ({ ...rest, hasToken: token !== null }));
+      sendJson(res, 200, { repositories });
+    })
+    .on('POST', '/api/v1/repositories', async ({ req, res }) => {
+      const body = parse(repositorySchema, await readJson(req, 64 * 1024));
+      const registration = { name: body.name, provider: body.provider, path: body.path ?? null, cloneUrl: body.cloneUrl ?? null };
+      await upsertRepository(db, { ...registration, defaultBranch: body.defaultBranch ?? null, token: body.token ?? null }, deps.now());
+      sendJson(res, 201, { ...registration, defaultBranch: body.defaultBranch ?? null });
+    })
+    .on('DELETE', '/api/v1/repositories/:owner/:name', async ({ res, params }) => {
+      const name = `${params['owner']}/${params['name']}`;
+      if (!(await deleteRepository(db, name))) throw new HttpError(404, 'not found', `no repository ${name}`);
+      sendJson(res, 200, { name, deleted: true });
+    })
+    .on('GET', '/api/v1/sources', async ({ res }) => {
+      const rows = await db.selectFrom('generic_sources').select(['name', 'verification', 'header', 'event_type_header', 'idempotency_header', 'repository']).execute();
+      sendJson(res, 200, { sources: rows });
+    })
+    .on('POST', '/api/v1/sources', async ({ req, res }) => {
+      const body = parse(sourceSchema, await readJson(req, 64 * 1024));
+      if (body.verification !== 'none' && !body.secret) throw new HttpError(400, 'invalid request', 'secret: required unless verification is none');
+      const row = {
+        ...{ name: body.name, verification: body.verification, header: body.header ?? null, secret: body.secret ?? null },
+        ...{ event_type_header: body.eventTypeHeader ?? null, idempotency_header: body.idempotencyHeader ?? null },
+        ...{ repository: body.repository, created_at: deps.now() },
+      };
+      await db.insertInto('generic_sources').values(row).onConflict((oc) => oc.column('name').doUpdateSet({ ...row })).execute();
+      sendJson(res, 201, { name: body.name, verification: body.verification, repository: body.repository });
+    });
+}

@@ -1,0 +1,35 @@
+import type { DeliveryKey } from '../db/deliveries.ts';
+
+/** Thrown by the delivery processor for failures worth retrying (INT-6): never "no lock file". */
+export class TransientDeliveryError extends Error {
+  override readonly name = 'TransientDeliveryError';
+  constructor(readonly detail: string) {
+    super(detail);
+  }
+}
+
+/**
+ * Processes one delivery this worker has claimed and records the result in the deliveries table:
+ * a final status, a retry at a later time, or dead. Never throws.
+ */
+export type DeliveryProcessor = (key: DeliveryKey, worker: string) => Promise<'done' | { retryAt: number } | 'dead'>;
+
+/**
+ * The intake queue port: the embedded one works from the deliveries table; the BullMQ one
+ * shares work between coordinators through Redis. Same processor, same retry schedule.
+ */
+export interface DeliveryQueue {
+  readonly kind: 'embedded' | 'bullmq';
+  /** A delivery was just recorded: process it soon. Losing this call loses nothing (the sweep finds it). */
+  notify(key: DeliveryKey): void;
+  start(): Promise<void>;
+  stop(): Promise<void>;
+  /** Resolves when nothing is being processed and nothing due is waiting (tests, shutdown). */
+  idle(): Promise<void>;
+}
+
+/** INT-6: 5 s doubling, capped at 10 min, 10 attempts; then the delivery is dead. */
+export const MAX_INTAKE_ATTEMPTS = 10;
+export function retryDelayMs(attempt: number): number {
+  return Math.min(5_000 * 2 ** Math.max(0, attempt - 1), 10 * 60_000);
+}

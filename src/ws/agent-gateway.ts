@@ -1,0 +1,119 @@
+import type { Kysely } from 'kysely';
+import type { Logger } from 'pino';
+import type { AgentRegistry, AgentSession, DispatchRecord } from '../../actors/agents/registry.ts';
+import type { SharedAgents } from '../../actors/agents/shared-agents.ts';
+import { coerceError } from '../../lib/errors.ts';
+import type { IncomingRunEvent, Supervisor } from '../../actors/runs/supervisor.ts';
+import type { JobContext } from '../../machines/job.setup.ts';
+import type { PersistedMachineSnapshot } from '../../machines/projection.ts';
+import type { CompiledConfig } from '../config/index.ts';
+import { validateAgentToken } from '../db/agent-tokens.ts';
+import type { AgentTokenRecord } from '../db/agent-tokens.ts';
+import { appendLogChunks } from '../db/job-logs.ts';
+import { listOpenAttemptsOfAgent, readAttemptOf } from '../db/run-queries.ts';
+import type { Schema } from '../db/schema.ts';
+import type { ConnectionDeps } from './connection.ts';
+import { CLOSE_CODES } from './messages.ts';
+
+export interface GatewayDeps {
+  db: Kysely<Schema>;
+  config: CompiledConfig;
+  registry: AgentRegistry;
+  shared: SharedAgents;
+  supervisor: Supervisor;
+  deliver: (runId: string, event: IncomingRunEvent) => Promise<unknown>;
+  now: () => number;
+  log: Logger;
+  onUnknownType: (type: string) => void;
+  onInvalidInformational: (type: string) => void;
+  onViolation: ConnectionDeps['onViolation'];
+}
+
+/** The wiring from agent sockets to run actors: job messages in, reclaim after a reconnect (§9, §10, §12). */
+export function createAgentGateway(deps: GatewayDeps) {
+  const { db, registry, supervisor, log } = deps;
+  const lookupDispatch = (dispatchId: string) => {
+    const record = registry.dispatchOf(dispatchId);
+    if (record?.endedAt != null && isRecovering(supervisor, record, dispatchId)) return { ...record, endedAt: null };
+    return record ?? readAttemptOf(db, dispatchId);
+  };
+  const connection: ConnectionDeps = {
+    authMode: deps.config.agentAuth,
+    validateToken: (token) => validateAgentToken(db, token, deps.now()),
+    registry,
+    deliver: deps.deliver,
+    lookupDispatch: async (dispatchId) => (await lookupDispatch(dispatchId)) ?? null,
+    appendLogs: (chunks) => appendLogChunks(db, chunks),
+    reclaim: (session, inFlight) => reclaimInFlight({ ...deps, lookupDispatch }, session, inFlight),
+    now: deps.now,
+    log: log.child({ component: 'ws' }),
+    onUnknownType: deps.onUnknownType,
+    onInvalidInformational: deps.onInvalidInformational,
+    onViolation: deps.onViolation,
+  };
+  /** Revocation kicks every live socket on the token (protocol.md §3.2). */
+  const kickToken = (record: AgentTokenRecord) => {
+    for (const session of registry.all().filter((s) => s.tokenId === record.id)) {
+      session.link.send({ type: 'auth.failure', reason: 'Token revoked' });
+      session.link.close(CLOSE_CODES.AUTH_FAILED, 'Token revoked');
+    }
+  };
+  return { connection, kickToken };
+}
+
+/**
+ * A job in `recovering` gave its slot back, which stamps the attempt's `endedAt`, yet the attempt
+ * lives on until the owner reclaims it or the window passes (protocol.md §10.2, §12).
+ */
+function isRecovering(supervisor: Supervisor, record: DispatchRecord, dispatchId: string): boolean {
+  const job = supervisor.snapshotOf(record.runId)?.children?.[record.jobKey]?.snapshot as PersistedMachineSnapshot<JobContext> | undefined;
+  return job?.value === 'recovering' && job.context.assignment?.dispatchId === dispatchId;
+}
+
+type ReclaimDeps = GatewayDeps & { lookupDispatch: (dispatchId: string) => Promise<DispatchRecord | undefined> | DispatchRecord | undefined };
+
+/**
+ * `inFlightJobs` of a (re)registering agent (protocol.md §10.2): each attempt the agent still
+ * runs goes back to its job actor as `agent.job.reclaim`; one the actor refuses is cancelled.
+ * An attempt of this agent that it does not list lost its status with the agent's restart.
+ */
+async function reclaimInFlight(deps: ReclaimDeps, session: AgentSession, inFlight: { jobId: string; runId: string }[]) {
+  for (const { jobId } of inFlight) {
+    try {
+      const record = await deps.lookupDispatch(jobId);
+      if (record && record.agentId === session.agentId && record.endedAt === null) {
+        deps.registry.reserve(session.agentId, jobId, { runId: record.runId, jobKey: record.jobKey });
+        await deps.deliver(record.runId, { type: 'agent.job.reclaim', jobKey: record.jobKey, agentId: session.agentId, dispatchId: jobId });
+        if (!deps.supervisor.owns(record.runId)) continue;
+        const job = deps.supervisor.jobContext(record.runId, record.jobKey);
+        if (job?.assignment?.dispatchId === jobId) continue;
+        deps.registry.release(session.agentId, jobId);
+      }
+      deps.log.warn({ agentId: session.agentId, jobId }, 'unknown in-flight job; cancelling it on the agent');
+      session.link.send({ type: 'job.cancel', messageId: jobId, runId: record?.runId ?? 'unknown', jobId, reason: 'not owned', force: true });
+    } catch (thrown) {
+      deps.log.error({ err: coerceError(thrown), jobId }, 'reclaim failed');
+    }
+  }
+  await settleLostAttempts(deps, session, new Set(inFlight.map((job) => job.jobId)));
+}
+
+/**
+ * protocol.md §10.1: the stock agent drops statuses it cannot send, so an attempt it no longer lists
+ * ended unseen. Its job is settled now (requeued or failed) instead of after the recovery window.
+ * Attempts reserved on this very connection are new, not lost.
+ */
+async function settleLostAttempts(deps: ReclaimDeps, session: AgentSession, listed: Set<string>) {
+  try {
+    const open = await listOpenAttemptsOfAgent(deps.db, session.agentId);
+    for (const attempt of open) {
+      if (listed.has(attempt.dispatchId)) continue;
+      if (deps.registry.dispatchOf(attempt.dispatchId)?.connectionId === session.connectionId) continue;
+      deps.log.warn({ agentId: session.agentId, runId: attempt.runId, jobKey: attempt.jobKey }, 'agent registered without a job it was running; its status was lost');
+      deps.registry.release(session.agentId, attempt.dispatchId);
+      await deps.deliver(attempt.runId, { type: 'agent.job.lost', jobKey: attempt.jobKey, agentId: session.agentId, dispatchId: attempt.dispatchId });
+    }
+  } catch (thrown) {
+    deps.log.error({ err: coerceError(thrown), agentId: session.agentId }, 'settling lost attempts failed');
+  }
+}
