@@ -15,6 +15,7 @@ import { BullMqDeliveryQueue } from './queue/bullmq-queue.ts';
 import { EmbeddedDeliveryQueue } from './queue/embedded-queue.ts';
 import type { DeliveryQueue } from './queue/delivery-queue.ts';
 import { IsolatedVmSandbox } from './sandbox/index.ts';
+import { genericSourceRepository } from './db/generic-sources.ts';
 
 export interface IntakeWiring {
   db: Kysely<Schema>;
@@ -49,13 +50,11 @@ export function createIntake(wiring: IntakeWiring) {
     ...{ db, createRun: wiring.createRun, sandbox, timeouts: jobTimeoutsOf(config), maxAttempts: config.maxDispatchAttempts, now },
     log: log.child({ component: 'pipeline' }),
   });
-  const genericSourceRepository = async (source: string) =>
-    (await db.selectFrom('generic_sources').select('repository').where('name', '=', source.replace(/^generic:/, '')).executeTakeFirst())?.repository ?? null;
   const process = createDeliveryProcessor({
     db,
     now,
     log: log.child({ component: 'intake' }),
-    pipeline: { repository: (name) => getRepository(db, name), genericSourceRepository, cache: new LockFileCache({ now }), startRuns, log },
+    pipeline: { repository: (name) => getRepository(db, name), genericSourceRepository: (source) => genericSourceRepository(db, source), cache: new LockFileCache({ now }), startRuns, log },
     onProcessed: (result) => metrics.processed.inc({ result: typeof result === 'string' ? result : result.status }),
   });
   const worker = config.coordinatorId;

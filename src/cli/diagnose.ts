@@ -1,6 +1,5 @@
-import { readFile } from 'node:fs/promises';
-import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
+import { readAdminToken } from '../config/admin-token.ts';
 
 const USAGE = `usage: switchyard diagnose [--url <url>] [--json]
 
@@ -64,13 +63,9 @@ export async function runDiagnoseCommand(argv: string[], env: NodeJS.ProcessEnv 
 }
 
 async function adminToken(env: NodeJS.ProcessEnv): Promise<string> {
-  const configured = env['SWITCHYARD_ADMIN_TOKEN']?.trim();
-  if (configured) return configured;
-  const path = join(resolve(env['SWITCHYARD_DATA_DIR'] ?? './.switchyard'), 'admin-token');
-  const stored = await readFile(path, 'utf8').catch((error: NodeJS.ErrnoException) => {
-    throw new DiagnoseError(`no admin token: set SWITCHYARD_ADMIN_TOKEN, or SWITCHYARD_DATA_DIR to the coordinator's data dir (${path}: ${error.code ?? error.message})`);
-  });
-  return stored.trim();
+  const found = await readAdminToken(env);
+  if (!found.ok) throw new DiagnoseError(found.reason);
+  return found.token;
 }
 
 async function fetchDiagnosis(base: string, env: NodeJS.ProcessEnv): Promise<unknown> {

@@ -1,5 +1,4 @@
-import { readFile, writeFile } from 'node:fs/promises';
-import { join, resolve } from 'node:path';
+import { writeFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
 import { loadConfig } from '../config/index.ts';
 import { openDatabase } from '../db/database.ts';
@@ -8,6 +7,7 @@ import { createLogger } from '../log.ts';
 import { ArchiveRequestError, coordinatorArchive, databaseArchive } from '../replay/archive.ts';
 import type { RunArchive } from '../replay/archive.ts';
 import { formatReport } from '../replay/format.ts';
+import { readAdminToken } from '../config/admin-token.ts';
 
 const USAGE = `usage: switchyard replay <runId> [options]
 
@@ -48,15 +48,10 @@ export class CliFailure extends Error {
   override readonly name = 'CliFailure';
 }
 
-async function readAdminToken(env: NodeJS.ProcessEnv): Promise<string> {
-  const configured = env['SWITCHYARD_ADMIN_TOKEN']?.trim();
-  if (configured) return configured;
-  const path = join(resolve(env['SWITCHYARD_DATA_DIR'] ?? './.switchyard'), 'admin-token');
-  const stored = await readFile(path, 'utf8').catch((error: NodeJS.ErrnoException) => {
-    throw new CliFailure(`no admin token for --url: set SWITCHYARD_ADMIN_TOKEN, or SWITCHYARD_DATA_DIR to the coordinator's data dir (${path}: ${error.code ?? error.message})`);
-  });
-  if (!stored.trim()) throw new CliFailure(`the admin token file ${path} is empty`);
-  return stored.trim();
+async function adminTokenFor(env: NodeJS.ProcessEnv): Promise<string> {
+  const found = await readAdminToken(env);
+  if (!found.ok) throw new CliFailure(`${found.reason} (needed for --url)`);
+  return found.token;
 }
 
 export interface OpenedArchive {
@@ -73,7 +68,7 @@ export async function openArchive(url: string | undefined, env: NodeJS.ProcessEn
     } catch (thrown) {
       throw new CliUsageError(`--url is not a URL: "${url}"`, { cause: thrown });
     }
-    return { archive: coordinatorArchive(base, await readAdminToken(env)), close: () => Promise.resolve() };
+    return { archive: coordinatorArchive(base, await adminTokenFor(env)), close: () => Promise.resolve() };
   }
   const config = loadConfig(env);
   try {

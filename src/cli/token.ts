@@ -1,6 +1,5 @@
-import { readFile } from 'node:fs/promises';
-import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
+import { readAdminToken } from '../config/admin-token.ts';
 
 const USAGE = `usage: switchyard token <command> [options]
 
@@ -168,21 +167,14 @@ async function connect(url: string, env: NodeJS.ProcessEnv): Promise<Api> {
   } catch (thrown) {
     throw new TokenUsageError(`--url is not a URL: "${url}"`, { cause: thrown });
   }
-  const adminToken = await readAdminToken(env);
+  const adminToken = await adminTokenFor(env);
   return { call: (method, path, body) => request(base, adminToken, method, path, body) };
 }
 
-async function readAdminToken(env: NodeJS.ProcessEnv): Promise<string> {
-  const configured = env['SWITCHYARD_ADMIN_TOKEN']?.trim();
-  if (configured) return configured;
-  const path = join(resolve(env['SWITCHYARD_DATA_DIR'] ?? './.switchyard'), 'admin-token');
-  const stored = await readFile(path, 'utf8').catch((error: NodeJS.ErrnoException) => {
-    if (error.code !== 'ENOENT') throw new TokenCommandError(`cannot read the admin token at ${path}: ${error.message}`);
-    throw new TokenCommandError(`no admin token: set SWITCHYARD_ADMIN_TOKEN, or SWITCHYARD_DATA_DIR to the coordinator's data dir (${path} does not exist)`);
-  });
-  const token = stored.trim();
-  if (!token) throw new TokenCommandError(`the admin token file ${path} is empty`);
-  return token;
+async function adminTokenFor(env: NodeJS.ProcessEnv): Promise<string> {
+  const found = await readAdminToken(env);
+  if (!found.ok) throw new TokenCommandError(found.reason);
+  return found.token;
 }
 
 async function request(base: URL, adminToken: string, method: string, path: string, body: unknown): Promise<unknown> {

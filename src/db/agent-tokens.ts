@@ -177,3 +177,10 @@ export async function deleteExpiredEphemeralTokens(db: Kysely<Schema>, now: numb
     .executeTakeFirst();
   return Number(result.numDeletedRows);
 }
+
+/** When each of these tokens expires (null: never); a token missing from the answer was deleted. */
+export async function readTokenExpiries(db: Kysely<Schema>, ids: readonly string[]): Promise<Map<string, number | null>> {
+  if (ids.length === 0) return new Map();
+  const rows = await db.selectFrom('agent_tokens').select(['id', 'expires_at']).where('id', 'in', [...ids]).execute();
+  return new Map(rows.map((row) => [row.id, row.expires_at]));
+}

@@ -18,3 +18,8 @@ export async function readJournal(db: Kysely<Schema>, runId: string): Promise<Jo
     .execute();
   return rows.map((row) => ({ seq: row.seq, event: row.event, receivedAt: row.received_at, stateAfter: row.state_after }));
 }
+
+/** The run's latest snapshot row, as the supervisor wrote it. */
+export function readSnapshotRow(db: Kysely<Schema>, runId: string) {
+  return db.selectFrom('run_snapshots').select(['seq', 'machine_id', 'machine_version', 'snapshot', 'status']).where('run_id', '=', runId).executeTakeFirst();
+}

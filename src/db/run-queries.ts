@@ -9,6 +9,10 @@ export async function listRuns(db: Kysely<Schema>, filter: { status?: string; wo
   return query.execute();
 }
 
+export async function runExists(db: Kysely<Schema>, runId: string): Promise<boolean> {
+  return (await db.selectFrom('runs').select('run_id').where('run_id', '=', runId).executeTakeFirst()) !== undefined;
+}
+
 export async function getRunWithJobs(db: Kysely<Schema>, runId: string) {
   const run = await db.selectFrom('runs').selectAll().where('run_id', '=', runId).executeTakeFirst();
   if (!run) return null;

@@ -1,11 +1,9 @@
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
-import { join } from 'node:path';
+import { adminTokenPath } from '../config/admin-token.ts';
 import type { Logger } from 'pino';
 import { HttpError } from './respond.ts';
 import type { IncomingMessage } from 'node:http';
-
-const TOKEN_FILE = 'admin-token';
 
 function sha256(value: string): Buffer {
   return createHash('sha256').update(value).digest();
@@ -17,7 +15,7 @@ function sha256(value: string): Buffer {
  */
 export async function loadAdminTokenHash(configured: string | undefined, dataDir: string, log: Logger): Promise<Buffer> {
   if (configured) return sha256(configured);
-  const path = join(dataDir, TOKEN_FILE);
+  const path = adminTokenPath(dataDir);
   const existing = await readFile(path, 'utf8').catch((error: NodeJS.ErrnoException) => {
     if (error.code === 'ENOENT') return null;
     throw error;

@@ -1,6 +1,6 @@
 import type { Kysely } from 'kysely';
 import { DEFAULT_LOG_CHUNK_LIMIT, readJobLogs, type StoredLogChunk } from '../db/job-logs.ts';
-import { readStepSources } from '../db/run-queries.ts';
+import { readStepSources, runExists } from '../db/run-queries.ts';
 import type { Schema } from '../db/schema.ts';
 import { HttpError, sendJson, sendText } from './respond.ts';
 import { stepNamer } from './step-names.ts';
@@ -25,8 +25,7 @@ async function logsRoute(deps: LogApiDeps, { req, res, params, url }: RouteConte
   const step = stepFilter(url);
   const afterId = optionalInteger(url, 'after', 0, Number.MAX_SAFE_INTEGER);
   const limit = optionalInteger(url, 'limit', 1, MAX_CHUNK_LIMIT) ?? DEFAULT_LOG_CHUNK_LIMIT;
-  const run = await deps.db.selectFrom('runs').select('run_id').where('run_id', '=', runId).executeTakeFirst();
-  if (!run) throw new HttpError(404, 'not found', `no run ${runId}`);
+  if (!(await runExists(deps.db, runId))) throw new HttpError(404, 'not found', `no run ${runId}`);
   const stepIndex = typeof step === 'number' ? step : undefined;
   const nameOf = stepNamer(await readStepSources(deps.db, runId));
   const named = (await readJobLogs(deps.db, { runId, jobKey, stepIndex, afterId, limit })).map((chunk) => ({ ...chunk, stepName: nameOf(chunk.jobKey, chunk.stepIndex) }));

@@ -2,6 +2,7 @@ import type { Kysely } from 'kysely';
 import { z } from 'zod';
 import { listDeliveries, requeueDelivery } from '../db/deliveries.ts';
 import type { DeliveryKey } from '../db/deliveries.ts';
+import { listGenericSources, upsertGenericSource } from '../db/generic-sources.ts';
 import { deleteRepository, listRepositories, upsertRepository } from '../db/repositories.ts';
 import type { Schema } from '../db/schema.ts';
 import { HttpError, readJson, sendJson } from './respond.ts';
@@ -72,8 +73,7 @@ export function registerSourceRoutes(router: Router, deps: SourceApiDeps): void 
       sendJson(res, 200, { name, deleted: true });
     })
     .on('GET', '/api/v1/sources', async ({ res }) => {
-      const rows = await db.selectFrom('generic_sources').select(['name', 'verification', 'header', 'event_type_header', 'idempotency_header', 'repository']).execute();
-      sendJson(res, 200, { sources: rows });
+      sendJson(res, 200, { sources: await listGenericSources(db) });
     })
     .on('POST', '/api/v1/sources', async ({ req, res }) => {
       const body = parse(sourceSchema, await readJson(req, 64 * 1024));
@@ -83,7 +83,7 @@ export function registerSourceRoutes(router: Router, deps: SourceApiDeps): void 
         ...{ event_type_header: body.eventTypeHeader ?? null, idempotency_header: body.idempotencyHeader ?? null },
         ...{ repository: body.repository, created_at: deps.now() },
       };
-      await db.insertInto('generic_sources').values(row).onConflict((oc) => oc.column('name').doUpdateSet({ ...row })).execute();
+      await upsertGenericSource(db, row);
       sendJson(res, 201, { name: body.name, verification: body.verification, repository: body.repository });
     });
 }

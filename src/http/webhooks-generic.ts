@@ -1,16 +1,11 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
-import type { Kysely } from 'kysely';
-import type { Schema } from '../db/schema.ts';
+import { findGenericSource } from '../db/generic-sources.ts';
 import { HttpError, readBody } from './respond.ts';
 import type { RouteContext, Router } from './router.ts';
 import { MAX_WEBHOOK_BYTES, acceptDelivery, keptHeaders, newDeliveryId, parseJsonBody, requestHeader } from './webhooks.ts';
 import type { WebhookDeps } from './webhooks.ts';
 
-type SourceRow = Awaited<ReturnType<typeof loadSource>>;
-
-function loadSource(db: Kysely<Schema>, name: string) {
-  return db.selectFrom('generic_sources').selectAll().where('name', '=', name).executeTakeFirst();
-}
+type SourceRow = Awaited<ReturnType<typeof findGenericSource>>;
 
 function equalSecret(given: string, expected: string): boolean {
   const a = Buffer.from(given);
@@ -30,7 +25,7 @@ function verified(source: NonNullable<SourceRow>, body: Buffer, value: string | 
 async function genericRoute(deps: WebhookDeps, { req, res, params }: RouteContext): Promise<void> {
   const started = performance.now();
   const name = params['source'] ?? '';
-  const source = await loadSource(deps.db, name);
+  const source = await findGenericSource(deps.db, name);
   if (!source) throw new HttpError(404, 'unknown source', `no generic webhook source named ${name}`);
   const body = await readBody(req, MAX_WEBHOOK_BYTES);
   const headerName = (source.header ?? (source.verification === 'api-key' ? 'x-api-key' : 'x-signature-256')).toLowerCase();

@@ -14,6 +14,7 @@ import type { SourceBase } from './run-source.ts';
 import { runIdFor } from './run-id.ts';
 import type { RunSource } from './run-source.ts';
 import { matchWorkflows } from './triggers.ts';
+import { runExists } from '../db/run-queries.ts';
 
 export interface StartedRun {
   workflow: string;
@@ -83,8 +84,7 @@ async function evaluateInline(sandbox: Sandbox, workflow: LockWorkflow, event: E
 
 /** Starts the runs of one delivery; each workflow on its own, so one failure never stops the others (INT-8, B15). */
 export function createRunStarter(deps: RunStarterDeps): RunStarter {
-  const exists = async (runId: string) =>
-    (await deps.db.selectFrom('runs').select('run_id').where('run_id', '=', runId).executeTakeFirst()) !== undefined;
+  const exists = (runId: string) => runExists(deps.db, runId);
 
   async function failedRun(delivery: Delivery, source: SourceBase, workflow: LockWorkflow, initFailure: InitFailure): Promise<string> {
     const runId = runIdFor(delivery.source, delivery.deliveryId, workflow.name);

@@ -1,7 +1,7 @@
 import type { Kysely } from 'kysely';
 import type { RunContext } from '../../machines/run.machine.ts';
 import type { PersistedMachineSnapshot } from '../../machines/projection.ts';
-import { readJournal } from '../db/journal.ts';
+import { readJournal, readSnapshotRow } from '../db/journal.ts';
 import type { JournalRecord } from '../db/journal.ts';
 import type { Schema } from '../db/schema.ts';
 import { ReplayRunNotFoundError } from './errors.ts';
@@ -22,11 +22,7 @@ export interface RecordedRun {
 }
 
 export async function readStoredSnapshot(db: Kysely<Schema>, runId: string): Promise<StoredSnapshot | null> {
-  const row = await db
-    .selectFrom('run_snapshots')
-    .select(['seq', 'machine_id', 'machine_version', 'snapshot', 'status'])
-    .where('run_id', '=', runId)
-    .executeTakeFirst();
+  const row = await readSnapshotRow(db, runId);
   if (!row) return null;
   return {
     seq: row.seq,

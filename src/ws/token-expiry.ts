@@ -2,7 +2,7 @@ import type { Kysely } from 'kysely';
 import type { Logger } from 'pino';
 import type { AgentRegistry } from '../../actors/agents/registry.ts';
 import { coerceError } from '../../lib/errors.ts';
-import { deleteExpiredEphemeralTokens } from '../db/agent-tokens.ts';
+import { deleteExpiredEphemeralTokens, readTokenExpiries } from '../db/agent-tokens.ts';
 import type { Schema } from '../db/schema.ts';
 import { CLOSE_CODES } from './messages.ts';
 
@@ -24,8 +24,7 @@ export async function sweepExpiredTokens(deps: TokenExpiryDeps): Promise<{ close
   const now = deps.now();
   const sessions = deps.registry.all().filter((session) => session.tokenId !== null);
   const ids = [...new Set(sessions.map((session) => session.tokenId as string))];
-  const rows = ids.length === 0 ? [] : await deps.db.selectFrom('agent_tokens').select(['id', 'expires_at']).where('id', 'in', ids).execute();
-  const expiry = new Map(rows.map((row) => [row.id, row.expires_at]));
+  const expiry = await readTokenExpiries(deps.db, ids);
   const closed: string[] = [];
   for (const session of sessions) {
     const expiresAt = expiry.get(session.tokenId as string);
