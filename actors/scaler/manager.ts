@@ -141,10 +141,17 @@ export class ScalerManager implements ScalerPort {
 
   send(event: ScalerEvent): void {
     if (!this.actor || this.fenced) return;
+    const before = this.agentCount();
     this.actor.send(event);
     this.changed += 1;
     this.updateGauges();
     void this.commit();
+    // A freed reservation is capacity no registry change announces: the jobs refused "at capacity" ask again.
+    if (this.agentCount() < before) queueMicrotask(() => this.options.offer());
+  }
+
+  private agentCount(): number {
+    return Object.keys(this.context?.agents ?? {}).length;
   }
 
   private commit(): Promise<void> {

@@ -148,6 +148,35 @@ await describeEachKind('scaler manager on a real runtime', (kind) => {
     });
   });
 
+  it(`a single-use agent destroyed after its job frees its reservation for a job refused "at capacity", with no other change to wake it (${kind})`, async (t) => {
+    await withTestDatabase(kind, async ({ db }) => {
+      const runtime = await startTestRuntime(db, 'coord-freed');
+      const backend = new RecordingBackend(10);
+      const manager = managerFor(runtime, db, backend, 'coord-freed');
+      t.after(async () => {
+        await manager.stop();
+        await runtime.stop();
+      });
+      await manager.start();
+      const runIds = await createRuns(runtime, 4);
+      await eventually(async () => (await reasons(db, runIds)).filter((r) => r.reason?.message === 'scaler at capacity').length === 1, 10_000, 'three spawns and one job at capacity');
+      const [first] = backend.spawned;
+      const agentId = first?.agentId as string;
+      const link = { send: () => undefined, close: () => undefined };
+      runtime.registry.add({ ...{ agentId, labels: [LABEL], taints: [], properties: { 'switchyard.runSteps': true }, connectionId: 'c-1', tokenId: null }, ...{ maxConcurrency: 1, scalerManaged: true, unusable: null, lastFrameAt: 0, slots: new Map(), sent: new Set<string>(), link } });
+      const session = await eventually(() => {
+        const found = runtime.registry.get(agentId);
+        return found && found.slots.size === 1 ? found : null;
+      }, 10_000, 'the registered agent to be granted its bound job');
+      // The job ends: the slot frees while the agent is still busy, so the dispatcher's offer finds the scaler full;
+      // the reservation frees only when the destroy completes, and that alone must wake the waiting job.
+      runtime.registry.release(agentId, [...session.slots.keys()][0] as string);
+      await eventually(() => backend.destroyed.includes(agentId), 10_000, 'the single-use agent to be destroyed');
+      await eventually(() => backend.spawned.length === 4, 10_000, 'a spawn for the job that waited at capacity');
+      assert.equal(new Set(backend.spawned.map((s) => s.context?.runId)).size, 4, 'each of the four jobs got its own agent');
+    });
+  });
+
   it(`a bound spawn failure reaches its job as provision.failed with a readable reason; a spawn that never registers is released (B14) (${kind})`, async (t) => {
     await withTestDatabase(kind, async ({ db }) => {
       const runtime = await startTestRuntime(db, 'coord-fail');
