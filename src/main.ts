@@ -1,46 +1,76 @@
 import type { Server } from 'node:http';
+import type { Kysely } from 'kysely';
 import type { Logger } from 'pino';
 import { Registry, collectDefaultMetrics } from 'prom-client';
+import { AgentEffects } from '../actors/agents/effects.ts';
+import type { AgentEffectsDeps } from '../actors/agents/effects.ts';
+import { Dispatcher } from '../actors/agents/dispatcher.ts';
+import { drainAgents } from '../actors/agents/drain.ts';
+import type { DrainOptions } from '../actors/agents/drain.ts';
+import { PeerSync } from '../actors/agents/peer-sync.ts';
+import type { HeldJob, ListenForPeers } from '../actors/agents/peer-sync.ts';
+import { PlacementExchange } from '../actors/agents/placement-exchange.ts';
+import { AgentRegistry } from '../actors/agents/registry.ts';
+import { SharedAgents } from '../actors/agents/shared-agents.ts';
 import { systemClock } from '../actors/clock.ts';
-import type { NewRun } from '../actors/runs/ports.ts';
 import type { Clock } from '../actors/clock.ts';
-import { createAgentGateway } from './ws/agent-gateway.ts';
+import { ConcurrencyGroups } from '../actors/concurrency/groups.ts';
+import { EffectExecutor } from '../actors/runs/effect-executor.ts';
+import type { FencedError } from '../actors/runs/errors.ts';
+import { EventRouter } from '../actors/runs/event-router.ts';
+import { createRuntimeMetrics } from '../actors/runs/metrics.ts';
+import { Ownership } from '../actors/runs/ownership.ts';
+import type { EffectHandlers, NewRun } from '../actors/runs/ports.ts';
+import { reattachRuns } from '../actors/runs/reattach.ts';
+import { Supervisor } from '../actors/runs/supervisor.ts';
 import type { CompiledConfig } from './config/index.ts';
 import { jobTimeoutsOf } from './config/timeouts.ts';
+import type { AgentTokenRecord } from './db/agent-tokens.ts';
+import { updateConcurrencyGroup } from './db/concurrency-groups.ts';
 import { openDatabase } from './db/database.ts';
 import type { Database } from './db/database.ts';
-import type { AgentTokenRecord } from './db/agent-tokens.ts';
+import { genericSourceRepository } from './db/generic-sources.ts';
+import { runInboxOf } from './db/inbox.ts';
+import { PLACEMENT_CHANNEL, coordinatorChannel, listenForPeers } from './db/peer-bus.ts';
+import { getRepository } from './db/repositories.ts';
+import { readRunInputSummary } from './db/run-queries.ts';
+import { createRunStore } from './db/run-store.ts';
+import type { Schema } from './db/schema.ts';
+import { clearSessionsOf, placementStoreOf, sharedAgentStoreOf } from './db/shared-agents.ts';
 import { loadAdminTokenHash } from './http/admin-token.ts';
 import { registerAgentTokenRoutes } from './http/api-agent-tokens.ts';
-import { registerScalerRoutes } from './http/api-scalers.ts';
 import { registerLogRoutes } from './http/api-logs.ts';
 import { registerMachineRoutes } from './http/api-machines.ts';
 import { registerReplayRoutes } from './http/api-replay.ts';
 import { registerRunRoutes } from './http/api-runs.ts';
+import { registerScalerRoutes } from './http/api-scalers.ts';
+import { registerSourceRoutes } from './http/api-sources.ts';
 import { registerHealthRoutes } from './http/health.ts';
 import { Router } from './http/router.ts';
 import { createHttpServer, listen } from './http/server.ts';
-import { registerSourceRoutes } from './http/api-sources.ts';
-import { registerGithubWebhook } from './http/webhooks.ts';
-import { registerGenericWebhook } from './http/webhooks-generic.ts';
-import { createIntake } from './intake.ts';
-import { listenForPeers } from './db/peer-bus.ts';
-import type { ListenForPeers } from './peers.ts';
-import { createRuntime } from './runtime.ts';
-import { createScalerManager } from './scaler/index.ts';
-import type { Runtime } from './runtime.ts';
-import { connectionCounters, createAgentMetrics } from './ws/metrics.ts';
-import { attachAgentServer } from './ws/server.ts';
-import { attachObserveServer } from './ws/observe.ts';
-import { startTokenExpirySweep } from './ws/token-expiry.ts';
 import { registerVisualizerRoutes } from './http/visualizer.ts';
+import { registerGithubWebhook } from './http/webhooks.ts';
+import type { WebhookDeps } from './http/webhooks.ts';
+import { registerGenericWebhook } from './http/webhooks-generic.ts';
+import { LockFileCache } from './lockfile/cache.ts';
+import { createDeliveryProcessor } from './pipeline/deliveries.ts';
+import { createIntakeMetrics } from './pipeline/metrics.ts';
+import { RunSources } from './pipeline/run-source.ts';
+import { createRunStarter } from './pipeline/start-runs.ts';
+import { BullMqDeliveryQueue } from './queue/bullmq-queue.ts';
+import type { DeliveryQueue } from './queue/delivery-queue.ts';
+import { EmbeddedDeliveryQueue } from './queue/embedded-queue.ts';
+import { IsolatedVmSandbox } from './sandbox/index.ts';
+import { createScalerManager } from './scaler/index.ts';
+import { createAgentGateway } from './ws/agent-gateway.ts';
+import { buildDispatch } from './ws/dispatch-builder.ts';
+import { connectionCounters, createAgentMetrics } from './ws/metrics.ts';
+import { attachObserveServer } from './ws/observe.ts';
+import { attachAgentServer } from './ws/server.ts';
+import { startTokenExpirySweep } from './ws/token-expiry.ts';
 
-export interface CloseOptions {
-  /** Let running jobs finish for up to this long first (new work is no longer placed). @default 0 */
-  drainMs?: number;
-  /** Ends the drain early (a second Ctrl-C). */
-  abort?: AbortSignal;
-}
+/** How a coordinator stops: `drainMs` lets running jobs finish first, `abort` ends that wait. */
+export type CloseOptions = DrainOptions;
 
 export interface Coordinator {
   port: number;
@@ -54,7 +84,11 @@ export interface CoordinatorHooks {
   onFenced?: () => void;
 }
 
-/** The composition root: database → runtime → agent gateway → HTTP and WebSocket. */
+/**
+ * The composition root: database → actor runtime → agent gateway → intake → HTTP and WebSocket.
+ * Everything a coordinator runs is built here, in the order it depends on; docs/architecture.md
+ * follows one delivery through it.
+ */
 export async function startCoordinator(config: CompiledConfig, log: Logger, clock: Clock = systemClock, hooks: CoordinatorHooks = {}): Promise<Coordinator> {
   const { db, ...database } = await openDatabase(config, log);
   const registry = new Registry();
@@ -63,7 +97,8 @@ export async function startCoordinator(config: CompiledConfig, log: Logger, cloc
     log.fatal('this coordinator lost its lease (fenced); it stops so that nothing more is written');
     void close().finally(() => hooks.onFenced?.());
   };
-  const listenToPeers: ListenForPeers = (channels, onSignal) => listenForPeers(database.connection, channels, onSignal, log.child({ component: 'peer-bus' }));
+  const channels = [coordinatorChannel(config.coordinatorId), PLACEMENT_CHANNEL];
+  const listenToPeers: ListenForPeers = (onSignal) => listenForPeers(database.connection, channels, onSignal, log.child({ component: 'peer-bus' }));
   const runtime = createRuntime({ config, db, clock, log, registry, onFenced, listen: listenToPeers });
   const agentMetrics = createAgentMetrics(registry, () => runtime.registry.size);
   const gateway = createAgentGateway({
@@ -92,7 +127,7 @@ export async function startCoordinator(config: CompiledConfig, log: Logger, cloc
   async function close(options: CloseOptions = {}): Promise<void> {
     closing ??= (async () => {
       await intake.stop();
-      const busy = await drainJobs(runtime, options, log);
+      const busy = await drainAgents(runtime, options, log);
       await scaler.stop({ keep: busy });
       await runtime.stop({ release: true });
       await agents.close();
@@ -105,6 +140,201 @@ export async function startCoordinator(config: CompiledConfig, log: Logger, cloc
   }
   return { port, url: `http://${config.host}:${port}`, runtime, close };
 }
+
+// ---- the actor runtime: supervisor, ownership, dispatcher, effects, peers ----
+
+export interface RuntimeDeps {
+  config: CompiledConfig;
+  db: Kysely<Schema>;
+  clock: Clock;
+  log: Logger;
+  registry: Registry;
+  onFenced: (error: FencedError) => void;
+  /** Wake-ups from peer coordinators; without it their tables are polled often. */
+  listen?: ListenForPeers;
+}
+
+/** With signals the tables are read when a peer writes and only checked now and then; without, often. */
+const POLL_WITH_SIGNALS_MS = 2_000;
+const POLL_WITHOUT_SIGNALS_MS = 200;
+
+/** The actor runtime of one coordinator: supervisor, ownership, dispatcher, effect executor, peers. */
+export function createRuntime(deps: RuntimeDeps) {
+  const { config, clock, log, db } = deps;
+  const me = config.coordinatorId;
+  const pollMs = deps.listen ? POLL_WITH_SIGNALS_MS : POLL_WITHOUT_SIGNALS_MS;
+  const metrics = createRuntimeMetrics(deps.registry);
+  // Read at every write: the epoch ownership holds right now (it changes only by re-claiming).
+  const store = createRunStore(db, { coordinatorId: me, epoch: () => ownership.epoch }, clock);
+  const supervisor = new Supervisor({
+    ...{ store, clock, log, metrics, maxBatch: config.commitMaxBatch, batching: config.commitBatching },
+    executeEffects: (effects) => executor.execute(effects),
+    onFenced: deps.onFenced,
+  });
+  const router = new EventRouter({
+    ...{ supervisor, inbox: runInboxOf(db, me, () => clock.now()), clock, log: log.child({ component: 'router' }), pollMs },
+    // A grant that reaches a run that ended: the slot it reserved goes back.
+    onUndeliverable: (_runId, event) => {
+      if (event.type === 'placement.granted') void sharing.shared.release(event.agentId, event.dispatchId).catch(() => undefined);
+    },
+    canDrain: () => !ownership.adopting,
+  });
+  const deliver = (runId: string, event: Parameters<EventRouter['deliver']>[1]) => router.deliver(runId, event);
+  const registry = new AgentRegistry(() => clock.now());
+  const dispatcher = new Dispatcher(registry, deliver, log.child({ component: 'dispatcher' }));
+  const sharing = createSharing(deps, { supervisor, registry, dispatcher, deliver, wakeInbox: () => router.wake(), pollMs });
+  supervisor.observe((update) => {
+    if (['success', 'failed', 'cancelled'].includes(update.status)) dispatcher.forgetRun(update.runId);
+  });
+  const sources = new RunSources((runId) => readRunInputSummary(db, runId));
+  const handlers = effectHandlers(deps, { dispatcher, registry, shared: sharing.shared, deliver, sources });
+  const executor = new EffectExecutor({ handlers, markDone: (ids) => store.markEffectsDone(ids), clock, log, metrics });
+  const ownership = new Ownership(supervisor, {
+    ...{ coordinatorId: me, renewMs: config.leaseRenewMs, ttlMs: config.leaseTtlMs },
+    ...{ store, clock, metrics, log: log.child({ component: 'ownership' }) },
+    onAdopted: async (runIds) => {
+      await reattachRuns({ supervisor, registry, dispatcher, deliver, shared: sharing.shared, log }, runIds);
+      router.wake();
+    },
+    onFenced: (error) => {
+      supervisor.stopAll();
+      deps.onFenced(error);
+    },
+  });
+  return {
+    ...{ supervisor, router, dispatcher, registry, deliver, executor, ownership, shared: sharing.shared },
+    /** Creates a run here; its source is kept for its dispatches. */
+    createRun(run: NewRun): Promise<void> {
+      sources.remember(run.input.runId, run.inputSummary);
+      return supervisor.createRun(run);
+    },
+    async start() {
+      await sharing.peers.start(deps.listen);
+      await ownership.start();
+      router.start();
+    },
+    /** Stops writing; with `release`, gives the lease up so a peer adopts the runs at once, not after the TTL. */
+    async stop(options: { release?: boolean } = {}) {
+      router.stop();
+      await sharing.peers.stop();
+      supervisor.stopAll();
+      executor.stop();
+      await ownership.stop(options);
+    },
+  };
+}
+
+export type Runtime = ReturnType<typeof createRuntime>;
+
+/** Agents shared with peer coordinators on the same database (FO-3): sessions, offered jobs, commands. */
+function createSharing(deps: RuntimeDeps, parts: { supervisor: Supervisor; registry: AgentRegistry; dispatcher: Dispatcher; deliver: EventRouter['deliver']; wakeInbox: () => void; pollMs: number }) {
+  const { db, clock, log } = deps;
+  const { supervisor, registry, dispatcher, deliver } = parts;
+  const me = deps.config.coordinatorId;
+  const now = () => clock.now();
+  const shared = new SharedAgents(me, sharedAgentStoreOf(db, me, now), registry, log.child({ component: 'shared-agents' }), deps.config.dispatchAckTimeoutMs);
+  const exchange = new PlacementExchange(placementStoreOf(db, me, now), registry, (job) => dispatcher.findFor(job), deliver, log.child({ component: 'exchange' }));
+  dispatcher.attachExchange(exchange, (runId, jobKey) => supervisor.jobHasTag(runId, jobKey, 'waits-for-agent'));
+  const peers = new PeerSync({
+    ...{ shared, exchange, registry, wakeInbox: parts.wakeInbox, pollMs: parts.pollMs, clock, log },
+    heldJobs: () => heldJobsOf(supervisor),
+    agentLost: async (job) => void (await deliver(job.runId, { type: 'agent.disconnected', jobKey: job.jobKey, agentId: job.agentId, cause: 'coordinator' })),
+    clearOwnSessions: () => clearSessionsOf(db, me),
+  });
+  return { shared, exchange, peers };
+}
+
+/** Jobs of the runs owned here that hold an agent's slot, with that agent. */
+function heldJobsOf(supervisor: Supervisor): HeldJob[] {
+  return supervisor.ownedRunIds().flatMap((runId) =>
+    supervisor.jobsOf(runId).flatMap((job) => {
+      const agentId = job.context.assignment?.agentId;
+      return agentId !== undefined && supervisor.jobHasTag(runId, job.jobKey, 'holds-slot') ? [{ runId, jobKey: job.jobKey, agentId }] : [];
+    }),
+  );
+}
+
+/** Dispatch, cancel, close and slot release, with dispatches built from the run's frozen source. */
+function createAgentEffects(deps: RuntimeDeps, parts: Pick<AgentEffectsDeps, 'registry' | 'shared' | 'deliver'> & { sources: RunSources }): AgentEffects {
+  const { clock } = deps;
+  return new AgentEffects({
+    ...{ registry: parts.registry, shared: parts.shared, deliver: parts.deliver, aliveWindowMs: deps.config.dispatchAckTimeoutMs, now: () => clock.now() },
+    log: deps.log.child({ component: 'agent-effects' }),
+    buildDispatch: async (target) => {
+      const source = await parts.sources.of(target.runId);
+      if (!source) return { ok: false, reason: `run ${target.runId} has no stored source to build a dispatch from` };
+      return buildDispatch(source, target, clock.now());
+    },
+  });
+}
+
+/** Every effect kind and who carries it out: a kind without a handler here does not compile. */
+function effectHandlers(deps: RuntimeDeps, parts: Pick<AgentEffectsDeps, 'registry' | 'shared' | 'deliver'> & { sources: RunSources; dispatcher: Dispatcher }): EffectHandlers {
+  const { db, clock } = deps;
+  const { dispatcher, deliver } = parts;
+  const agents = createAgentEffects(deps, parts);
+  const groups = new ConcurrencyGroups((key, change) => updateConcurrencyGroup(db, key, clock.now(), change), deliver, clock);
+  return {
+    requestPlacement: (effect) => dispatcher.requestPlacement(effect),
+    sendDispatch: (effect) => agents.sendDispatch(effect),
+    sendCancel: (effect) => agents.sendCancel(effect),
+    closeAgentConnection: (effect) => agents.closeAgentConnection(effect),
+    releaseSlot: (effect) => agents.releaseSlot(effect),
+    requestConcurrency: (effect) => groups.request(effect),
+    releaseConcurrency: (effect) => groups.release(effect),
+  };
+}
+
+// ---- intake: durable deliveries, their queue and the pipeline behind it ----
+
+interface IntakeWiring {
+  db: Kysely<Schema>;
+  config: CompiledConfig;
+  registry: Registry;
+  createRun: (run: NewRun) => Promise<void>;
+  now: () => number;
+  log: Logger;
+}
+
+/** Webhook intake: durable deliveries, the intake queue (embedded or BullMQ) and the pipeline behind it. */
+function createIntake(wiring: IntakeWiring) {
+  const { db, config, now, log } = wiring;
+  const metrics = createIntakeMetrics(wiring.registry);
+  const sandbox = new IsolatedVmSandbox({ timeoutMs: 100, memoryLimitMb: 32 });
+  const startRuns = createRunStarter({
+    ...{ db, createRun: wiring.createRun, sandbox, timeouts: jobTimeoutsOf(config), maxAttempts: config.maxDispatchAttempts, now },
+    log: log.child({ component: 'pipeline' }),
+  });
+  const process = createDeliveryProcessor({
+    db,
+    now,
+    log: log.child({ component: 'intake' }),
+    pipeline: { repository: (name) => getRepository(db, name), genericSourceRepository: (source) => genericSourceRepository(db, source), cache: new LockFileCache({ now }), startRuns, log },
+    onProcessed: metrics.processed,
+  });
+  const worker = config.coordinatorId;
+  const queue: DeliveryQueue = config.redisUrl
+    ? new BullMqDeliveryQueue({ redisUrl: config.redisUrl, db, process, worker, now, log: log.child({ component: 'bullmq' }) })
+    : new EmbeddedDeliveryQueue(db, process, worker, now, log.child({ component: 'intake-queue' }));
+  const webhooks: WebhookDeps = {
+    db,
+    githubSecrets: config.githubWebhookSecrets,
+    now,
+    log,
+    onAccepted: (key) => queue.notify(key),
+    observe: metrics.observe,
+  };
+  return {
+    queue,
+    webhooks,
+    async stop() {
+      await queue.stop();
+      sandbox.dispose();
+    },
+  };
+}
+
+// ---- HTTP routes, scalers, drain ----
 
 /** Health, runs, jobs, logs, agent tokens, machines, replay and the visualizer. */
 function adminRoutes(deps: { db: Database['db']; config: CompiledConfig; clock: Clock; registry: Registry; runtime: Runtime; kickToken: (record: AgentTokenRecord) => void }): Router {
@@ -121,24 +351,6 @@ function adminRoutes(deps: { db: Database['db']; config: CompiledConfig; clock: 
   registerReplayRoutes(router, { db });
   registerVisualizerRoutes(router);
   return router;
-}
-
-const DRAIN_POLL_MS = 200;
-
-/**
- * A clean stop lets running jobs finish: nothing new is placed, and the wait ends when no agent here
- * holds a slot, at `drainMs`, or on `abort`. The agents still busy then are returned: they are left
- * running, and reclaim their jobs from the restarted coordinator within the recovery window.
- */
-async function drainJobs(runtime: Runtime, options: CloseOptions, log: Logger): Promise<string[]> {
-  runtime.dispatcher.pause();
-  const busy = () => runtime.registry.all().filter((session) => session.slots.size > 0).map((session) => session.agentId);
-  const until = Date.now() + (options.drainMs ?? 0);
-  if (busy().length > 0 && Date.now() < until) log.info({ agents: busy().length, waitMs: options.drainMs }, 'draining: waiting for running jobs to finish (Ctrl-C again to stop now)');
-  while (busy().length > 0 && Date.now() < until && options.abort?.aborted !== true) await new Promise((resolve) => setTimeout(resolve, DRAIN_POLL_MS));
-  const left = busy();
-  if (left.length > 0) log.warn({ agents: left }, 'stopping with jobs still running: their agents reclaim them after the restart');
-  return left;
 }
 
 /** The scaler manager (orchestration.md §15), its API, and the sweep of expired agent tokens (protocol.md §3.2). */

@@ -3,6 +3,7 @@ import type { Kysely } from 'kysely';
 import { toJson } from './json.ts';
 import { coordinatorChannelSql } from './peer-bus.ts';
 import type { Schema } from './schema.ts';
+import type { InboxStore } from '../../actors/runs/event-router.ts';
 
 export interface InboxEvent {
   id: number;
@@ -33,4 +34,13 @@ export async function peekInbox(db: Kysely<Schema>, { coordinatorId, limit }: { 
 export async function deleteInboxEvents(db: Kysely<Schema>, ids: number[]): Promise<void> {
   if (ids.length === 0) return;
   await sql`DELETE FROM run_inbox WHERE id = ANY(${ids}::int8[])`.execute(db);
+}
+
+/** The run inbox as coordinator `coordinatorId` reads it. */
+export function runInboxOf(db: Kysely<Schema>, coordinatorId: string, now: () => number): InboxStore {
+  return {
+    enqueue: (runId, event) => enqueueRunEvent(db, { runId, event, now: now() }),
+    peek: (limit) => peekInbox(db, { coordinatorId, limit }),
+    remove: (ids) => deleteInboxEvents(db, ids),
+  };
 }

@@ -1,5 +1,6 @@
 import { sql, type Kysely } from 'kysely';
-import type { AgentCommand, QueuedAgentCommand, SharedSession } from '../../actors/agents/shared-agents.ts';
+import type { OfferedJob, PlacementExchangeStore } from '../../actors/agents/placement-exchange.ts';
+import type { AgentCommand, QueuedAgentCommand, SharedAgentStore, SharedSession } from '../../actors/agents/shared-agents.ts';
 import { toJson } from './json.ts';
 import { PLACEMENT_CHANNEL, coordinatorChannelSql } from './peer-bus.ts';
 import type { Schema } from './schema.ts';
@@ -149,4 +150,31 @@ export async function withdrawPlacementRequests(db: Kysely<Schema>, args: { runI
   if (args.jobKey !== undefined) query = query.where('job_key', '=', args.jobKey);
   if (args.attempt !== undefined) query = query.where('attempt', '=', args.attempt);
   await query.execute();
+}
+
+/** How long a coordinator holds a peer's placement request it claimed before others may take it. */
+const CLAIM_TTL_MS = 10_000;
+
+/** The shared-agent tables as coordinator `me` sees them. */
+export function sharedAgentStoreOf(db: Kysely<Schema>, me: string, now: () => number): SharedAgentStore {
+  return {
+    announce: (session) => upsertAgentSession(db, { ...session, now: now() }),
+    forget: (agentId, connectionId) => removeAgentSession(db, agentId, connectionId),
+    sessionOf: (agentId) => liveAgentSession(db, agentId, now()),
+    send: (coordinatorId, agentId, command) => sendAgentCommand(db, { coordinatorId, agentId, command, now: now() }),
+    peekCommands: (limit) => peekAgentCommands(db, me, limit),
+    removeCommands: (ids) => deleteAgentCommands(db, ids),
+    clearDeadSessions: () => clearDeadSessions(db, now()),
+  };
+}
+
+/** The placement requests coordinators offer each other, as coordinator `me` sees them. */
+export function placementStoreOf(db: Kysely<Schema>, me: string, now: () => number): PlacementExchangeStore {
+  return {
+    publish: (job) => publishPlacementRequest(db, { ...job, ownerId: me, now: now() }),
+    open: async (limit) =>
+      (await openPlacementRequests(db, { except: me, now: now(), limit })).map((row) => ({ ...row, requirements: row.requirements as OfferedJob['requirements'] })),
+    claim: (job) => claimPlacementRequest(db, { ...job, me, now: now(), ttlMs: CLAIM_TTL_MS }),
+    withdraw: (runId, jobKey, attempt) => withdrawPlacementRequests(db, { runId, ...(jobKey !== undefined && { jobKey }), ...(attempt !== undefined && { attempt }) }),
+  };
 }

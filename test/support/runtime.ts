@@ -10,8 +10,8 @@ import type { RunInput } from '../../machines/run.types.ts';
 import { DEFAULT_JOB_TIMEOUTS } from '../../machines/types.ts';
 import { loadConfig } from '../../src/config/index.ts';
 import type { Schema } from '../../src/db/schema.ts';
-import { createRuntime } from '../../src/runtime.ts';
-import type { Runtime } from '../../src/runtime.ts';
+import { createRuntime } from '../../src/main.ts';
+import type { Runtime } from '../../src/main.ts';
 
 const silent = pino({ level: process.env.TEST_LOG_LEVEL ?? 'silent' });
 
