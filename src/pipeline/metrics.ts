@@ -1,6 +1,5 @@
 import { Counter, Histogram } from 'prom-client';
 import type { Registry } from 'prom-client';
-import type { WebhookDeps } from '../http/webhooks.ts';
 import type { DeliveryProcessorDeps } from './deliveries.ts';
 
 type Processed = Parameters<NonNullable<DeliveryProcessorDeps['onProcessed']>>[0];
@@ -17,7 +16,7 @@ export function createIntakeMetrics(registry: Registry) {
     buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.5],
     registers,
   });
-  const observe: WebhookDeps['observe'] = (source, outcome, seconds) => {
+  const observe = (source: string, outcome: 'accepted' | 'duplicate' | 'rejected', seconds: number): void => {
     received.inc({ source: source.startsWith('generic:') ? 'generic' : source, outcome });
     if (outcome === 'duplicate') dedup.inc();
     if (outcome === 'accepted') accept.observe(seconds);
