@@ -27,6 +27,7 @@ export interface GatewayDeps {
   onUnknownType: (type: string) => void;
   onInvalidInformational: (type: string) => void;
   onViolation: ConnectionDeps['onViolation'];
+  onAgentMetrics: ConnectionDeps['onAgentMetrics'];
 }
 
 /** The wiring from agent sockets to run actors: job messages in, reclaim after a reconnect (§9, §10, §12). */
@@ -50,6 +51,7 @@ export function createAgentGateway(deps: GatewayDeps) {
     onUnknownType: deps.onUnknownType,
     onInvalidInformational: deps.onInvalidInformational,
     onViolation: deps.onViolation,
+    onAgentMetrics: deps.onAgentMetrics,
   };
   /** Revocation kicks every live socket on the token (protocol.md §3.2). */
   const kickToken = (record: AgentTokenRecord) => {

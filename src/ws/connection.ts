@@ -21,6 +21,8 @@ export interface ConnectionDeps extends JobMessageDeps {
   onInvalidInformational: (type: string) => void;
   /** A job message refused by the ownership rule (`switchyard_ws_ownership_violations_total{cause}`). */
   onViolation: (cause: OwnershipCause) => void;
+  /** An `agent.metrics` report, re-exported as `switchyard_agent_*`. */
+  onAgentMetrics: (agentId: string, metrics: AgentMessageOf<'agent.metrics'>['metrics']) => void;
 }
 
 type Phase = 'auth' | 'register' | 'ready' | 'closed';
@@ -258,6 +260,7 @@ export class AgentConnection {
       this.send({ type: 'step.approval-resolved', requestId: message.messageId, runId: message.runId, jobId: message.jobId, stepIndex: message.stepIndex, ...outcome });
       return;
     }
+    if (message.type === 'agent.metrics' && this.session) return this.deps.onAgentMetrics(this.session.agentId, message.metrics);
     if (message.type === 'agent.status' && this.session && message.activeJobs !== this.session.slots.size) {
       this.log.debug({ reported: message.activeJobs, slots: this.session.slots.size }, 'agent.status disagrees with slot count (advisory)');
     }

@@ -21,7 +21,7 @@ const GOOD_TOKEN = `kat_${'a'.repeat(64)}`;
 async function coordinatorSide(authMode: 'token' | 'none') {
   const registry = new AgentRegistry();
   const records = new Map<string, DispatchRecord>();
-  const seen = { delivered: [] as IncomingRunEvent[], logs: [] as string[][], invalidInformational: [] as string[], unknown: [] as string[], reclaimed: [] as string[] };
+  const seen = { delivered: [] as IncomingRunEvent[], logs: [] as string[][], invalidInformational: [] as string[], unknown: [] as string[], reclaimed: [] as string[], metricsFrom: [] as string[] };
   const deps: ConnectionDeps = {
     ...{ authMode, registry, now: Date.now, log: pino({ level: 'silent' }), onViolation: () => undefined },
     validateToken: (token) => Promise.resolve(token === GOOD_TOKEN ? { id: 't1', agentType: 'static', labels: null, mandatoryLabels: [], createdBy: null } : null),
@@ -31,6 +31,7 @@ async function coordinatorSide(authMode: 'token' | 'none') {
     reclaim: (_session, inFlight) => Promise.resolve(void seen.reclaimed.push(...inFlight.map((job) => job.jobId))),
     onUnknownType: (type) => seen.unknown.push(type),
     onInvalidInformational: (type) => seen.invalidInformational.push(type),
+    onAgentMetrics: (agentId) => seen.metricsFrom.push(agentId),
   };
   const server = createServer();
   const agents = attachAgentServer(server, deps, deps.log);
