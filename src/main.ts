@@ -29,6 +29,7 @@ import type { AgentTokenRecord } from './db/agent-tokens.ts';
 import { updateConcurrencyGroup } from './db/concurrency-groups.ts';
 import { openDatabase } from './db/database.ts';
 import type { Database } from './db/database.ts';
+import { countDeadDeliveries } from './db/deliveries.ts';
 import { genericSourceRepository } from './db/generic-sources.ts';
 import { runInboxOf } from './db/inbox.ts';
 import { PLACEMENT_CHANNEL, coordinatorChannel, listenForPeers } from './db/peer-bus.ts';
@@ -100,7 +101,7 @@ export async function startCoordinator(config: CompiledConfig, log: Logger, cloc
   const channels = [coordinatorChannel(config.coordinatorId), PLACEMENT_CHANNEL];
   const listenToPeers: ListenForPeers = (onSignal) => listenForPeers(database.connection, channels, onSignal, log.child({ component: 'peer-bus' }));
   const runtime = createRuntime({ config, db, clock, log, registry, onFenced, listen: listenToPeers });
-  const agentMetrics = createAgentMetrics(registry, () => runtime.registry.size);
+  const agentMetrics = createAgentMetrics(registry, runtime.registry);
   const gateway = createAgentGateway({
     ...{ db, config, registry: runtime.registry, shared: runtime.shared, supervisor: runtime.supervisor, deliver: runtime.deliver },
     now: () => clock.now(),
@@ -299,17 +300,22 @@ interface IntakeWiring {
 /** Webhook intake: durable deliveries, the intake queue (embedded or BullMQ) and the pipeline behind it. */
 function createIntake(wiring: IntakeWiring) {
   const { db, config, now, log } = wiring;
-  const metrics = createIntakeMetrics(wiring.registry);
+  const cache = new LockFileCache({ now });
+  const metrics = createIntakeMetrics(wiring.registry, { cache, deadDeliveries: () => countDeadDeliveries(db) });
   const sandbox = new IsolatedVmSandbox({ timeoutMs: 100, memoryLimitMb: 32 });
   const startRuns = createRunStarter({
     ...{ db, createRun: wiring.createRun, sandbox, timeouts: jobTimeoutsOf(config), maxAttempts: config.maxDispatchAttempts, now },
     log: log.child({ component: 'pipeline' }),
+    onTriggersMatched: metrics.triggersMatched,
   });
   const process = createDeliveryProcessor({
     db,
     now,
     log: log.child({ component: 'intake' }),
-    pipeline: { repository: (name) => getRepository(db, name), genericSourceRepository: (source) => genericSourceRepository(db, source), cache: new LockFileCache({ now }), startRuns, log },
+    pipeline: {
+      ...{ repository: (name: string) => getRepository(db, name), genericSourceRepository: (source: string) => genericSourceRepository(db, source) },
+      ...{ cache, startRuns, log, onLockFile: metrics.lockFile },
+    },
     onProcessed: metrics.processed,
   });
   const worker = config.coordinatorId;

@@ -167,3 +167,9 @@ export async function listDueDeliveries(db: Kysely<Schema>, { now, limit }: { no
 export function parseDeliveryBody(body: Buffer): unknown {
   return JSON.parse(new TextDecoder('utf-8', { fatal: true }).decode(body)) as unknown;
 }
+
+/** Deliveries given up on (`dead`): they wait for a retry by hand (`switchyard_deliveries_dead`). */
+export async function countDeadDeliveries(db: Kysely<Schema>): Promise<number> {
+  const row = await db.selectFrom('deliveries').select((eb) => eb.fn.countAll<string>().as('n')).where('status', '=', 'dead').executeTakeFirst();
+  return Number(row?.n ?? 0);
+}

@@ -24,6 +24,8 @@ export interface PipelineDeps {
   cache: LockFileCache;
   startRuns: RunStarter;
   log: Logger;
+  /** Each lock-file resolution's outcome (`switchyard_lockfile_fetch_total{outcome}`). */
+  onLockFile?: (outcome: 'found' | 'miss' | 'corrupt' | 'transient') => void;
 }
 
 export interface PipelineResult {
@@ -70,6 +72,7 @@ export async function runPipeline(deps: PipelineDeps, delivery: Delivery): Promi
     defaultBranch: repo.defaultBranch ?? 'main',
   });
   const lock = await resolveLockFile({ candidates: [{ provider, cloneUrl: repo.cloneUrl }], sha: trust.lockSha, cache: deps.cache });
+  deps.onLockFile?.(lock.kind);
   if (lock.kind === 'transient') throw new TransientDeliveryError(`lock file: ${lock.detail}`);
   if (lock.kind === 'miss') return { status: 'lockfile_missing', outcome: { repository: repo.name, sha: trust.lockSha } };
   const source = runSourceBase(repo, event, trust, lock.kind === 'found' ? lock.sha : (trust.lockSha ?? event.sha ?? 'HEAD'));

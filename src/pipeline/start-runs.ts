@@ -35,6 +35,8 @@ export interface RunStarterDeps {
   maxAttempts: number;
   now: () => number;
   log: Logger;
+  /** How long matching a lock file's triggers against an event took (`switchyard_trigger_match_seconds`). */
+  onTriggersMatched?: (seconds: number) => void;
 }
 
 const UNRESOLVED = '(unresolved workflow)';
@@ -116,7 +118,10 @@ export function createRunStarter(deps: RunStarterDeps): RunStarter {
      */
     async matched(delivery, lock, source) {
       const started: StartedRun[] = [];
-      for (const match of matchWorkflows(lock.workflows, source.event)) {
+      const matchStarted = performance.now();
+      const matches = matchWorkflows(lock.workflows, source.event);
+      deps.onTriggersMatched?.((performance.now() - matchStarted) / 1000);
+      for (const match of matches) {
         if (match.outcome === 'no_match') continue;
         if (match.outcome === 'matched') {
           started.push(await startOne(delivery, source, match.workflow));

@@ -28,6 +28,8 @@ export interface GatewayDeps {
   onInvalidInformational: (type: string) => void;
   onViolation: ConnectionDeps['onViolation'];
   onAgentMetrics: ConnectionDeps['onAgentMetrics'];
+  /** Bytes of job log lines stored (`switchyard_log_bytes_stored_total`). */
+  onLogBytesStored: (bytes: number) => void;
 }
 
 /** The wiring from agent sockets to run actors: job messages in, reclaim after a reconnect (§9, §10, §12). */
@@ -44,7 +46,11 @@ export function createAgentGateway(deps: GatewayDeps) {
     registry,
     deliver: deps.deliver,
     lookupDispatch: async (dispatchId) => (await lookupDispatch(dispatchId)) ?? null,
-    appendLogs: (chunks) => appendLogChunks(db, chunks),
+    appendLogs: async (chunks) => {
+      const stored = await appendLogChunks(db, chunks);
+      deps.onLogBytesStored(stored);
+      return stored;
+    },
     reclaim: (session, inFlight) => reclaimInFlight({ ...deps, lookupDispatch }, session, inFlight),
     now: deps.now,
     log: log.child({ component: 'ws' }),

@@ -58,6 +58,7 @@ export function createAgentMetrics(registry: Registry, agents: AgentRegistry) {
     ownershipViolations,
     /** The agents' own metrics (`agent.metrics`), re-exported as `switchyard_agent_*`. */
     reported,
+    logBytes: new Counter({ name: 'switchyard_log_bytes_stored_total', help: 'Bytes of job log lines stored', registers }),
   };
 }
 
@@ -65,6 +66,7 @@ export function createAgentMetrics(registry: Registry, agents: AgentRegistry) {
 export function connectionCounters(metrics: ReturnType<typeof createAgentMetrics>) {
   return {
     onAgentMetrics: (agentId: string, reported: readonly ReportedMetric[]) => metrics.reported.record(agentId, reported),
+    onLogBytesStored: (bytes: number) => metrics.logBytes.inc(bytes),
     onUnknownType: (type: string) => metrics.unknownMessages.inc({ type: type.slice(0, 64) }),
     onInvalidInformational: (type: string) => metrics.invalidInformational.inc({ type: type.slice(0, 64) }),
     onViolation: (cause: OwnershipCause) => metrics.ownershipViolations.inc({ cause }),
