@@ -8,7 +8,7 @@ import { Dispatcher } from '../actors/agents/dispatcher.ts';
 import { drainAgents } from '../actors/agents/drain.ts';
 import type { DrainOptions } from '../actors/agents/drain.ts';
 import { PeerSync } from '../actors/agents/peer-sync.ts';
-import type { HeldJob, ListenForPeers } from '../actors/agents/peer-sync.ts';
+import type { ListenForPeers } from '../actors/agents/peer-sync.ts';
 import { PlacementExchange } from '../actors/agents/placement-exchange.ts';
 import { AgentRegistry } from '../actors/agents/registry.ts';
 import { SharedAgents } from '../actors/agents/shared-agents.ts';
@@ -18,8 +18,12 @@ import { ConcurrencyGroups } from '../actors/concurrency/groups.ts';
 import { EffectExecutor } from '../actors/runs/effect-executor.ts';
 import type { FencedError } from '../actors/runs/errors.ts';
 import { EventRouter } from '../actors/runs/event-router.ts';
+import { LifecycleMetrics } from '../actors/runs/lifecycle-metrics.ts';
+import { heldJobsOf, liveRunsOf } from '../actors/runs/live-runs.ts';
 import { createRuntimeMetrics } from '../actors/runs/metrics.ts';
+import type { RuntimeMetrics } from '../actors/runs/metrics.ts';
 import { Ownership } from '../actors/runs/ownership.ts';
+import type { OwnershipStore } from '../actors/runs/ownership.ts';
 import type { EffectHandlers, NewRun } from '../actors/runs/ports.ts';
 import { reattachRuns } from '../actors/runs/reattach.ts';
 import { Supervisor } from '../actors/runs/supervisor.ts';
@@ -171,7 +175,9 @@ export function createRuntime(deps: RuntimeDeps) {
     ...{ store, clock, log, metrics, maxBatch: config.commitMaxBatch, batching: config.commitBatching },
     executeEffects: (effects) => executor.execute(effects),
     onFenced: deps.onFenced,
+    onCommitted: (entry) => lifecycle.observe(entry),
   });
+  const lifecycle = new LifecycleMetrics(deps.registry, liveRunsOf(supervisor));
   const router = new EventRouter({
     ...{ supervisor, inbox: runInboxOf(db, me, () => clock.now()), clock, log: log.child({ component: 'router' }), pollMs },
     // A grant that reaches a run that ended: the slot it reserved goes back.
@@ -190,18 +196,7 @@ export function createRuntime(deps: RuntimeDeps) {
   const sources = new RunSources((runId) => readRunInputSummary(db, runId));
   const handlers = effectHandlers(deps, { dispatcher, registry, shared: sharing.shared, deliver, sources });
   const executor = new EffectExecutor({ handlers, markDone: (ids) => store.markEffectsDone(ids), clock, log, metrics });
-  const ownership = new Ownership(supervisor, {
-    ...{ coordinatorId: me, renewMs: config.leaseRenewMs, ttlMs: config.leaseTtlMs },
-    ...{ store, clock, metrics, log: log.child({ component: 'ownership' }) },
-    onAdopted: async (runIds) => {
-      await reattachRuns({ supervisor, registry, dispatcher, deliver, shared: sharing.shared, log }, runIds);
-      router.wake();
-    },
-    onFenced: (error) => {
-      supervisor.stopAll();
-      deps.onFenced(error);
-    },
-  });
+  const ownership = createOwnership(deps, { store, metrics, supervisor, router, reattach: { supervisor, registry, dispatcher, deliver, shared: sharing.shared, log } });
   return {
     ...{ supervisor, router, dispatcher, registry, deliver, executor, ownership, shared: sharing.shared },
     /** Creates a run here; its source is kept for its dispatches. */
@@ -227,6 +222,24 @@ export function createRuntime(deps: RuntimeDeps) {
 
 export type Runtime = ReturnType<typeof createRuntime>;
 
+/** This coordinator's lease: adopted runs are reattached to their agents, and a fenced one stops writing. */
+function createOwnership(deps: RuntimeDeps, parts: { store: OwnershipStore; metrics: RuntimeMetrics; supervisor: Supervisor; router: EventRouter; reattach: Parameters<typeof reattachRuns>[0] }) {
+  const { config, clock, log } = deps;
+  const { supervisor, router } = parts;
+  return new Ownership(supervisor, {
+    ...{ coordinatorId: config.coordinatorId, renewMs: config.leaseRenewMs, ttlMs: config.leaseTtlMs },
+    ...{ store: parts.store, clock, metrics: parts.metrics, log: log.child({ component: 'ownership' }) },
+    onAdopted: async (runIds) => {
+      await reattachRuns(parts.reattach, runIds);
+      router.wake();
+    },
+    onFenced: (error) => {
+      supervisor.stopAll();
+      deps.onFenced(error);
+    },
+  });
+}
+
 /** Agents shared with peer coordinators on the same database (FO-3): sessions, offered jobs, commands. */
 function createSharing(deps: RuntimeDeps, parts: { supervisor: Supervisor; registry: AgentRegistry; dispatcher: Dispatcher; deliver: EventRouter['deliver']; wakeInbox: () => void; pollMs: number }) {
   const { db, clock, log } = deps;
@@ -243,16 +256,6 @@ function createSharing(deps: RuntimeDeps, parts: { supervisor: Supervisor; regis
     clearOwnSessions: () => clearSessionsOf(db, me),
   });
   return { shared, exchange, peers };
-}
-
-/** Jobs of the runs owned here that hold an agent's slot, with that agent. */
-function heldJobsOf(supervisor: Supervisor): HeldJob[] {
-  return supervisor.ownedRunIds().flatMap((runId) =>
-    supervisor.jobsOf(runId).flatMap((job) => {
-      const agentId = job.context.assignment?.agentId;
-      return agentId !== undefined && supervisor.jobHasTag(runId, job.jobKey, 'holds-slot') ? [{ runId, jobKey: job.jobKey, agentId }] : [];
-    }),
-  );
 }
 
 /** Dispatch, cancel, close and slot release, with dispatches built from the run's frozen source. */

@@ -47,6 +47,8 @@ export interface SupervisorOptions {
   executeEffects: (effects: Effect[]) => void;
   /** Called once when a write finds this coordinator fenced; the supervisor has already stopped. */
   onFenced: (error: FencedError) => void;
+  /** Told of every entry once it is durable (run and dispatch metrics). */
+  onCommitted?: (entry: RunCommit) => void;
   /** Bound of transient commit retries; the default suits production. */
   commitRetry?: CommitRetryPolicy;
 }
@@ -354,6 +356,7 @@ export class Supervisor {
     }
     this.options.metrics.timersArmed.set(this.timers.size);
     if (entry.effects.length > 0) this.options.executeEffects(entry.effects.map((effect) => ({ ...effect, runId })));
+    this.options.onCommitted?.(entry);
     if (this.observers.size > 0) this.notify(entry);
   }
 
