@@ -47,24 +47,25 @@
   function jobSection(container, jobKey) {
     const existing = [...container.children].find((element) => element.dataset.job === jobKey);
     if (existing) return existing;
-    const section = h('section', { class: 'job', 'data-job': jobKey }, h('header', { class: 'job-header' }), h('div', { class: 'job-waiting' }), h('div', { class: 'steps' }));
+    const section = h('section', { class: 'job', 'data-job': jobKey }, h('div', { class: 'job-header' }), h('div', { class: 'job-waiting' }), h('div', { class: 'steps' }));
     container.append(section);
     return section;
   }
 
   function renderJob(section, job) {
     const facts = [
-      `attempt ${job.attempt}`,
+      job.attempt > 0 ? `attempt ${job.attempt}` : 'not dispatched yet',
       job.agent_id ? `agent ${job.agent_id}` : null,
       job.duration_ms != null ? duration(Number(job.duration_ms)) : null,
     ].filter(Boolean);
-    section.querySelector('.job-header').replaceChildren(
+    const header = [
       h('h3', { class: 'job-name' }, job.job_key),
       badge(job.status),
       h('span', { class: 'job-facts' }, facts.join(' · ')),
       job.outcome ? h('span', { class: 'job-outcome' }, job.outcome) : null,
       job.init_failure ? h('span', { class: 'job-outcome' }, `${job.init_failure.category}: ${job.init_failure.message}`) : null,
-    );
+    ];
+    section.querySelector('.job-header').replaceChildren(...header.filter(Boolean));
     const reason = waitingOf(job);
     const waiting = section.querySelector('.job-waiting');
     waiting.replaceChildren(...(reason ? [h('strong', {}, 'Waiting: '), reasonText(reason)] : []));
