@@ -34,8 +34,9 @@ async function showing(page: Page, selector: string, wanted: string | RegExp, ti
   });
 }
 
-async function rowIds(page: Page): Promise<(string | null)[]> {
-  return Promise.all((await page.locator('#runs-body tr').all()).map((row) => row.getAttribute('data-run-id')));
+/** The listed run ids, read in one go: the list is replaced on every refresh. */
+function rowIds(page: Page): Promise<string[]> {
+  return page.evaluate<string[]>("[...document.querySelectorAll('#runs-body tr')].map((row) => row.dataset.runId)");
 }
 
 const skip = (await skipReason('external')) ?? browserSkipReason();
@@ -57,6 +58,11 @@ describe('the runs page in a real browser (real coordinator, real reference agen
     return ((await created.json()) as { runId: string }).runId;
   };
   const shot = (name: string) => page.screenshot({ path: join(ARTIFACTS, name), fullPage: true });
+  const openPage = async (): Promise<Page> => {
+    const opened = await browser.newPage();
+    opened.on('pageerror', (error) => pageErrors.push(error.message));
+    return opened;
+  };
   const ready = (target: Page = page) => target.waitForSelector('body[data-ready="true"]', { timeout: 30_000 });
 
   before(async () => {
@@ -69,8 +75,7 @@ describe('the runs page in a real browser (real coordinator, real reference agen
     waitingRun = await createRun(waitingWorkflow('runs-page-waiting'), { repository: 'acme/other', ref: 'refs/heads/main', sha: 'HEAD' });
     await client.waitForJob(waitingRun, 'build', (job) => job.waiting_reason !== null, 15_000, 'a waiting reason');
     browser = await launchBrowser();
-    page = await browser.newPage();
-    page.on('pageerror', (error) => pageErrors.push(error.message));
+    page = await openPage();
   });
 
   after(async () => {
@@ -196,12 +201,25 @@ describe('the runs page in a real browser (real coordinator, real reference agen
     await showing(page, '#run-missing', 'no run no-such-run');
     assert.equal(await page.locator('#run-body').isHidden(), true);
     await shot('09-missing.png');
-    const fresh = await browser.newPage();
+    const fresh = await openPage();
     await fresh.goto(`${coordinator.url}/runs?token=${ADMIN_TOKEN}&run=${waitingRun}`);
     await ready(fresh);
     assert.doesNotMatch(fresh.url(), /token=/);
     assert.equal(new URL(fresh.url()).hash, `#run=${waitingRun}`);
     await showing(fresh, '#run-status', 'cancelled');
+    await fresh.close();
+  });
+
+  it('a refused token brings the token form back with the reason', async () => {
+    const fresh = await openPage();
+    await fresh.goto(`${coordinator.url}/runs/?token=not-the-token`);
+    await fresh.waitForSelector('#token-form:not([hidden])');
+    assert.equal(await text(fresh, '#token-message'), 'the admin token was refused');
+    assert.equal(await fresh.locator('#list-view').isHidden(), true);
+    await fresh.locator('#token-input').fill(ADMIN_TOKEN);
+    await fresh.locator('#token-form button[type="submit"]').click();
+    await ready(fresh);
+    assert.deepEqual((await rowIds(fresh)).slice(-2), [liveRun, waitingRun]);
     await fresh.close();
   });
 });
