@@ -192,6 +192,8 @@ describe('the runs page in a real browser (real coordinator, real reference agen
       const rerun = decodeURIComponent(new URL(page.url()).hash.slice('#run='.length));
       await showing(page, '#run-id', rerun);
       await showing(page, '#run-title', 'runs-page-live');
+      assert.equal(await page.locator('#run-meta [data-field="rerun of"] a').getAttribute('href'), `#run=${liveRun}`);
+      assert.equal(await text(page, '#run-meta [data-field="trigger"]'), 'manual (rerun)');
     }
     await shot('08-rerun.png');
   });

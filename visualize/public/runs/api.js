@@ -4,6 +4,8 @@
   const TOKEN_KEY = 'switchyard.adminToken';
   /** The log route answers at most this many chunks per call (its default limit). */
   const LOG_PAGE = 1000;
+  /** Runs per list refresh: each row carries the run's whole input summary (its workflow too). */
+  const LIST_LIMIT = 100;
 
   class UnauthorizedError extends Error {}
 
@@ -63,7 +65,7 @@
     api: {
       hasToken: () => Boolean(tokenOf()),
       setToken: (token) => sessionStorage.setItem(TOKEN_KEY, token.trim()),
-      runs: async (status) => (await get(`/api/v1/runs?limit=200${status ? `&status=${encodeURIComponent(status)}` : ''}`)).runs,
+      runs: async (status) => (await get(`/api/v1/runs?limit=${LIST_LIMIT}${status ? `&status=${encodeURIComponent(status)}` : ''}`)).runs,
       run: (id) => get(runPath(id)),
       logsAfter,
       cancel: (id) => call('POST', `${runPath(id)}/cancel`, {}),

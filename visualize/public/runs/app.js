@@ -16,6 +16,12 @@
   const state = { generation: 0, runId: null, detail: null };
   const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
+  /** Waits `ms`, then for as long as the tab is hidden: nobody is looking, so nothing is fetched. */
+  async function pause(ms) {
+    await sleep(ms);
+    while (document.hidden) await new Promise((resolve) => document.addEventListener('visibilitychange', resolve, { once: true }));
+  }
+
   /** `?run=<id>` becomes `#run=<id>`, so moving between runs never reloads the page. */
   function normaliseAddress() {
     const url = new URL(location.href);
@@ -62,7 +68,7 @@
       } catch (error) {
         if (!showError(error)) return;
       }
-      await sleep(LIST_EVERY_MS);
+      await pause(LIST_EVERY_MS);
     }
   }
 
@@ -95,7 +101,7 @@
       } catch (error) {
         if (!isCurrent() || !onRunError(error, runId)) return;
       }
-      await sleep(RUN_EVERY_MS);
+      await pause(RUN_EVERY_MS);
     }
   }
 

@@ -50,7 +50,8 @@
     const summary = run.input_summary || {};
     const event = summary.event || null;
     const trigger = event ? (event.action ? `${event.type}.${event.action}` : event.type) : summary.provider === 'api' ? 'manual' : '—';
-    return { ref: summary.ref || '', branch: branchOf(summary.ref || ''), sha: summary.sha || '', trigger };
+    const rerunOf = typeof summary.rerunOf === 'string' ? summary.rerunOf : null;
+    return { ref: summary.ref || '', branch: branchOf(summary.ref || ''), sha: summary.sha || '', trigger: rerunOf ? `${trigger} (rerun)` : trigger, rerunOf };
   }
 
   function branchOf(ref) {
