@@ -73,7 +73,9 @@
     waiting.hidden = !reason;
     for (const step of job.steps || []) renderStepSummary(stepBlock(job.job_key, step.index, step.name, job.status), step);
     const steps = section.querySelector('.steps');
-    if (steps.children.length === 0) steps.append(h('p', { class: 'no-steps' }, isFinalJob(job.status) ? 'no steps ran' : 'no steps yet'));
+    if (steps.children.length === 0) steps.append(h('p', { class: 'no-steps' }));
+    const placeholder = steps.querySelector('.no-steps');
+    if (placeholder) placeholder.textContent = isFinalJob(job.status) ? 'no steps ran' : 'no steps yet';
   }
 
   /** The collapsible block of one step (or of the runner's own lines), created in step order. */
@@ -102,6 +104,8 @@
       step.exitCode != null ? h('span', { class: 'step-exit' }, `exit ${step.exitCode}`) : null,
       step.error ? h('span', { class: 'step-error' }, step.error) : null,
     ];
+    block.querySelector('.step-name').textContent = step.name;
+    block.dataset.step = step.name;
     block.querySelector('.step-facts').replaceChildren(...facts.filter(Boolean));
     if (step.status === 'failed' && !block.dataset.opened) {
       block.dataset.opened = 'true';
