@@ -54,6 +54,7 @@ import { registerHealthRoutes } from './http/health.ts';
 import { Router } from './http/router.ts';
 import { createHttpServer, listen } from './http/server.ts';
 import { registerVisualizerRoutes } from './http/visualizer.ts';
+import { registerRunsPageRoutes } from './http/runs-page.ts';
 import { registerGithubWebhook } from './http/webhooks.ts';
 import type { WebhookDeps } from './http/webhooks.ts';
 import { registerGenericWebhook } from './http/webhooks-generic.ts';
@@ -359,6 +360,7 @@ function adminRoutes(deps: { db: Database['db']; config: CompiledConfig; clock: 
   registerMachineRoutes(router);
   registerReplayRoutes(router, { db });
   registerVisualizerRoutes(router);
+  registerRunsPageRoutes(router);
   return router;
 }
 

@@ -1,0 +1,227 @@
+import assert from 'node:assert/strict';
+import { mkdir } from 'node:fs/promises';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { after, before, describe, it } from 'node:test';
+import type { BrowserContext, Page } from 'playwright-core';
+import { skipReason, tempDir } from '../../support/database.ts';
+import { CoordinatorClient, dropDatabase, runStepsWorkflow, spawnRealAgent } from '../../support/fake-agent.ts';
+import type { RealAgentProcess } from '../../support/fake-agent.ts';
+import { ADMIN_TOKEN, sharedDatabaseUrl, startCoordinatorProcess, stopProcess } from '../../support/processes.ts';
+import type { CoordinatorProcess } from '../../support/processes.ts';
+import { eventually, waitingWorkflow } from '../../support/runtime.ts';
+import { browserSkipReason, launchBrowser } from '../visualize/browser.ts';
+
+const ARTIFACTS = fileURLToPath(new URL('../../../test-artifacts/runs-page/', import.meta.url));
+const LABEL = 'runs-page-agent';
+const SHA = 'abcdef0123456789abcdef0123456789abcdef01';
+const LINES = 8;
+
+/** Two steps: one prints a line a second, the next fails with exit code 3. */
+const liveWorkflow = runStepsWorkflow('runs-page-live', LABEL, [
+  { name: 'build', steps: [['count', `for i in $(seq 1 ${LINES}); do echo "line $i"; sleep 1; done`], ['verify', 'echo checking; exit 3']] },
+]);
+
+const text = async (page: Page, selector: string) => ((await page.locator(selector).first().textContent()) ?? '').trim();
+
+async function showing(page: Page, selector: string, wanted: string | RegExp, timeoutMs = 15_000): Promise<void> {
+  let last = '';
+  await eventually(async () => {
+    last = (await page.locator(selector).count()) > 0 ? await text(page, selector) : '<absent>';
+    return typeof wanted === 'string' ? last === wanted : wanted.test(last);
+  }, timeoutMs, `${selector} to show ${String(wanted)}`).catch((error: unknown) => {
+    throw new Error(`${String(error)}; it shows ${JSON.stringify(last)}`);
+  });
+}
+
+/** The listed run ids, read in one go: the list is replaced on every refresh. */
+function rowIds(page: Page): Promise<string[]> {
+  return page.evaluate<string[]>("[...document.querySelectorAll('#runs-body tr')].map((row) => row.dataset.runId)");
+}
+
+const skip = (await skipReason('external')) ?? browserSkipReason();
+
+describe('the runs page in a real browser (real coordinator, real reference agent)', { skip }, () => {
+  let databaseUrl = '';
+  let coordinator: CoordinatorProcess;
+  let client: CoordinatorClient;
+  let agent: RealAgentProcess;
+  let browser: BrowserContext;
+  let page: Page;
+  const pageErrors: string[] = [];
+  let waitingRun = '';
+  let liveRun = '';
+
+  const createRun = async (workflow: object, source: object): Promise<string> => {
+    const created = await coordinator.api('/api/v1/runs', { method: 'POST', body: JSON.stringify({ workflow, ...source }) });
+    assert.equal(created.status, 201, await created.clone().text());
+    return ((await created.json()) as { runId: string }).runId;
+  };
+  const shot = (name: string) => page.screenshot({ path: join(ARTIFACTS, name), fullPage: true });
+  const openPage = async (): Promise<Page> => {
+    const opened = await browser.newPage();
+    opened.on('pageerror', (error) => pageErrors.push(error.message));
+    return opened;
+  };
+  const ready = (target: Page = page) => target.waitForSelector('body[data-ready="true"]', { timeout: 30_000 });
+
+  before(async () => {
+    await mkdir(ARTIFACTS, { recursive: true });
+    databaseUrl = await sharedDatabaseUrl('external');
+    coordinator = await startCoordinatorProcess({ DATABASE_URL: databaseUrl, SWITCHYARD_COORDINATOR_ID: 'coord-runs-page' });
+    client = new CoordinatorClient(coordinator.url, ADMIN_TOKEN);
+    const token = (await client.createToken()).token;
+    agent = spawnRealAgent({ wsUrl: client.wsUrl, token, labels: [LABEL], agentId: 'agent-runs-page', workDir: await tempDir('sy-runs-page-agent-') });
+    waitingRun = await createRun(waitingWorkflow('runs-page-waiting'), { repository: 'acme/other', ref: 'refs/heads/main', sha: 'HEAD' });
+    await client.waitForJob(waitingRun, 'build', (job) => job.waiting_reason !== null, 15_000, 'a waiting reason');
+    browser = await launchBrowser();
+    page = await openPage();
+  });
+
+  after(async () => {
+    await browser?.close();
+    await agent?.kill();
+    if (coordinator) await stopProcess(coordinator);
+    if (databaseUrl) await dropDatabase(databaseUrl);
+    assert.deepEqual(pageErrors, [], 'no script errors on the page');
+  });
+
+  it('asks for the admin token, then lists the runs with their repository, branch, commit, trigger and status', async () => {
+    await page.goto(`${coordinator.url}/runs`);
+    await page.waitForSelector('#token-form:not([hidden])');
+    assert.equal(new URL(page.url()).pathname, '/runs/');
+    await shot('01-token-form.png');
+    await page.locator('#token-input').fill(ADMIN_TOKEN);
+    await page.locator('#token-form button[type="submit"]').click();
+    await ready();
+    const row = `#runs-body tr[data-run-id="${waitingRun}"]`;
+    const { run } = await client.run(waitingRun);
+    assert.equal(await text(page, `${row} .run-status`), run.status);
+    assert.equal(await text(page, `${row} .run-repository`), 'acme/other');
+    assert.equal(await text(page, `${row} .run-branch`), 'main');
+    assert.equal(await text(page, `${row} .run-commit`), 'HEAD');
+    assert.equal(await text(page, `${row} .run-trigger`), 'manual');
+    assert.equal(await text(page, `${row} .run-workflow`), 'runs-page-waiting');
+    assert.match(await text(page, `${row} .run-age`), /^\d+ s ago$/);
+  });
+
+  it('shows a new run without a reload; its view streams the step logs while the job runs, then shows steps and exit codes', async () => {
+    liveRun = await createRun(liveWorkflow, { repository: 'acme/app', ref: 'refs/heads/feature/runs', sha: SHA });
+    await page.waitForSelector(`#runs-body tr[data-run-id="${liveRun}"]`, { timeout: 15_000 });
+    assert.deepEqual(await rowIds(page), [liveRun, waitingRun], 'newest first');
+    assert.equal(await text(page, `#runs-body tr[data-run-id="${liveRun}"] .run-commit`), SHA.slice(0, 7));
+    assert.equal(await text(page, `#runs-body tr[data-run-id="${liveRun}"] .run-branch`), 'feature/runs');
+    await shot('02-list.png');
+    await page.locator(`#runs-body tr[data-run-id="${liveRun}"] .run-repository`).click();
+    await page.waitForSelector('#jobs section[data-job="build"]');
+    assert.equal(new URL(page.url()).hash, `#run=${liveRun}`);
+    const countLog = '#jobs section[data-job="build"] details[data-step="count"] pre.log';
+    await showing(page, countLog, /line 1\b/, 30_000);
+    assert.equal((await client.job(liveRun, 'build')).status, 'running', 'the first lines show while the job still runs');
+    assert.doesNotMatch(await text(page, countLog), new RegExp(`line ${LINES}\\b`));
+    assert.equal(await text(page, '#jobs section[data-job="build"] .job-header .badge'), 'running');
+    await shot('03-live-logs.png');
+
+    await showing(page, '#run-status', 'failed', 30_000);
+    await showing(page, '#jobs section[data-job="build"] details[data-step="verify"] pre.log', 'checking');
+    const lines = (await text(page, countLog)).split('\n');
+    assert.deepEqual(lines, Array.from({ length: LINES }, (_, i) => `line ${i + 1}`), 'every line once, in order');
+    const step = (name: string, part: string) => text(page, `#jobs section[data-job="build"] details[data-step="${name}"] ${part}`);
+    assert.equal(await step('count', '.badge'), 'success');
+    assert.match(await step('count', '.step-duration'), /^\d+ s$/);
+    assert.equal(await step('verify', '.badge'), 'failed');
+    assert.equal(await step('verify', '.step-exit'), 'exit 3');
+    assert.equal(await step('verify', '.step-error'), 'exit code 3');
+    assert.equal(await text(page, '#jobs section[data-job="build"] .job-header .badge'), 'failed');
+    assert.match(await text(page, '#jobs section[data-job="build"] .job-facts'), /attempt 1 · agent agent-runs-page/);
+    assert.match(await text(page, '#jobs section[data-job="build"] .job-outcome'), /verify.*exit code 3/);
+    assert.equal(await text(page, '#run-meta [data-field="commit"]'), SHA.slice(0, 7));
+    assert.equal(await page.locator('#cancel-run').isDisabled(), true, 'a finished run cannot be cancelled');
+    assert.equal(await page.locator('#statechart-link').getAttribute('href'), `/visualize/#run=${liveRun}`);
+    await shot('04-run-finished.png');
+  });
+
+  it('filters the list by repository and by status', async () => {
+    await page.locator('header nav a', { hasText: 'all runs' }).click();
+    await ready();
+    assert.deepEqual(await rowIds(page), [liveRun, waitingRun]);
+    await page.locator('#filter-repo').selectOption('acme/other');
+    await eventually(async () => JSON.stringify(await rowIds(page)) === JSON.stringify([waitingRun]), 10_000, 'only acme/other');
+    await page.locator('#filter-repo').selectOption('');
+    await page.locator('#filter-status').selectOption('failed');
+    await eventually(async () => JSON.stringify(await rowIds(page)) === JSON.stringify([liveRun]), 10_000, 'only failed runs');
+    await shot('05-filtered.png');
+    await page.locator('#filter-status').selectOption('cancelled');
+    await showing(page, '#runs-empty', 'No run matches the filters.');
+    await page.locator('#filter-status').selectOption('');
+    await eventually(async () => (await rowIds(page)).length === 2, 10_000, 'both runs again');
+  });
+
+  it('says why a job waits, and cancels the run once the confirmation is accepted', async () => {
+    await page.locator(`#runs-body tr[data-run-id="${waitingRun}"] .run-workflow a`).click();
+    await showing(page, '#run-waiting li[data-job="build"]', /^build: needs an agent .*label-nobody-has/);
+    await showing(page, '#jobs section[data-job="build"] .job-waiting', /^Waiting: needs an agent .*label-nobody-has/);
+    assert.equal(await text(page, '#jobs section[data-job="build"] .job-header .badge'), 'pending');
+    await shot('06-waiting.png');
+    page.once('dialog', (dialog) => void dialog.dismiss());
+    await page.locator('#cancel-run').click();
+    await new Promise((resolve) => setTimeout(resolve, 1500));
+    assert.notEqual((await client.run(waitingRun)).run.status, 'cancelled', 'a dismissed confirmation cancels nothing');
+    page.once('dialog', (dialog) => {
+      assert.match(dialog.message(), new RegExp(`Cancel run ${waitingRun}`));
+      void dialog.accept();
+    });
+    await page.locator('#cancel-run').click();
+    await showing(page, '#run-status', 'cancelled');
+    await showing(page, '#jobs section[data-job="build"] .job-header .badge', 'cancelled');
+    assert.equal(await page.locator('#run-waiting').isHidden(), true, 'a cancelled job waits for nothing');
+    assert.equal(await page.locator('#jobs section[data-job="build"] .job-waiting').isHidden(), true);
+    await shot('07-cancelled.png');
+  });
+
+  it('Rerun opens the new run on 201 and shows the error of any other answer', async () => {
+    await page.goto(`${coordinator.url}/runs/#run=${liveRun}`);
+    await showing(page, '#run-status', 'failed');
+    await page.locator('#rerun-run').click();
+    const outcome = await eventually(async () => {
+      const hash = new URL(page.url()).hash;
+      if (hash !== `#run=${liveRun}`) return 'navigated';
+      return /^rerun failed: .+/.test(await text(page, '#action-message')) ? 'refused' : null;
+    }, 15_000, 'the rerun to navigate or show its error');
+    if (outcome === 'navigated') {
+      const rerun = decodeURIComponent(new URL(page.url()).hash.slice('#run='.length));
+      await showing(page, '#run-id', rerun);
+      await showing(page, '#run-title', 'runs-page-live');
+      assert.equal(await page.locator('#run-meta [data-field="rerun of"] a').getAttribute('href'), `#run=${liveRun}`);
+      assert.equal(await text(page, '#run-meta [data-field="trigger"]'), 'manual (rerun)');
+    }
+    await shot('08-rerun.png');
+  });
+
+  it('says "no run <id>" for an unknown run, and takes ?token= out of the address bar', async () => {
+    await page.goto(`${coordinator.url}/runs/#run=no-such-run`);
+    await showing(page, '#run-missing', 'no run no-such-run');
+    assert.equal(await page.locator('#run-body').isHidden(), true);
+    await shot('09-missing.png');
+    const fresh = await openPage();
+    await fresh.goto(`${coordinator.url}/runs?token=${ADMIN_TOKEN}&run=${waitingRun}`);
+    await ready(fresh);
+    assert.doesNotMatch(fresh.url(), /token=/);
+    assert.equal(new URL(fresh.url()).hash, `#run=${waitingRun}`);
+    await showing(fresh, '#run-status', 'cancelled');
+    await fresh.close();
+  });
+
+  it('a refused token brings the token form back with the reason', async () => {
+    const fresh = await openPage();
+    await fresh.goto(`${coordinator.url}/runs/?token=not-the-token`);
+    await fresh.waitForSelector('#token-form:not([hidden])');
+    assert.equal(await text(fresh, '#token-message'), 'the admin token was refused');
+    assert.equal(await fresh.locator('#list-view').isHidden(), true);
+    await fresh.locator('#token-input').fill(ADMIN_TOKEN);
+    await fresh.locator('#token-form button[type="submit"]').click();
+    await ready(fresh);
+    assert.deepEqual((await rowIds(fresh)).slice(-2), [liveRun, waitingRun]);
+    await fresh.close();
+  });
+});
