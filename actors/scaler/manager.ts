@@ -46,6 +46,8 @@ export interface ScalerManagerOptions {
 
 const TIMEOUTS: Omit<ScalerTimeouts, 'spawnMs'> = { boundIdleMs: 60_000, unboundIdleMs: 5_000 };
 const STATES = ['spawning', 'idle', 'busy', 'destroying'] as const;
+/** Events whose shrinking of the records is capacity to offer at once. */
+const FREES_CAPACITY: ReadonlySet<ScalerEvent['type']> = new Set(['scaler.agent.destroyed', 'scaler.reconcile']);
 
 export function planOf(backend: ScalerBackend): BackendPlan {
   return {
@@ -146,8 +148,9 @@ export class ScalerManager implements ScalerPort {
     this.changed += 1;
     this.updateGauges();
     void this.commit();
-    // A freed reservation is capacity no registry change announces: the jobs refused "at capacity" ask again.
-    if (this.agentCount() < before) queueMicrotask(() => this.options.offer());
+    // A destroy that completes frees capacity no registry change announces: the jobs refused "at capacity"
+    // ask again. A failed spawn is left out: its job is offered again after the failure backoff.
+    if (FREES_CAPACITY.has(event.type) && this.agentCount() < before) queueMicrotask(() => this.options.offer());
   }
 
   private agentCount(): number {
