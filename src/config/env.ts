@@ -42,6 +42,8 @@ export type LogLevel = (typeof LOG_LEVELS)[number];
 export const envSchema = z.object({
   PORT: integer(0, 65_535),
   HOST: text,
+  /** Where CLI commands reach a running coordinator; not read by the coordinator itself. */
+  SWITCHYARD_URL: url(['http', 'https']),
   SWITCHYARD_DATA_DIR: text,
   DATABASE_URL: url(['postgres', 'postgresql']),
   REDIS_URL: url(['redis', 'rediss']),
