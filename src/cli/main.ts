@@ -1,14 +1,5 @@
 import { loadConfig } from '../config/index.ts';
 import { createLogger } from '../log.ts';
-import { startCoordinator } from '../main.ts';
-import { runAgentCommand } from './agent.ts';
-import { runAgentsCommand } from './agents.ts';
-import { runDiagnoseCommand } from './diagnose.ts';
-import { runLogsCommand } from './logs.ts';
-import { runReplayCommand } from './replay.ts';
-import { runCancelCommand, runRerunCommand, runRunCommand, runRunsCommand } from './runs.ts';
-import { runVisualizeCommand } from './visualize.ts';
-import { runTokenCommand } from './token.ts';
 
 const USAGE = `usage: switchyard <command>
 
@@ -30,19 +21,22 @@ Each command takes --help. Commands that talk to a running coordinator find it a
 $SWITCHYARD_URL, else http://$HOST:$PORT, with the admin token of $SWITCHYARD_DATA_DIR.
 `;
 
-/** Commands that run to an exit status; `start` runs until it is stopped. */
+/**
+ * Commands that run to an exit status; `start` runs until it is stopped. Each is loaded when it is
+ * called, so that `switchyard runs` does not load the coordinator.
+ */
 const COMMANDS: Readonly<Record<string, (argv: string[]) => Promise<number>>> = {
-  agent: runAgentCommand,
-  token: runTokenCommand,
-  runs: runRunsCommand,
-  run: runRunCommand,
-  logs: runLogsCommand,
-  cancel: runCancelCommand,
-  rerun: runRerunCommand,
-  agents: runAgentsCommand,
-  diagnose: runDiagnoseCommand,
-  replay: runReplayCommand,
-  visualize: runVisualizeCommand,
+  agent: async (argv) => (await import('./agent.ts')).runAgentCommand(argv),
+  token: async (argv) => (await import('./token.ts')).runTokenCommand(argv),
+  runs: async (argv) => (await import('./runs.ts')).runRunsCommand(argv),
+  run: async (argv) => (await import('./runs.ts')).runRunCommand(argv),
+  logs: async (argv) => (await import('./logs.ts')).runLogsCommand(argv),
+  cancel: async (argv) => (await import('./runs.ts')).runCancelCommand(argv),
+  rerun: async (argv) => (await import('./runs.ts')).runRerunCommand(argv),
+  agents: async (argv) => (await import('./agents.ts')).runAgentsCommand(argv),
+  diagnose: async (argv) => (await import('./diagnose.ts')).runDiagnoseCommand(argv),
+  replay: async (argv) => (await import('./replay.ts')).runReplayCommand(argv),
+  visualize: async (argv) => (await import('./visualize.ts')).runVisualizeCommand(argv),
 };
 
 /** Exit status of a coordinator that found itself fenced by a newer owner. */
@@ -51,6 +45,7 @@ const EXIT_FENCED = 3;
 async function start(): Promise<void> {
   const config = loadConfig();
   const log = createLogger(config.logLevel, { coordinatorId: config.coordinatorId });
+  const { startCoordinator } = await import('../main.ts');
   const coordinator = await startCoordinator(config, log, undefined, { onFenced: () => process.exit(EXIT_FENCED) });
   const stopNow = new AbortController();
   const shutdown = (signal: string) => {
