@@ -1,9 +1,10 @@
 import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
 import { after, afterEach, before, describe, it } from 'node:test';
 import type { AgentView } from '../../../src/http/api-agents.ts';
 import { CLOSE_CODES } from '../../../src/ws/messages/common.ts';
 import { skipReason } from '../../support/database.ts';
-import { CoordinatorClient, dropDatabase, FakeAgent } from '../../support/fake-agent.ts';
+import { CoordinatorClient, dropDatabase, FakeAgent, runStepsWorkflow, type JobDispatchFrame } from '../../support/fake-agent.ts';
 import { ADMIN_TOKEN, after as processCleanups, sharedDatabaseUrl, startCoordinatorProcess, stopProcess } from '../../support/processes.ts';
 import type { CoordinatorProcess } from '../../support/processes.ts';
 import { eventually } from '../../support/runtime.ts';
@@ -58,6 +59,22 @@ describe('GET and DELETE /api/v1/agents, with a peer on the same database', { sk
       ],
     );
     for (const agent of agentsSeen) assert.ok(typeof agent.connectedAt === 'number' && agent.connectedAt <= Date.now());
+  });
+
+  it('a peer\'s agent running a job of a run owned here counts that slot as used', async () => {
+    const label = `slot-${randomUUID().slice(0, 8)}`;
+    const onDispatch = (dispatch: JobDispatchFrame, agent: FakeAgent) => {
+      agent.ack(dispatch);
+      agent.status(dispatch, 'running');
+    };
+    agents.push(await FakeAgent.connect(peerClient.wsUrl, token, { agentId: 'agent-busy', labels: [label], maxConcurrency: 2, onDispatch }));
+    const runId = await client.createRun(runStepsWorkflow('holds', label, [{ name: 'hold', steps: [['wait', 'sleep 100']] }]));
+    await client.waitForJob(runId, 'hold', (job) => job.status === 'running', 20_000, 'running on the peer agent');
+    const busy = await eventually(async () => (await listed(client)).find((a) => a.agentId === 'agent-busy' && a.slotsUsed === 1), 10_000, 'one slot used');
+    assert.deepEqual([busy.coordinatorId, busy.maxConcurrency], ['coord-peer', 2]);
+    const onPeer = (await listed(peerClient)).find((a) => a.agentId === 'agent-busy');
+    assert.deepEqual([onPeer?.slotsUsed, onPeer?.unusable], [1, null], 'the peer counts its own slot');
+    await client.cancel(runId, { force: true });
   });
 
   it('DELETE closes the socket of an agent connected here; it is then no longer listed', async () => {
