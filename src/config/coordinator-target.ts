@@ -1,6 +1,6 @@
 import { readAdminToken } from './admin-token.ts';
 import { DEFAULT_HOST, DEFAULT_PORT, parseEnvWith } from './config.ts';
-import { envSchema } from './env.ts';
+import { envSchema, url as urlOf } from './env.ts';
 import { ConfigError } from './errors.ts';
 
 /** A running coordinator as a command reaches it: its HTTP base URL and the admin bearer token. */
@@ -9,7 +9,8 @@ export interface CoordinatorTarget {
   adminToken: string;
 }
 
-const targetSchema = envSchema.pick({ SWITCHYARD_URL: true, HOST: true, PORT: true });
+/** The server's HOST and PORT, and `SWITCHYARD_URL`, which only commands read (a coordinator never checks it). */
+const targetSchema = envSchema.pick({ HOST: true, PORT: true }).extend({ SWITCHYARD_URL: urlOf(['http', 'https']) });
 
 /**
  * Where a running coordinator listens, found as `switchyard start` chose it: `$SWITCHYARD_URL` when

@@ -23,7 +23,7 @@ const positiveDecimal = optional(
     .pipe(z.number().min(1, 'must be at least 1')),
 );
 
-const url = (protocols: readonly string[]) =>
+export const url = (protocols: readonly string[]) =>
   optional(
     z
       .string()
@@ -42,8 +42,6 @@ export type LogLevel = (typeof LOG_LEVELS)[number];
 export const envSchema = z.object({
   PORT: integer(0, 65_535),
   HOST: text,
-  /** Where CLI commands reach a running coordinator; not read by the coordinator itself. */
-  SWITCHYARD_URL: url(['http', 'https']),
   SWITCHYARD_DATA_DIR: text,
   DATABASE_URL: url(['postgres', 'postgresql']),
   REDIS_URL: url(['redis', 'rediss']),
