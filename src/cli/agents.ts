@@ -1,7 +1,6 @@
 import type { AgentView } from '../http/api-agents.ts';
-import { CliUsageError, connect, parseCommandLine, processIo, runCli, type CliIo } from './client.ts';
+import { CliUsageError, connect, help, parseCommandLine, processIo, runCli, type CliIo } from './client.ts';
 import { age, table } from './format.ts';
-import { help } from './runs.ts';
 
 const USAGE = `usage: switchyard agents [list] [--json] [--url U]
        switchyard agents disconnect <agentId> [--url U]

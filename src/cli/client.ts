@@ -49,6 +49,12 @@ export async function runCli(command: string, usage: string, io: CliIo, body: ()
   }
 }
 
+/** `--help`: the usage on stdout, exit 0. */
+export function help(io: CliIo, usage: string): number {
+  io.stdout.write(usage);
+  return 0;
+}
+
 /** `parseArgs`, strict, with positionals; an unknown or malformed flag is a usage error. */
 export function parseCommandLine<O extends NonNullable<ParseArgsConfig['options']>>(argv: string[], options: O) {
   try {

@@ -1,7 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import { CliError, CliUsageError, connect, parseCommandLine, processIo, runCli, type Api, type CliIo } from './client.ts';
+import { CliError, CliUsageError, connect, help, parseCommandLine, processIo, runCli, type Api, type CliIo } from './client.ts';
 import { isFinal, type RunDetail } from './run-view.ts';
-import { help, oneRunId, runPath } from './runs.ts';
+import { oneRunId, runPath } from './runs.ts';
 
 const USAGE = `usage: switchyard logs <id> [--job J] [-f|--follow] [--interval S] [--url U]
 

@@ -1,4 +1,4 @@
-import { CliUsageError, connect, parseCommandLine, processIo, runCli, type CliIo } from './client.ts';
+import { CliUsageError, connect, help, parseCommandLine, processIo, runCli, type CliIo } from './client.ts';
 import { RUN_STATUSES, renderRunDetail, renderRunList, type RunDetail, type RunRow } from './run-view.ts';
 
 const COORDINATOR_HELP = `The coordinator: --url, else $SWITCHYARD_URL, else http://$HOST:$PORT as 'switchyard start' binds.
@@ -107,11 +107,6 @@ export function oneRunId(positionals: string[]): string {
   if (runId === undefined || runId === '') throw new CliUsageError('a run id is required');
   if (rest.length > 0) throw new CliUsageError(`unexpected arguments: ${rest.join(' ')}`);
   return runId;
-}
-
-export function help(io: CliIo, usage: string): number {
-  io.stdout.write(usage);
-  return 0;
 }
 
 function limitOf(raw: string | undefined): number {
