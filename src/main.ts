@@ -43,6 +43,7 @@ import { createRunStore } from './db/run-store.ts';
 import type { Schema } from './db/schema.ts';
 import { clearSessionsOf, placementStoreOf, sharedAgentStoreOf } from './db/shared-agents.ts';
 import { loadAdminTokenHash } from './http/admin-token.ts';
+import { registerAgentRoutes } from './http/api-agents.ts';
 import { registerAgentTokenRoutes } from './http/api-agent-tokens.ts';
 import { registerLogRoutes } from './http/api-logs.ts';
 import { registerMachineRoutes } from './http/api-machines.ts';
@@ -356,6 +357,7 @@ function adminRoutes(deps: { db: Database['db']; config: CompiledConfig; clock: 
     ...{ timeouts: jobTimeoutsOf(config), maxAttempts: config.maxDispatchAttempts, now: () => clock.now() },
   });
   registerAgentTokenRoutes(router, { db, now: () => clock.now(), onRevoked: deps.kickToken });
+  registerAgentRoutes(router, { db, coordinatorId: config.coordinatorId, agents: runtime.registry, now: () => clock.now() });
   registerLogRoutes(router, { db });
   registerMachineRoutes(router);
   registerReplayRoutes(router, { db });

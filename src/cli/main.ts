@@ -1,11 +1,5 @@
 import { loadConfig } from '../config/index.ts';
 import { createLogger } from '../log.ts';
-import { startCoordinator } from '../main.ts';
-import { runAgentCommand } from './agent.ts';
-import { runDiagnoseCommand } from './diagnose.ts';
-import { runReplayCommand } from './replay.ts';
-import { runVisualizeCommand } from './visualize.ts';
-import { runTokenCommand } from './token.ts';
 
 const USAGE = `usage: switchyard <command>
 
@@ -13,10 +7,37 @@ commands:
   start                    run a coordinator (HTTP on $HOST:$PORT, data in $SWITCHYARD_DATA_DIR)
   agent --url U --token T  run the reference agent (see 'switchyard agent --help')
   token create|list        manage agent tokens through a running coordinator
+  runs                     recent runs (--repo owner/name, --status S, --limit N)
+  run <id>                 one run with its jobs, steps and outputs
+  logs <id>                job logs as plain text (--job J, -f/--follow)
+  cancel <id>              cancel a run (--force)
+  rerun <id>               a new run of an ended run's workflow and source (--failed)
+  agents                   connected agents (list; disconnect <agentId>)
   diagnose                 scaler backends and their recent spawn failures (see 'switchyard diagnose --help')
   replay <runId>           re-run a run's journal through the charts (see 'switchyard replay --help')
   visualize --out <dir>    write an offline copy of the visualizer for one run (--run <runId>)
+
+Each command takes --help. Commands that talk to a running coordinator find it at --url, else
+$SWITCHYARD_URL, else http://$HOST:$PORT, with the admin token of $SWITCHYARD_DATA_DIR.
 `;
+
+/**
+ * Commands that run to an exit status; `start` runs until it is stopped. Each is loaded when it is
+ * called, so that `switchyard runs` does not load the coordinator.
+ */
+const COMMANDS: Readonly<Record<string, (argv: string[]) => Promise<number>>> = {
+  agent: async (argv) => (await import('./agent.ts')).runAgentCommand(argv),
+  token: async (argv) => (await import('./token.ts')).runTokenCommand(argv),
+  runs: async (argv) => (await import('./runs.ts')).runRunsCommand(argv),
+  run: async (argv) => (await import('./runs.ts')).runRunCommand(argv),
+  logs: async (argv) => (await import('./logs.ts')).runLogsCommand(argv),
+  cancel: async (argv) => (await import('./runs.ts')).runCancelCommand(argv),
+  rerun: async (argv) => (await import('./runs.ts')).runRerunCommand(argv),
+  agents: async (argv) => (await import('./agents.ts')).runAgentsCommand(argv),
+  diagnose: async (argv) => (await import('./diagnose.ts')).runDiagnoseCommand(argv),
+  replay: async (argv) => (await import('./replay.ts')).runReplayCommand(argv),
+  visualize: async (argv) => (await import('./visualize.ts')).runVisualizeCommand(argv),
+};
 
 /** Exit status of a coordinator that found itself fenced by a newer owner. */
 const EXIT_FENCED = 3;
@@ -24,6 +45,7 @@ const EXIT_FENCED = 3;
 async function start(): Promise<void> {
   const config = loadConfig();
   const log = createLogger(config.logLevel, { coordinatorId: config.coordinatorId });
+  const { startCoordinator } = await import('../main.ts');
   const coordinator = await startCoordinator(config, log, undefined, { onFenced: () => process.exit(EXIT_FENCED) });
   const stopNow = new AbortController();
   const shutdown = (signal: string) => {
@@ -44,33 +66,18 @@ async function start(): Promise<void> {
 
 async function main(argv: string[]): Promise<void> {
   const [command] = argv;
-  switch (command) {
-    case 'start':
-      return start();
-    case 'agent':
-      process.exitCode = await runAgentCommand(argv.slice(1));
-      return;
-    case 'token':
-      process.exitCode = await runTokenCommand(argv.slice(1));
-      return;
-    case 'diagnose':
-      process.exitCode = await runDiagnoseCommand(argv.slice(1));
-      return;
-    case 'replay':
-      process.exitCode = await runReplayCommand(argv.slice(1));
-      return;
-    case 'visualize':
-      process.exitCode = await runVisualizeCommand(argv.slice(1));
-      return;
-    case undefined:
-    case 'help':
-    case '--help':
-      process.stdout.write(USAGE);
-      return;
-    default:
-      process.stderr.write(`unknown command: ${command}\n${USAGE}`);
-      process.exitCode = 2;
+  if (command === 'start') return start();
+  if (command === undefined || command === 'help' || command === '--help') {
+    process.stdout.write(USAGE);
+    return;
   }
+  const run = Object.hasOwn(COMMANDS, command) ? COMMANDS[command] : undefined;
+  if (run) {
+    process.exitCode = await run(argv.slice(1));
+    return;
+  }
+  process.stderr.write(`unknown command: ${command}\n${USAGE}`);
+  process.exitCode = 2;
 }
 
 main(process.argv.slice(2)).catch((thrown: unknown) => {

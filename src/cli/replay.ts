@@ -8,6 +8,7 @@ import { ArchiveRequestError, coordinatorArchive, databaseArchive } from '../rep
 import type { RunArchive } from '../replay/archive.ts';
 import { formatReport } from '../replay/format.ts';
 import { readAdminToken } from '../config/admin-token.ts';
+import { coordinatorUrl } from '../config/coordinator-target.ts';
 
 const USAGE = `usage: switchyard replay <runId> [options]
 
@@ -78,7 +79,7 @@ export async function openArchive(url: string | undefined, env: NodeJS.ProcessEn
     if (!(thrown instanceof DataDirInUseError)) throw thrown;
     throw new CliFailure(
       `the embedded database in ${config.dataDir} is held by a running coordinator (pid ${thrown.ownerPid}). ` +
-        `Ask that coordinator instead: add --url http://${config.host}:${config.port} (it serves GET /api/v1/runs/:id/replay), ` +
+        `Ask that coordinator instead: add --url ${coordinatorUrl(env).origin} (it serves GET /api/v1/runs/:id/replay), ` +
         'or stop it first.',
       { cause: thrown },
     );

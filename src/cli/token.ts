@@ -1,5 +1,5 @@
-import { parseArgs } from 'node:util';
-import { readAdminToken } from '../config/admin-token.ts';
+import { CliUsageError, connect, parseCommandLine, processIo, runCli, type Api, type CliIo } from './client.ts';
+import { formatTime, splitList, table } from './format.ts';
 
 const USAGE = `usage: switchyard token <command> [options]
 
@@ -13,30 +13,12 @@ commands:
              revoke a token and disconnect every agent using it
 
 options:
-  --url <url>   the coordinator (default http://127.0.0.1:8080)
+  --url <url>   the coordinator (default $SWITCHYARD_URL, else http://$HOST:$PORT as 'switchyard start' binds)
 
 The admin token comes from $SWITCHYARD_ADMIN_TOKEN, else <$SWITCHYARD_DATA_DIR or ./.switchyard>/admin-token.
 `;
 
-const DEFAULT_URL = 'http://127.0.0.1:8080';
-const REQUEST_TIMEOUT_MS = 10_000;
-const EXIT_FAILED = 1;
-const EXIT_USAGE = 2;
-
-export interface TokenCommandIo {
-  stdout: Pick<NodeJS.WritableStream, 'write'>;
-  stderr: Pick<NodeJS.WritableStream, 'write'>;
-}
-
-/** A failure the command reports in one line and exits 1 for; never a stack trace. */
-class TokenCommandError extends Error {
-  override readonly name = 'TokenCommandError';
-}
-
-/** Arguments that cannot work: reported with the usage, exit 2. */
-class TokenUsageError extends Error {
-  override readonly name = 'TokenUsageError';
-}
+export type TokenCommandIo = CliIo;
 
 interface TokenView {
   id: string;
@@ -48,10 +30,6 @@ interface TokenView {
   revokedAt: number | null;
   consumedAt: number | null;
   lastSeenAt: number | null;
-}
-
-interface Api {
-  call(method: string, path: string, body?: unknown): Promise<unknown>;
 }
 
 const OPTIONS = {
@@ -67,26 +45,12 @@ const OPTIONS = {
  * `switchyard token create|list|revoke` against a running coordinator's API. Exit status: 0 done,
  * 1 the coordinator is unreachable or refused, 2 bad usage.
  */
-export async function runTokenCommand(
-  argv: string[],
-  env: NodeJS.ProcessEnv = process.env,
-  io: TokenCommandIo = { stdout: process.stdout, stderr: process.stderr },
-): Promise<number> {
-  try {
-    return await dispatch(argv, env, io);
-  } catch (thrown) {
-    if (thrown instanceof TokenUsageError) {
-      io.stderr.write(`switchyard token: ${thrown.message}\n${USAGE}`);
-      return EXIT_USAGE;
-    }
-    if (!(thrown instanceof TokenCommandError)) throw thrown;
-    io.stderr.write(`switchyard token: ${thrown.message}\n`);
-    return EXIT_FAILED;
-  }
+export async function runTokenCommand(argv: string[], env: NodeJS.ProcessEnv = process.env, io: TokenCommandIo = processIo): Promise<number> {
+  return runCli('token', USAGE, io, () => dispatch(argv, env, io));
 }
 
 async function dispatch(argv: string[], env: NodeJS.ProcessEnv, io: TokenCommandIo): Promise<number> {
-  const { values, positionals } = parseArguments(argv);
+  const { values, positionals } = parseCommandLine(argv, OPTIONS);
   const [command, ...rest] = positionals;
   if (values.help || command === undefined || command === 'help') {
     io.stdout.write(USAGE);
@@ -94,19 +58,11 @@ async function dispatch(argv: string[], env: NodeJS.ProcessEnv, io: TokenCommand
   }
   if (command === 'create' && rest.length === 0) {
     const body = createBody(values);
-    return create(await connect(values.url ?? DEFAULT_URL, env), body, io);
+    return create(await connect(env, values.url), body, io);
   }
-  if (command === 'list' && rest.length === 0) return list(await connect(values.url ?? DEFAULT_URL, env), values.json === true, io);
-  if (command === 'revoke' && rest.length === 1) return revoke(await connect(values.url ?? DEFAULT_URL, env), rest[0] as string, io);
-  throw new TokenUsageError(`unexpected arguments: ${positionals.join(' ')}`);
-}
-
-function parseArguments(argv: string[]) {
-  try {
-    return parseArgs({ args: argv, options: OPTIONS, allowPositionals: true, strict: true });
-  } catch (thrown) {
-    throw new TokenUsageError(thrown instanceof Error ? thrown.message : String(thrown), { cause: thrown });
-  }
+  if (command === 'list' && rest.length === 0) return list(await connect(env, values.url), values.json === true, io);
+  if (command === 'revoke' && rest.length === 1) return revoke(await connect(env, values.url), rest[0] as string, io);
+  throw new CliUsageError(`unexpected arguments: ${positionals.join(' ')}`);
 }
 
 function createBody(values: { labels?: string; 'mandatory-labels'?: string; 'expires-in'?: string }): Record<string, unknown> {
@@ -116,7 +72,7 @@ function createBody(values: { labels?: string; 'mandatory-labels'?: string; 'exp
   if (values['expires-in'] !== undefined) {
     const seconds = Number(values['expires-in']);
     if (!/^\d+$/.test(values['expires-in']) || !Number.isSafeInteger(seconds) || seconds <= 0) {
-      throw new TokenUsageError(`--expires-in must be a positive whole number of seconds, got "${values['expires-in']}"`);
+      throw new CliUsageError(`--expires-in must be a positive whole number of seconds, got "${values['expires-in']}"`);
     }
     body['expiresInSeconds'] = seconds;
   }
@@ -124,7 +80,7 @@ function createBody(values: { labels?: string; 'mandatory-labels'?: string; 'exp
 }
 
 async function create(api: Api, body: Record<string, unknown>, io: TokenCommandIo) {
-  const created = (await api.call('POST', '/api/v1/agent-tokens', body)) as TokenView & { token: string };
+  const created = await api.json<TokenView & { token: string }>('POST', '/api/v1/agent-tokens', body);
   io.stdout.write(`${created.token}\n`);
   io.stderr.write(
     `created agent token ${created.id} (prefix ${created.prefix}, expires ${formatTime(created.expiresAt, 'never')}` +
@@ -135,7 +91,7 @@ async function create(api: Api, body: Record<string, unknown>, io: TokenCommandI
 }
 
 async function list(api: Api, json: boolean, io: TokenCommandIo) {
-  const answer = (await api.call('GET', '/api/v1/agent-tokens')) as { tokens: TokenView[] };
+  const answer = await api.json<{ tokens: TokenView[] }>('GET', '/api/v1/agent-tokens');
   if (json) {
     io.stdout.write(`${JSON.stringify(answer, null, 2)}\n`);
     return 0;
@@ -155,66 +111,9 @@ async function list(api: Api, json: boolean, io: TokenCommandIo) {
 }
 
 async function revoke(api: Api, id: string, io: TokenCommandIo) {
-  await api.call('DELETE', `/api/v1/agent-tokens/${encodeURIComponent(id)}`);
+  await api.json('DELETE', `/api/v1/agent-tokens/${encodeURIComponent(id)}`);
   io.stderr.write(`revoked agent token ${id}\n`);
   return 0;
-}
-
-async function connect(url: string, env: NodeJS.ProcessEnv): Promise<Api> {
-  let base: URL;
-  try {
-    base = new URL(url);
-  } catch (thrown) {
-    throw new TokenUsageError(`--url is not a URL: "${url}"`, { cause: thrown });
-  }
-  const adminToken = await adminTokenFor(env);
-  return { call: (method, path, body) => request(base, adminToken, method, path, body) };
-}
-
-async function adminTokenFor(env: NodeJS.ProcessEnv): Promise<string> {
-  const found = await readAdminToken(env);
-  if (!found.ok) throw new TokenCommandError(found.reason);
-  return found.token;
-}
-
-async function request(base: URL, adminToken: string, method: string, path: string, body: unknown): Promise<unknown> {
-  const url = new URL(path, base);
-  let response: Response;
-  try {
-    response = await fetch(url, {
-      method,
-      headers: { authorization: `Bearer ${adminToken}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
-      body: body === undefined ? undefined : JSON.stringify(body),
-      signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS),
-    });
-  } catch (thrown) {
-    const cause = thrown instanceof Error && thrown.cause instanceof Error ? thrown.cause.message : String(thrown);
-    throw new TokenCommandError(`cannot reach the coordinator at ${base.origin} (${cause}); is \`switchyard start\` running there?`);
-  }
-  const text = await response.text();
-  const answer = parseJson(text);
-  if (!response.ok) {
-    const { error, reason } = (answer ?? {}) as { error?: string; reason?: string };
-    const detail = [error, reason].filter(Boolean).join(': ') || text.slice(0, 200) || response.statusText;
-    throw new TokenCommandError(`the coordinator answered ${response.status} to ${method} ${url.pathname}: ${detail}`);
-  }
-  if (answer === undefined) throw new TokenCommandError(`the coordinator answered ${method} ${url.pathname} with a body that is not JSON`);
-  return answer;
-}
-
-function parseJson(text: string): unknown {
-  try {
-    return JSON.parse(text) as unknown;
-  } catch {
-    return undefined;
-  }
-}
-
-function splitList(value: string): string[] {
-  return value
-    .split(',')
-    .map((item) => item.trim())
-    .filter(Boolean);
 }
 
 function stateOf(token: TokenView, now = Date.now()): string {
@@ -222,13 +121,4 @@ function stateOf(token: TokenView, now = Date.now()): string {
   if (token.consumedAt !== null) return 'consumed';
   if (token.expiresAt !== null && token.expiresAt <= now) return 'expired';
   return 'active';
-}
-
-function formatTime(ms: number | null, none: string): string {
-  return ms === null ? none : new Date(ms).toISOString();
-}
-
-function table(rows: string[][]): string {
-  const widths = rows[0]?.map((_, column) => Math.max(...rows.map((row) => (row[column] ?? '').length))) ?? [];
-  return rows.map((row) => row.map((cell, column) => cell.padEnd(widths[column] ?? 0)).join('  ').trimEnd()).join('\n') + '\n';
 }

@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import { resolve } from 'node:path';
+import type { z } from 'zod';
 import { ConfigError } from './errors.ts';
 import { envSchema, type LogLevel, type RawEnv } from './env.ts';
 import { compileScalerSettings, type ScalerSettings } from './scaler.ts';
@@ -82,10 +83,21 @@ const MAY_HOLD_SECRETS = new Set([
   'GITHUB_WEBHOOK_SECRET',
   'SWITCHYARD_GITHUB_WEBHOOK_SECRET',
   'SWITCHYARD_ADMIN_TOKEN',
+  'SWITCHYARD_URL',
 ]);
 
+/** @see CompiledConfig.port */
+export const DEFAULT_PORT = 8080;
+/** @see CompiledConfig.host */
+export const DEFAULT_HOST = '127.0.0.1';
+
 function parseEnv(env: NodeJS.ProcessEnv): RawEnv {
-  const parsed = envSchema.safeParse(env);
+  return parseEnvWith(envSchema, env);
+}
+
+/** Validates the variables of `schema` (a pick of envSchema); throws `ConfigError` naming the first bad one. */
+export function parseEnvWith<S extends z.ZodType>(schema: S, env: NodeJS.ProcessEnv): z.infer<S> {
+  const parsed = schema.safeParse(env);
   if (parsed.success) return parsed.data;
   const issue = parsed.error.issues[0];
   const key = String(issue?.path[0] ?? 'environment');
@@ -96,8 +108,8 @@ function parseEnv(env: NodeJS.ProcessEnv): RawEnv {
 
 function compile(raw: RawEnv): Omit<CompiledConfig, 'scaler'> {
   return {
-    port: raw.PORT ?? 8080,
-    host: raw.HOST ?? '127.0.0.1',
+    port: raw.PORT ?? DEFAULT_PORT,
+    host: raw.HOST ?? DEFAULT_HOST,
     dataDir: resolve(raw.SWITCHYARD_DATA_DIR ?? './.switchyard'),
     databaseUrl: raw.DATABASE_URL,
     redisUrl: raw.REDIS_URL,

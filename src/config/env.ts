@@ -23,7 +23,7 @@ const positiveDecimal = optional(
     .pipe(z.number().min(1, 'must be at least 1')),
 );
 
-const url = (protocols: readonly string[]) =>
+export const url = (protocols: readonly string[]) =>
   optional(
     z
       .string()

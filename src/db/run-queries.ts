@@ -2,11 +2,17 @@ import type { Kysely } from 'kysely';
 import type { Schema } from './schema.ts';
 
 /** Read-only queries over the projections the supervisor writes (STAT-4). */
-export async function listRuns(db: Kysely<Schema>, filter: { status?: string; workflow?: string; limit: number }) {
+export async function listRuns(db: Kysely<Schema>, filter: { status?: string; workflow?: string; repository?: string; limit: number }) {
   let query = db.selectFrom('runs').selectAll().orderBy('created_at', 'desc').limit(filter.limit);
   if (filter.status) query = query.where('status', '=', filter.status);
+  if (filter.repository) query = query.where('repository', '=', filter.repository);
   if (filter.workflow) query = query.where('workflow_name', '=', filter.workflow);
   return query.execute();
+}
+
+/** The run's row alone: its status, repository and frozen source. */
+export async function readRunRow(db: Kysely<Schema>, runId: string) {
+  return (await db.selectFrom('runs').selectAll().where('run_id', '=', runId).executeTakeFirst()) ?? null;
 }
 
 export async function runExists(db: Kysely<Schema>, runId: string): Promise<boolean> {
@@ -25,16 +31,31 @@ export async function listJobsByStatus(db: Kysely<Schema>, status: string, limit
   return db.selectFrom('jobs').selectAll().where('status', '=', status).orderBy('updated_at').limit(limit).execute();
 }
 
+const OPEN_ATTEMPT_STATUSES = ['queued', 'running', 'recovering', 'cancelling'];
+
 /** An agent's attempts that are not over, as the job projection records them (agent.job.lost). */
 export async function listOpenAttemptsOfAgent(db: Kysely<Schema>, agentId: string) {
   const rows = await db
     .selectFrom('jobs')
     .select(['run_id', 'job_key', 'dispatch_id'])
     .where('agent_id', '=', agentId)
-    .where('status', 'in', ['queued', 'running', 'recovering', 'cancelling'])
+    .where('status', 'in', OPEN_ATTEMPT_STATUSES)
     .where('dispatch_id', 'is not', null)
     .execute();
   return rows.flatMap((row) => (row.dispatch_id ? [{ runId: row.run_id, jobKey: row.job_key, dispatchId: row.dispatch_id }] : []));
+}
+
+/** How many open attempts each agent holds, by the job projection: the slots of agents connected elsewhere. */
+export async function countOpenAttemptsByAgent(db: Kysely<Schema>, agentIds: readonly string[]): Promise<Map<string, number>> {
+  if (agentIds.length === 0) return new Map();
+  const rows = await db
+    .selectFrom('jobs')
+    .select(['agent_id', (eb) => eb.fn.countAll<string>().as('open')])
+    .where('agent_id', 'in', agentIds)
+    .where('status', 'in', OPEN_ATTEMPT_STATUSES)
+    .groupBy('agent_id')
+    .execute();
+  return new Map(rows.flatMap((row) => (row.agent_id === null ? [] : [[row.agent_id, Number(row.open)] as const])));
 }
 
 /** Each job's reported steps and the run's frozen source, to name log lines by step. */

@@ -11,6 +11,7 @@ import { readJournal } from '../db/journal.ts';
 import { findWorkflowProblem } from '../lockfile/checks.ts';
 import { job as lockJobSchema } from '../lockfile/schema-jobs.ts';
 import { getRunWithJobs, listJobsByStatus, listRuns } from '../db/run-queries.ts';
+import { rerunOf, rerunRunRoute } from './api-rerun.ts';
 import type { Schema } from '../db/schema.ts';
 import type { RunSource } from '../pipeline/run-source.ts';
 import { HttpError, readJson, sendJson } from './respond.ts';
@@ -62,6 +63,7 @@ export function registerRunRoutes(router: Router, deps: RunApiDeps): void {
       sendJson(res, 200, { events: await readJournal(deps.db, params['id'] ?? '') });
     })
     .on('POST', '/api/v1/runs/:id/cancel', (ctx) => cancelRunRoute(deps, ctx))
+    .on('POST', '/api/v1/runs/:id/rerun', (ctx) => rerunRunRoute(deps, ctx))
     .on('GET', '/api/v1/jobs', async ({ res, url }) => {
       const jobs = await listJobsByStatus(deps.db, url.searchParams.get('status') ?? 'pending', 500);
       sendJson(res, 200, { jobs });
@@ -71,14 +73,15 @@ export function registerRunRoutes(router: Router, deps: RunApiDeps): void {
 async function listRunsRoute(deps: RunApiDeps, res: RouteContext['res'], url: URL) {
   const status = url.searchParams.get('status') ?? undefined;
   const workflow = url.searchParams.get('workflow') ?? undefined;
+  const repository = url.searchParams.get('repository') ?? undefined;
   const limit = Math.min(Number(url.searchParams.get('limit') ?? 100) || 100, 1000);
-  sendJson(res, 200, { runs: await listRuns(deps.db, { status, workflow, limit }) });
+  sendJson(res, 200, { runs: await listRuns(deps.db, { status, workflow, repository, limit }) });
 }
 
 async function getRunRoute(deps: RunApiDeps, res: RouteContext['res'], runId: string) {
   const found = await getRunWithJobs(deps.db, runId);
   if (!found) throw new HttpError(404, 'not found', `no run ${runId}`);
-  sendJson(res, 200, found);
+  sendJson(res, 200, { ...found, rerunOf: rerunOf(found.run.input_summary) });
 }
 
 /** Starts a workflow by hand: the same planning and run actor as a webhook run. */

@@ -1,0 +1,97 @@
+import type { RunStatus, TerminalRunStatus } from '../../machines/status.ts';
+import type { StepRecord } from '../../machines/types.ts';
+import { age, duration, formatTime, table } from './format.ts';
+
+/** A `runs` row as `GET /api/v1/runs[/:id]` answers it. */
+export interface RunRow {
+  run_id: string;
+  workflow_name: string | null;
+  repository: string | null;
+  status: string;
+  created_at: number | null;
+  finished_at: number | null;
+  failure_reason: string | null;
+  init_failure: { message?: string } | null;
+  input_summary: { ref?: unknown; sha?: unknown } | null;
+}
+
+export interface JobRow {
+  job_key: string;
+  status: string;
+  waiting_reason: { kind?: string; message?: string } | null;
+  attempt: number;
+  agent_id: string | null;
+  outcome: string | null;
+  init_failure: { message?: string } | null;
+  steps: StepRecord[] | null;
+  duration_ms: number | null;
+  outputs: Record<string, unknown> | null;
+}
+
+export interface RunDetail {
+  run: RunRow;
+  jobs: JobRow[];
+  owner: { coordinator_id: string } | null;
+  rerunOf: string | null;
+}
+
+/** Every run status, checked against the union so a new one cannot be missed. */
+const RUN_STATUS_NAMES: Record<RunStatus, true> = { pending: true, held: true, running: true, cancelling: true, success: true, failed: true, cancelled: true };
+export const RUN_STATUSES = Object.keys(RUN_STATUS_NAMES);
+
+const TERMINAL: Record<TerminalRunStatus, true> = { success: true, failed: true, cancelled: true };
+export function isFinal(status: string): boolean {
+  return Object.hasOwn(TERMINAL, status);
+}
+
+/** The branch or tag a run was started for, as its stored source names it. */
+export function refOf(run: RunRow): string {
+  const ref = run.input_summary?.ref;
+  return typeof ref === 'string' ? ref.replace(/^refs\/(heads|tags)\//, '') : '-';
+}
+
+export function renderRunList(runs: RunRow[], now = Date.now()): string {
+  const rows = runs.map((run) => [run.run_id, run.repository ?? '-', run.workflow_name ?? '-', refOf(run), run.status, age(run.created_at, now)]);
+  return table([['ID', 'REPOSITORY', 'WORKFLOW', 'REF', 'STATUS', 'AGE'], ...rows]);
+}
+
+/** `switchyard run <id>`: the run, then each job with its waiting reason, steps and outputs. */
+export function renderRunDetail(detail: RunDetail, now = Date.now()): string {
+  const { run } = detail;
+  const sha = typeof run.input_summary?.sha === 'string' ? ` (${run.input_summary.sha})` : '';
+  const lines = [
+    `run ${run.run_id}  ${run.status}`,
+    `  workflow    ${run.workflow_name ?? '-'}`,
+    `  repository  ${run.repository ?? '-'} @ ${refOf(run)}${sha}`,
+    `  created     ${formatTime(run.created_at, '-')} (${age(run.created_at, now)} ago)`,
+  ];
+  if (run.finished_at !== null) lines.push(`  finished    ${formatTime(run.finished_at, '-')}`);
+  if (detail.rerunOf !== null) lines.push(`  rerun of    ${detail.rerunOf}`);
+  if (detail.owner) lines.push(`  owner       ${detail.owner.coordinator_id}`);
+  if (run.failure_reason) lines.push(`  failure     ${run.failure_reason}`);
+  if (run.init_failure?.message) lines.push(`  init failed ${run.init_failure.message}`);
+  for (const job of detail.jobs) lines.push('', ...renderJob(job));
+  return `${lines.join('\n')}\n`;
+}
+
+function renderJob(job: JobRow): string[] {
+  const agent = job.agent_id ? `  agent ${job.agent_id}` : '';
+  const lines = [`job ${job.job_key}  ${job.status}  attempt ${job.attempt}${agent}  ${duration(job.duration_ms)}`];
+  if (job.waiting_reason) lines.push(`  waiting: ${[job.waiting_reason.kind, job.waiting_reason.message].filter(Boolean).join(': ')}`);
+  if (job.init_failure?.message) lines.push(`  init failed: ${job.init_failure.message}`);
+  if (job.outcome && job.outcome !== job.status) lines.push(`  outcome: ${job.outcome}`);
+  const steps = job.steps ?? [];
+  if (steps.length > 0) {
+    const rows = steps.map((step) => [
+      `  ${step.index}`,
+      step.hook ? `${step.name} (${step.hook})` : step.name,
+      step.status,
+      duration(step.durationMs),
+      step.exitCode === null ? '-' : String(step.exitCode),
+      step.error ?? '',
+    ]);
+    lines.push(...table([['  #', 'STEP', 'STATUS', 'DURATION', 'EXIT', 'ERROR'], ...rows]).trimEnd().split('\n'));
+  }
+  for (const [name, value] of Object.entries(job.outputs ?? {})) lines.push(`  output ${name} = ${typeof value === 'string' ? value : JSON.stringify(value)}`);
+  return lines;
+}
