@@ -132,10 +132,12 @@ interface Step {
   spawn: ScalerAgent[];
   tell: (AgentCommand | AgentReport)[];
   stop: string[];
+  /** Reservations that ended with their resource: capacity the waiting jobs should hear about. */
+  freed: string[];
 }
 
 function stepFrom(context: ScalerContext): Step {
-  return { agents: { ...context.agents }, spareIds: [...context.spareIds], spawn: [], tell: [], stop: [] };
+  return { agents: { ...context.agents }, spareIds: [...context.spareIds], spawn: [], tell: [], stop: [], freed: [] };
 }
 
 /** Reserves an agent (SCL-5) in `step` when it fits; the child and the spawn intent follow from it. */
@@ -200,12 +202,17 @@ function onChanged(context: ScalerContext, event: Extract<ScalerEvent, { type: '
   return active && event.at !== null ? topUp(context, step, event.at) : step;
 }
 
-/** The child is done: its reservation is freed; a destroyed warm agent is replaced (a failed spawn waits for the next change). */
+/**
+ * The child is done: its reservation is freed. A destroyed agent's capacity is offered and a warm
+ * one replaced; a failed spawn is retried by its job's backoff (or the next change), not at once.
+ */
 function onEnded(context: ScalerContext, event: Extract<ScalerEvent, { type: 'scaler.agent.ended' }>, active: boolean): Step {
   const step = stepFrom(context);
   delete step.agents[event.agentId];
   step.stop.push(event.agentId);
-  return active && event.outcome === 'destroyed' && event.at !== null ? topUp(context, step, event.at) : step;
+  if (event.outcome !== 'destroyed') return step;
+  step.freed.push(event.agentId);
+  return active && event.at !== null ? topUp(context, step, event.at) : step;
 }
 
 /** After a restart: agents whose resource is gone are released; the others re-arm their deadlines. */
@@ -218,6 +225,7 @@ function onReconcile(context: ScalerContext, event: Extract<ScalerEvent, { type:
     } else {
       delete step.agents[agent.agentId];
       step.stop.push(agent.agentId);
+      step.freed.push(agent.agentId);
     }
   }
   return step;
@@ -244,10 +252,10 @@ function byName(backends: BackendPlan[]): Record<string, BackendPlan> {
 
 type StepFn = (context: ScalerContext, event: ScalerEvent) => Step;
 
-type SpawnAction = Extract<ScalerIntent, { type: 'spawnAgent' }>;
+type SpawnAction = Extract<ScalerIntent, { type: 'spawnAgent' | 'offerCapacity' }>;
 type ChildAgent = { src: 'scalerAgent'; logic: typeof scalerAgentMachine; id: string | undefined };
 
-function spawnIntent(agent: ScalerAgent): SpawnAction {
+function spawnIntent(agent: ScalerAgent): Extract<ScalerIntent, { type: 'spawnAgent' }> {
   const { agentId, backend, labelSet, resources, bound } = agent;
   return { type: 'spawnAgent', params: { agentId, backend, labelSet, resources, bound } };
 }
@@ -256,7 +264,7 @@ function spawnIntent(agent: ScalerAgent): SpawnAction {
 function apply(step: StepFn) {
   return enqueueActions<ScalerContext, ScalerEvent, undefined, ScalerEvent, ChildAgent, SpawnAction, never>(
     ({ context, event, enqueue }) => {
-      const { agents, spareIds, spawn, tell, stop } = step(context, event);
+      const { agents, spareIds, spawn, tell, stop, freed } = step(context, event);
       enqueue.assign({ agents, spareIds });
       for (const agentId of stop) enqueue.stopChild(agentId);
       for (const agent of spawn) {
@@ -265,6 +273,7 @@ function apply(step: StepFn) {
         enqueue(spawnIntent(agent));
       }
       for (const command of tell) enqueue.sendTo(command.agentId, command);
+      if (freed.length > 0) enqueue({ type: 'offerCapacity', params: { freedBy: freed.join(', ') } });
     },
   );
 }
@@ -286,8 +295,9 @@ export const scalerMachine = setup({
   },
   actors: { scalerAgent: scalerAgentMachine },
   actions: {
-    // Host-provided intent. The default does nothing: machines perform no I/O.
+    // Host-provided intents. The defaults do nothing: machines perform no I/O.
     spawnAgent: (_, _params: SpawnIntent) => {},
+    offerCapacity: (_, _params: { freedBy: string }) => {},
     request: apply(only('scaler.request', onRequest)),
     forward: apply(forward),
     changed: apply(only('scaler.agent.changed', (context, event) => onChanged(context, event, false))),
@@ -353,7 +363,10 @@ export const scalerMachine = setup({
 /** The scaler with every intent, its own and its agents', handed to `record`; the host runs them once stored. */
 export function scalerMachineRecording(record: (intent: ScalerIntent) => void) {
   return scalerMachine.provide({
-    actions: { spawnAgent: (_, params) => record({ type: 'spawnAgent', params }) },
+    actions: {
+      spawnAgent: (_, params) => record({ type: 'spawnAgent', params }),
+      offerCapacity: (_, params) => record({ type: 'offerCapacity', params }),
+    },
     actors: {
       scalerAgent: scalerAgentMachine.provide({
         actions: {

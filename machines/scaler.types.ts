@@ -101,5 +101,7 @@ export interface SpawnFailureIntent {
 /** Intents the host performs after the snapshot that caused them is stored (DESIGN.md §4). */
 export type ScalerIntent =
   | { type: 'spawnAgent'; params: SpawnIntent }
+  /** A reservation ended with its resource: jobs refused "at capacity" ask again (no registry change announces it). */
+  | { type: 'offerCapacity'; params: { freedBy: string } }
   | { type: 'destroyAgent'; params: DestroyIntent }
   | { type: 'reportSpawnFailure'; params: SpawnFailureIntent };

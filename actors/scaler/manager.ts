@@ -83,7 +83,6 @@ export class ScalerManager implements ScalerPort {
   private fenced = false;
   private timer: unknown = null;
   private lastReap = 0;
-  private lastCount = 0;
   private readonly missingSince = new Map<string, number>();
   private readonly lastOutcome = new Map<string, string>();
   private resolveUrl: (url: string) => void = () => undefined;
@@ -117,7 +116,6 @@ export class ScalerManager implements ScalerPort {
     this.actor = createActor(this.machine(), usable ? { snapshot: stored.snapshot as never, input, clock } : { input, clock });
     this.actor.subscribe({ next: () => this.observe(), error: (err) => this.options.log.error({ err: coerceError(err) }, 'scaler machine failed') });
     this.actor.start();
-    this.lastCount = this.agentCount();
     const alive = (await Promise.all(this.options.backends.map((backend) => this.aliveOn(backend)))).flat();
     this.send({ type: 'scaler.reload', caps: input.caps, backends: input.backends, at: clock.now() });
     this.supplyIds();
@@ -152,10 +150,6 @@ export class ScalerManager implements ScalerPort {
     this.changed += 1;
     this.updateGauges();
     void this.commit();
-    const count = this.agentCount();
-    // A freed reservation is capacity no registry change announces: the jobs refused "at capacity" ask again.
-    if (count < this.lastCount) queueMicrotask(() => this.options.offer());
-    this.lastCount = count;
     queueMicrotask(() => this.supplyIds());
   }
 
@@ -165,10 +159,6 @@ export class ScalerManager implements ScalerPort {
     if (!context) return;
     const missing = spareIdsWanted(context) - context.spareIds.length;
     if (missing > 0) this.send({ type: 'scaler.ids', suffixes: Array.from({ length: missing }, suffix) });
-  }
-
-  private agentCount(): number {
-    return Object.keys(this.context?.agents ?? {}).length;
   }
 
   private commit(): Promise<void> {

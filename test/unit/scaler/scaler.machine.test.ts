@@ -117,6 +117,21 @@ describe('scaler machine (orchestration.md §15)', () => {
     assert.equal(h.agents()[0]?.state, 'busy');
   });
 
+  it('a completed destroy asks the host to offer the freed capacity; a failed spawn leaves the retry to its job\'s backoff', () => {
+    const h = start();
+    h.send(request('a', '00000001'));
+    h.send({ type: 'scaler.agent.registered', agentId: 'scaler-bare-metal-00000001', at: 1 });
+    h.send({ type: 'scaler.agent.assigned', agentId: 'scaler-bare-metal-00000001', runId: 'run-1', jobKey: 'a', at: 2 });
+    h.send({ type: 'scaler.agent.finished', agentId: 'scaler-bare-metal-00000001', at: 3 });
+    h.take();
+    h.send({ type: 'scaler.agent.destroyed', agentId: 'scaler-bare-metal-00000001', at: 4 });
+    assert.deepEqual(h.take(), [{ type: 'offerCapacity', params: { freedBy: 'scaler-bare-metal-00000001' } }]);
+    h.send(request('b', '00000002'));
+    h.take();
+    h.send({ type: 'scaler.agent.spawn_failed', agentId: 'scaler-bare-metal-00000002', message: 'ENOENT', at: 5 });
+    assert.deepEqual(types(h.take()), ['reportSpawnFailure']);
+  });
+
   it('a failed spawn frees its reservation at once and is reported once', () => {
     const h = start();
     h.send(request('a', '00000001'));
@@ -194,8 +209,9 @@ describe('scaler machine (orchestration.md §15)', () => {
     assert.deepEqual(h.agents().map((a) => a.agentId), ['scaler-bare-metal-00000002']);
     assert.deepEqual(h.children(), ['scaler-bare-metal-00000002']);
     const intents = h.take();
-    assert.deepEqual(intents.map((i) => i.type), ['destroyAgent']);
-    assert.ok(intents[0]?.type === 'destroyAgent' && intents[0].params.reason === 'agent disconnected');
+    assert.deepEqual(types(intents), ['destroyAgent', 'offerCapacity'], 'the released record is capacity for waiting jobs');
+    const destroy = intents.find((i) => i.type === 'destroyAgent');
+    assert.ok(destroy?.type === 'destroyAgent' && destroy.params.reason === 'agent disconnected');
   });
 
   it('shutdown destroys every agent and refuses new requests', () => {
