@@ -163,6 +163,8 @@ await describeEachKind('scaler manager on a real runtime', (kind) => {
       await manager.start();
       const runIds = await createRuns(runtime, 4);
       await eventually(async () => (await reasons(db, runIds)).filter((r) => r.reason?.message === 'scaler at capacity').length === 1, 10_000, 'three spawns and one job at capacity');
+      // The reason is stored when the spawn is decided; the backend is asked only after the scaler's state is stored.
+      await eventually(() => backend.spawned.length === 3, 10_000, 'the three spawns to reach the backend');
       const [first] = backend.spawned;
       const agentId = first?.agentId as string;
       const link = { send: () => undefined, close: () => undefined };
