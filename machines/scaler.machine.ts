@@ -1,14 +1,34 @@
 import { enqueueActions, setup } from 'xstate';
 import type { EventFrom, SnapshotFrom } from 'xstate';
+import { scalerAgentMachine } from './scaler-agent.machine.ts';
+import type {
+  AgentCommand,
+  AgentReport,
+  Binding,
+  Resources,
+  ScalerAgent,
+  ScalerAgentNotice,
+  ScalerIntent,
+  ScalerTimeouts,
+  SpawnIntent,
+  Timed,
+} from './scaler.types.ts';
+
+export type {
+  Binding,
+  DestroyIntent,
+  Resources,
+  ScalerAgent,
+  ScalerAgentState,
+  ScalerIntent,
+  ScalerTimeouts,
+  SpawnFailureIntent,
+  SpawnIntent,
+} from './scaler.types.ts';
 
 export const SCALER_MACHINE_ID = 'scaler';
-/** Bump when a change makes stored scaler snapshots unreadable. */
-export const SCALER_MACHINE_VERSION = 1;
-
-export interface Resources {
-  cpu: number;
-  memoryBytes: number;
-}
+/** Bump when a change (here or in the scaler-agent chart) makes stored scaler snapshots unreadable. */
+export const SCALER_MACHINE_VERSION = 2;
 
 /** Global caps over every backend of this coordinator (SCL-5); null is unlimited. */
 export interface ScalerCaps {
@@ -27,54 +47,20 @@ export interface BackendPlan {
   labelSets: { resources: Resources; warm: { size: number; idleTimeoutMs: number } | null }[];
 }
 
-export interface Binding {
-  runId: string;
-  jobKey: string;
-}
-
 /** A backend label set that serves a job (SCL-2); the host computes these from the labels. */
 export interface Candidate {
   backend: string;
   labelSet: number;
 }
 
-/** `spawning` → `idle` (registered) → `busy` (took a job) → `destroying`; the record goes when destroyed. */
-export type ScalerAgentState = 'spawning' | 'idle' | 'busy' | 'destroying';
-
-/** One agent and its reservation. The reservation lives exactly as long as the record. */
-export interface ScalerAgent {
-  agentId: string;
-  backend: string;
-  labelSet: number;
-  resources: Resources;
-  state: ScalerAgentState;
-  /** The job this spawn is for (SCL-3); a warm-pool spawn has none. */
-  bound: Binding | null;
-  warm: boolean;
-  reservedAt: number;
-  /** A spawn that has not registered by then is released (SCL-6). */
-  spawnDeadlineAt: number;
-  backendRef: string | null;
-  registeredAt: number | null;
-  /** The one job this single-use agent took (SCL-7). */
-  usedBy: Binding | null;
-  idleDeadlineAt: number | null;
-  endReason: string | null;
-}
-
-export interface ScalerTimeouts {
-  spawnMs: number;
-  /** How long a registered bound agent waits for its job (the stock agent's pendingDispatch idle: 60 s). */
-  boundIdleMs: number;
-  /** How long a registered unbound agent outside the warm pool idles (5 s). */
-  unboundIdleMs: number;
-}
-
 export interface ScalerContext {
   caps: ScalerCaps;
   backends: Record<string, BackendPlan>;
   timeouts: ScalerTimeouts;
+  /** One record per child agent, as the child last reported it: the reservations caps are checked over. */
   agents: Record<string, ScalerAgent>;
+  /** Fresh agent-id suffixes from the host, for warm-pool spawns no host event asks for. */
+  spareIds: string[];
 }
 
 export interface ScalerInput {
@@ -83,41 +69,15 @@ export interface ScalerInput {
   timeouts: ScalerTimeouts;
 }
 
-interface Timed {
-  at: number;
-}
-interface AboutAgent extends Timed {
-  agentId: string;
-}
-
 export type ScalerEvent =
   | ({ type: 'scaler.request'; runId: string; jobKey: string; candidates: Candidate[]; suffix: string } & Timed)
-  | ({ type: 'scaler.tick'; suffixes: string[] } & Timed)
-  | ({ type: 'scaler.agent.spawned'; backendRef: string } & AboutAgent)
-  | ({ type: 'scaler.agent.spawn_failed'; message: string } & AboutAgent)
-  | ({ type: 'scaler.agent.registered' } & AboutAgent)
-  | ({ type: 'scaler.agent.assigned'; runId: string; jobKey: string } & AboutAgent)
-  | ({ type: 'scaler.agent.finished' } & AboutAgent)
-  | ({ type: 'scaler.agent.lost'; reason: string } & AboutAgent)
-  | ({ type: 'scaler.agent.destroyed' } & AboutAgent)
+  | AgentReport
+  | ScalerAgentNotice
+  | { type: 'scaler.ids'; suffixes: string[] }
   | ({ type: 'scaler.reconcile'; alive: string[] } & Timed)
   | ({ type: 'scaler.reload'; caps: ScalerCaps; backends: BackendPlan[] } & Timed)
   /** `keep`: agents still running a job, left alive to reclaim it after the restart. */
   | ({ type: 'scaler.shutdown'; keep?: string[] } & Timed);
-
-export interface SpawnIntent {
-  agentId: string;
-  backend: string;
-  labelSet: number;
-  resources: Resources;
-  bound: Binding | null;
-}
-
-/** Intents the host performs after the snapshot that caused them is stored (DESIGN.md §4). */
-export type ScalerIntent =
-  | { type: 'spawnAgent'; params: SpawnIntent }
-  | { type: 'destroyAgent'; params: { agentId: string; backend: string; reason: string } }
-  | { type: 'reportSpawnFailure'; params: { agentId: string; backend: string; bound: Binding | null; message: string } };
 
 type Agents = Record<string, ScalerAgent>;
 
@@ -165,64 +125,49 @@ export function boundAgentOf(context: ScalerContext, runId: string, jobKey: stri
   return live(context.agents).find((agent) => sameJob(agent.bound, runId, jobKey) && (agent.state === 'spawning' || agent.state === 'idle'));
 }
 
-function reserve(context: ScalerContext, candidate: Candidate, suffix: string, at: number, bound: Binding | null): ScalerAgent | null {
+/** What one transition decides: the new records, and what to do with the children. */
+interface Step {
+  agents: Agents;
+  spareIds: string[];
+  spawn: ScalerAgent[];
+  tell: (AgentCommand | AgentReport)[];
+  stop: string[];
+  /** Reservations that ended with their resource: capacity the waiting jobs should hear about. */
+  freed: string[];
+}
+
+function stepFrom(context: ScalerContext): Step {
+  return { agents: { ...context.agents }, spareIds: [...context.spareIds], spawn: [], tell: [], stop: [], freed: [] };
+}
+
+/** Reserves an agent (SCL-5) in `step` when it fits; the child and the spawn intent follow from it. */
+function reserve(context: ScalerContext, step: Step, candidate: Candidate, suffix: string, at: number, bound: Binding | null): ScalerAgent | null {
   const backend = context.backends[candidate.backend];
   const set = backend?.labelSets[candidate.labelSet];
-  if (!backend || !set || !fits(context, backend.name, set.resources)) return null;
-  return {
-    agentId: agentIdFor(backend.type, suffix),
-    backend: backend.name,
-    labelSet: candidate.labelSet,
-    resources: set.resources,
-    state: 'spawning',
-    bound,
-    warm: bound === null,
-    reservedAt: at,
-    spawnDeadlineAt: at + context.timeouts.spawnMs,
-    backendRef: null,
-    registeredAt: null,
-    usedBy: null,
-    idleDeadlineAt: null,
-    endReason: null,
+  if (!backend || !set || !fits(context, backend.name, set.resources, step.agents)) return null;
+  const agent: ScalerAgent = {
+    ...{ agentId: agentIdFor(backend.type, suffix), backend: backend.name, labelSet: candidate.labelSet, resources: set.resources, state: 'spawning' },
+    ...{ bound, warm: bound === null, reservedAt: at, spawnDeadlineAt: at + context.timeouts.spawnMs, backendRef: null, registeredAt: null },
+    ...{ usedBy: null, idleDeadlineAt: null, endReason: null },
   };
+  step.agents[agent.agentId] = agent;
+  step.spawn.push(agent);
+  return agent;
 }
-
-function spawnIntent(agent: ScalerAgent): ScalerIntent {
-  const { agentId, backend, labelSet, resources, bound } = agent;
-  return { type: 'spawnAgent', params: { agentId, backend, labelSet, resources, bound } };
-}
-
-/** Marks an agent for destruction; the reservation is freed when `scaler.agent.destroyed` arrives. */
-function retire(agents: Agents, agent: ScalerAgent, reason: string, intents: ScalerIntent[]): void {
-  agents[agent.agentId] = { ...agent, state: 'destroying', endReason: reason, idleDeadlineAt: null };
-  intents.push({ type: 'destroyAgent', params: { agentId: agent.agentId, backend: agent.backend, reason } });
-}
-
-function failSpawn(agent: ScalerAgent, message: string, intents: ScalerIntent[]): void {
-  intents.push({ type: 'reportSpawnFailure', params: { agentId: agent.agentId, backend: agent.backend, bound: agent.bound, message } });
-}
-
-type Step = { agents: Agents; intents: ScalerIntent[] };
 
 function onRequest(context: ScalerContext, event: Extract<ScalerEvent, { type: 'scaler.request' }>): Step {
-  const agents = { ...context.agents };
-  const intents: ScalerIntent[] = [];
-  const { runId, jobKey } = event;
-  if (boundAgentOf(context, runId, jobKey)) return { agents, intents };
+  const step = stepFrom(context);
+  const { runId, jobKey, at } = event;
+  if (boundAgentOf(context, runId, jobKey)) return step;
   const servesJob = (agent: ScalerAgent) => event.candidates.some((c) => c.backend === agent.backend && c.labelSet === agent.labelSet);
-  const warmSpawning = live(agents).find((agent) => agent.state === 'spawning' && agent.bound === null && servesJob(agent));
+  const warmSpawning = live(step.agents).find((agent) => agent.state === 'spawning' && agent.bound === null && servesJob(agent));
   if (warmSpawning) {
-    agents[warmSpawning.agentId] = { ...warmSpawning, bound: { runId, jobKey } };
-    return { agents, intents };
+    step.agents[warmSpawning.agentId] = { ...warmSpawning, bound: { runId, jobKey } };
+    step.tell.push({ type: 'scaler.agent.bind', agentId: warmSpawning.agentId, runId, jobKey, at });
+    return step;
   }
-  for (const candidate of event.candidates) {
-    const agent = reserve(context, candidate, event.suffix, event.at, { runId, jobKey });
-    if (!agent) continue;
-    agents[agent.agentId] = agent;
-    intents.push(spawnIntent(agent));
-    break;
-  }
-  return { agents, intents };
+  for (const candidate of event.candidates) if (reserve(context, step, candidate, event.suffix, at, { runId, jobKey })) break;
+  return step;
 }
 
 function warmCount(agents: Agents, backend: string, labelSet: number): number {
@@ -230,94 +175,75 @@ function warmCount(agents: Agents, backend: string, labelSet: number): number {
     .length;
 }
 
-function onTick(context: ScalerContext, event: Extract<ScalerEvent, { type: 'scaler.tick' }>): Step {
-  const agents = { ...context.agents };
-  const intents: ScalerIntent[] = [];
-  for (const agent of live(agents)) {
-    if (agent.state === 'spawning' && agent.spawnDeadlineAt <= event.at) {
-      const seconds = Math.round(context.timeouts.spawnMs / 1000);
-      const message = `agent ${agent.agentId} did not register within ${seconds} s`;
-      retire(agents, agent, message, intents);
-      failSpawn(agent, message, intents);
-    } else if (agent.state === 'idle' && agent.idleDeadlineAt !== null && agent.idleDeadlineAt <= event.at) {
-      retire(agents, agent, 'idle timeout', intents);
-    }
-  }
-  const suffixes = [...event.suffixes];
+/** SCL-8: spawns until every warm pool is full again, as far as the caps and the spare ids allow. */
+function topUp(context: ScalerContext, step: Step, at: number): Step {
   for (const backend of Object.values(context.backends)) {
     backend.labelSets.forEach((set, labelSet) => {
       if (!set.warm) return;
-      while (warmCount(agents, backend.name, labelSet) < set.warm.size && suffixes.length > 0) {
-        const agent = reserve({ ...context, agents }, { backend: backend.name, labelSet }, suffixes.shift() as string, event.at, null);
-        if (!agent) break;
-        agents[agent.agentId] = agent;
-        intents.push(spawnIntent(agent));
+      while (warmCount(step.agents, backend.name, labelSet) < set.warm.size && step.spareIds.length > 0) {
+        if (!reserve(context, step, { backend: backend.name, labelSet }, step.spareIds[0] as string, at, null)) break;
+        step.spareIds.shift();
       }
     });
   }
-  return { agents, intents };
+  return step;
 }
 
-function idleDeadline(context: ScalerContext, agent: ScalerAgent, at: number): number | null {
-  if (agent.bound) return at + context.timeouts.boundIdleMs;
-  if (agent.warm) return null;
-  return at + context.timeouts.unboundIdleMs;
+/** How many spare ids the pools can use at once: the host keeps the machine supplied with that many. */
+export function spareIdsWanted(context: ScalerContext): number {
+  return Object.values(context.backends).reduce((total, backend) => total + backend.labelSets.reduce((n, set) => n + (set.warm?.size ?? 0), 0), 0);
 }
 
-/** One agent's own events; anything for an unknown or already destroying agent changes nothing. */
-function onAgentEvent(context: ScalerContext, event: ScalerEvent): Step {
-  const agents = { ...context.agents };
-  const intents: ScalerIntent[] = [];
-  const agent = 'agentId' in event ? agents[event.agentId] : undefined;
-  if (!agent) return { agents, intents };
-  switch (event.type) {
-    case 'scaler.agent.spawned':
-      if (agent.state !== 'destroying') agents[agent.agentId] = { ...agent, backendRef: event.backendRef };
-      break;
-    case 'scaler.agent.spawn_failed':
-      delete agents[agent.agentId];
-      if (agent.state !== 'destroying') failSpawn(agent, event.message, intents);
-      break;
-    case 'scaler.agent.registered':
-      if (agent.state === 'spawning') agents[agent.agentId] = { ...agent, state: 'idle', registeredAt: event.at, idleDeadlineAt: idleDeadline(context, agent, event.at) };
-      break;
-    case 'scaler.agent.assigned':
-      if (agent.state === 'spawning' || agent.state === 'idle') {
-        agents[agent.agentId] = { ...agent, state: 'busy', usedBy: { runId: event.runId, jobKey: event.jobKey }, idleDeadlineAt: null };
-      }
-      break;
-    case 'scaler.agent.finished':
-      if (agent.state === 'busy') retire(agents, agent, 'job finished (single use)', intents);
-      break;
-    case 'scaler.agent.lost':
-      if (agent.state === 'destroying') break;
-      retire(agents, agent, event.reason, intents);
-      if (agent.state === 'spawning') failSpawn(agent, `agent ${agent.agentId} ended before registering: ${event.reason}`, intents);
-      break;
-    case 'scaler.agent.destroyed':
-      delete agents[agent.agentId];
-      break;
-  }
-  return { agents, intents };
+/** A child's report replaces its record; a host event behind it may have shrunk a pool. */
+function onChanged(context: ScalerContext, event: Extract<ScalerEvent, { type: 'scaler.agent.changed' }>, active: boolean): Step {
+  const step = stepFrom(context);
+  if (!step.agents[event.agent.agentId]) return step;
+  step.agents[event.agent.agentId] = event.agent;
+  return active && event.at !== null ? topUp(context, step, event.at) : step;
 }
 
-/** After a restart: agents whose resource is gone are released; destroys in flight are re-issued. */
+/**
+ * The child is done: its reservation is freed. A destroyed agent's capacity is offered and a warm
+ * one replaced; a failed spawn is retried by its job's backoff (or the next change), not at once.
+ */
+function onEnded(context: ScalerContext, event: Extract<ScalerEvent, { type: 'scaler.agent.ended' }>, active: boolean): Step {
+  const step = stepFrom(context);
+  delete step.agents[event.agentId];
+  step.stop.push(event.agentId);
+  if (event.outcome !== 'destroyed') return step;
+  step.freed.push(event.agentId);
+  return active && event.at !== null ? topUp(context, step, event.at) : step;
+}
+
+/** After a restart: agents whose resource is gone are released; the others re-arm their deadlines. */
 function onReconcile(context: ScalerContext, event: Extract<ScalerEvent, { type: 'scaler.reconcile' }>): Step {
-  const agents = { ...context.agents };
-  const intents: ScalerIntent[] = [];
+  const step = stepFrom(context);
   const alive = new Set(event.alive);
-  for (const agent of live(agents)) {
-    if (!alive.has(agent.agentId)) delete agents[agent.agentId];
-    else if (agent.state === 'destroying') retire(agents, agent, agent.endReason ?? 'destroy after restart', intents);
+  for (const agent of live(step.agents)) {
+    if (alive.has(agent.agentId)) {
+      step.tell.push({ type: 'scaler.agent.resume', agentId: agent.agentId, at: event.at });
+    } else {
+      delete step.agents[agent.agentId];
+      step.stop.push(agent.agentId);
+      step.freed.push(agent.agentId);
+    }
   }
-  return { agents, intents };
+  return step;
 }
 
-function retireAll(context: ScalerContext, reason: string, which: (agent: ScalerAgent) => boolean): Step {
-  const agents = { ...context.agents };
-  const intents: ScalerIntent[] = [];
-  for (const agent of live(agents)) if (agent.state !== 'destroying' && which(agent)) retire(agents, agent, reason, intents);
-  return { agents, intents };
+function retireAll(context: ScalerContext, reason: string, at: number, which: (agent: ScalerAgent) => boolean): Step {
+  const step = stepFrom(context);
+  for (const agent of live(step.agents)) {
+    if (agent.state !== 'destroying' && which(agent)) step.tell.push({ type: 'scaler.agent.retire', agentId: agent.agentId, reason, at });
+  }
+  return step;
+}
+
+/** A host report about an agent goes to that agent's child; one about an unknown agent changes nothing. */
+function forward(context: ScalerContext, event: ScalerEvent): Step {
+  const step = stepFrom(context);
+  if ('agentId' in event && 'at' in event && step.agents[event.agentId] && event.type !== 'scaler.agent.ended') step.tell.push(event);
+  return step;
 }
 
 function byName(backends: BackendPlan[]): Record<string, BackendPlan> {
@@ -326,19 +252,40 @@ function byName(backends: BackendPlan[]): Record<string, BackendPlan> {
 
 type StepFn = (context: ScalerContext, event: ScalerEvent) => Step;
 
-/** Applies a pure step: the new records go to context, the intents to the host. */
+type SpawnAction = Extract<ScalerIntent, { type: 'spawnAgent' | 'offerCapacity' }>;
+type ChildAgent = { src: 'scalerAgent'; logic: typeof scalerAgentMachine; id: string | undefined };
+
+function spawnIntent(agent: ScalerAgent): Extract<ScalerIntent, { type: 'spawnAgent' }> {
+  const { agentId, backend, labelSet, resources, bound } = agent;
+  return { type: 'spawnAgent', params: { agentId, backend, labelSet, resources, bound } };
+}
+
+/** Applies a pure step: records to context, a child per new reservation, commands to children, spawn intents to the host. */
 function apply(step: StepFn) {
-  return enqueueActions<ScalerContext, ScalerEvent, undefined, ScalerEvent, never, ScalerIntent, never>(({ context, event, enqueue }) => {
-    const { agents, intents } = step(context, event);
-    enqueue.assign({ agents });
-    for (const intent of intents) enqueue(intent);
-  });
+  return enqueueActions<ScalerContext, ScalerEvent, undefined, ScalerEvent, ChildAgent, SpawnAction, never>(
+    ({ context, event, enqueue }) => {
+      const { agents, spareIds, spawn, tell, stop, freed } = step(context, event);
+      enqueue.assign({ agents, spareIds });
+      for (const agentId of stop) enqueue.stopChild(agentId);
+      for (const agent of spawn) {
+        const { state: _state, ...record } = agent;
+        enqueue.spawnChild('scalerAgent', { id: agent.agentId, input: { agent: record, timeouts: context.timeouts } });
+        enqueue(spawnIntent(agent));
+      }
+      for (const command of tell) enqueue.sendTo(command.agentId, command);
+      if (freed.length > 0) enqueue({ type: 'offerCapacity', params: { freedBy: freed.join(', ') } });
+    },
+  );
+}
+
+function only<T extends ScalerEvent['type']>(type: T, fn: (context: ScalerContext, event: Extract<ScalerEvent, { type: T }>) => Step): StepFn {
+  return (context, event) => (event.type === type ? fn(context, event as Extract<ScalerEvent, { type: T }>) : stepFrom(context));
 }
 
 /**
- * The scaler manager (orchestration.md §15): every backend's agents and reservations in one
- * mailbox, so the global and per-backend caps are checked and reserved in one transition (SCL-5).
- * Backend I/O happens outside, as intents; results come back as `scaler.agent.*` events.
+ * The scaler manager (orchestration.md §15): every backend's reservations in one mailbox, so the
+ * global and per-backend caps are checked and reserved in one transition (SCL-5). Each agent's
+ * lifecycle and deadlines are its own `scalerAgent` child; backend I/O happens outside, as intents.
  */
 export const scalerMachine = setup({
   types: {
@@ -346,49 +293,60 @@ export const scalerMachine = setup({
     events: {} as ScalerEvent,
     input: {} as ScalerInput,
   },
+  actors: { scalerAgent: scalerAgentMachine },
   actions: {
     // Host-provided intents. The defaults do nothing: machines perform no I/O.
     spawnAgent: (_, _params: SpawnIntent) => {},
-    destroyAgent: (_, _params: { agentId: string; backend: string; reason: string }) => {},
-    reportSpawnFailure: (_, _params: { agentId: string; backend: string; bound: Binding | null; message: string }) => {},
-    request: apply((context, event) => (event.type === 'scaler.request' ? onRequest(context, event) : { agents: context.agents, intents: [] })),
-    tick: apply((context, event) => (event.type === 'scaler.tick' ? onTick(context, event) : { agents: context.agents, intents: [] })),
-    agentEvent: apply(onAgentEvent),
-    reconcile: apply((context, event) => (event.type === 'scaler.reconcile' ? onReconcile(context, event) : { agents: context.agents, intents: [] })),
-    reload: apply((context, event) => {
-      if (event.type !== 'scaler.reload') return { agents: context.agents, intents: [] };
-      const names = new Set(event.backends.map((backend) => backend.name));
-      return retireAll(context, 'backend removed by reload', (agent) => !names.has(agent.backend));
+    offerCapacity: (_, _params: { freedBy: string }) => {},
+    request: apply(only('scaler.request', onRequest)),
+    forward: apply(forward),
+    changed: apply(only('scaler.agent.changed', (context, event) => onChanged(context, event, false))),
+    changedTopUp: apply(only('scaler.agent.changed', (context, event) => onChanged(context, event, true))),
+    ended: apply(only('scaler.agent.ended', (context, event) => onEnded(context, event, false))),
+    endedTopUp: apply(only('scaler.agent.ended', (context, event) => onEnded(context, event, true))),
+    keepIds: enqueueActions<ScalerContext, ScalerEvent, undefined, ScalerEvent, never, SpawnAction, never>(({ context, event, enqueue }) => {
+      if (event.type === 'scaler.ids') enqueue.assign({ spareIds: [...context.spareIds, ...event.suffixes].slice(0, Math.max(spareIdsWanted(context), 0)) });
     }),
-    applyPlans: enqueueActions<ScalerContext, ScalerEvent, undefined, ScalerEvent, never, ScalerIntent, never>(({ event, enqueue }) => {
+    reconcile: apply(only('scaler.reconcile', onReconcile)),
+    topUp: apply((context, event) => topUp(context, stepFrom(context), 'at' in event && typeof event.at === 'number' ? event.at : 0)),
+    reload: apply(only('scaler.reload', (context, event) => {
+      const names = new Set(event.backends.map((backend) => backend.name));
+      return retireAll(context, 'backend removed by reload', event.at, (agent) => !names.has(agent.backend));
+    })),
+    applyPlans: enqueueActions<ScalerContext, ScalerEvent, undefined, ScalerEvent, never, SpawnAction, never>(({ event, enqueue }) => {
       if (event.type === 'scaler.reload') enqueue.assign({ caps: event.caps, backends: byName(event.backends) });
     }),
-    retireEverything: apply((context, event) => {
-      const keep = new Set(event.type === 'scaler.shutdown' ? (event.keep ?? []) : []);
-      return retireAll(context, 'coordinator shutting down', (agent) => !keep.has(agent.agentId));
-    }),
+    retireEverything: apply(only('scaler.shutdown', (context, event) => {
+      const keep = new Set(event.keep ?? []);
+      return retireAll(context, 'coordinator shutting down', event.at, (agent) => !keep.has(agent.agentId));
+    })),
   },
 }).createMachine({
   id: SCALER_MACHINE_ID,
-  context: ({ input }) => ({ caps: input.caps, backends: byName(input.backends), timeouts: input.timeouts, agents: {} }),
+  context: ({ input }) => ({ caps: input.caps, backends: byName(input.backends), timeouts: input.timeouts, agents: {}, spareIds: [] }),
   initial: 'active',
   on: {
-    'scaler.agent.spawned': { actions: 'agentEvent' },
-    'scaler.agent.spawn_failed': { actions: 'agentEvent' },
-    'scaler.agent.registered': { actions: 'agentEvent' },
-    'scaler.agent.assigned': { actions: 'agentEvent' },
-    'scaler.agent.finished': { actions: 'agentEvent' },
-    'scaler.agent.lost': { actions: 'agentEvent' },
-    'scaler.agent.destroyed': { actions: 'agentEvent' },
+    'scaler.agent.spawned': { actions: 'forward' },
+    'scaler.agent.spawn_failed': { actions: 'forward' },
+    'scaler.agent.registered': { actions: 'forward' },
+    'scaler.agent.assigned': { actions: 'forward' },
+    'scaler.agent.finished': { actions: 'forward' },
+    'scaler.agent.lost': { actions: 'forward' },
+    'scaler.agent.destroyed': { actions: 'forward' },
+    'scaler.agent.changed': { actions: 'changed' },
+    'scaler.agent.ended': { actions: 'ended' },
+    'scaler.ids': { actions: 'keepIds' },
     'scaler.reconcile': { actions: 'reconcile' },
   },
   states: {
     active: {
-      description: 'Spawns for jobs and keeps warm pools; refuses what the caps do not allow.',
+      description: 'Spawns for jobs and keeps warm pools full; refuses what the caps do not allow.',
       on: {
         'scaler.request': { actions: 'request' },
-        'scaler.tick': { actions: 'tick' },
-        'scaler.reload': { actions: ['reload', 'applyPlans'] },
+        'scaler.agent.changed': { actions: 'changedTopUp' },
+        'scaler.agent.ended': { actions: 'endedTopUp' },
+        'scaler.reconcile': { actions: ['reconcile', 'topUp'] },
+        'scaler.reload': { actions: ['reload', 'applyPlans', 'topUp'] },
         'scaler.shutdown': { target: 'draining', actions: 'retireEverything' },
       },
     },
@@ -396,11 +354,29 @@ export const scalerMachine = setup({
       description: 'The coordinator is stopping: idle agents are destroyed and nothing new is spawned.',
       on: {
         // A stored draining scaler is active again when the coordinator starts.
-        'scaler.reload': { target: 'active', actions: ['reload', 'applyPlans'] },
+        'scaler.reload': { target: 'active', actions: ['reload', 'applyPlans', 'topUp'] },
       },
     },
   },
 });
+
+/** The scaler with every intent, its own and its agents', handed to `record`; the host runs them once stored. */
+export function scalerMachineRecording(record: (intent: ScalerIntent) => void) {
+  return scalerMachine.provide({
+    actions: {
+      spawnAgent: (_, params) => record({ type: 'spawnAgent', params }),
+      offerCapacity: (_, params) => record({ type: 'offerCapacity', params }),
+    },
+    actors: {
+      scalerAgent: scalerAgentMachine.provide({
+        actions: {
+          destroyAgent: (_, params) => record({ type: 'destroyAgent', params }),
+          reportSpawnFailure: (_, params) => record({ type: 'reportSpawnFailure', params }),
+        },
+      }),
+    },
+  });
+}
 
 export type ScalerMachine = typeof scalerMachine;
 export type ScalerSnapshot = SnapshotFrom<ScalerMachine>;

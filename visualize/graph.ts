@@ -4,6 +4,8 @@ import type { DirectedGraphNode } from 'xstate/graph';
 import { CONCURRENCY_MACHINE_ID, CONCURRENCY_MACHINE_VERSION, concurrencyMachine } from '../machines/concurrency.machine.ts';
 import { JOB_MACHINE_ID, JOB_MACHINE_VERSION, jobMachine } from '../machines/job.machine.ts';
 import { RUN_MACHINE_ID, RUN_MACHINE_VERSION, runMachine } from '../machines/run.machine.ts';
+import { SCALER_MACHINE_ID, SCALER_MACHINE_VERSION, scalerMachine } from '../machines/scaler.machine.ts';
+import { SCALER_AGENT_MACHINE_ID, SCALER_AGENT_MACHINE_VERSION, scalerAgentMachine } from '../machines/scaler-agent.machine.ts';
 
 export interface GraphNode {
   /** The state node id, e.g. `job.assigned.running`; the root is the machine id. */
@@ -99,14 +101,16 @@ export function machineGraph(machine: AnyStateMachine, version: number): Machine
 
 let cached: MachineGraph[] | null = null;
 
-/** Every chart this build runs: run, job, concurrency (computed once). */
+/** Every chart this build runs: run, job, concurrency, scaler and its agents (computed once). */
 export function machineGraphs(): MachineGraph[] {
   cached ??= [
     machineGraph(runMachine, RUN_MACHINE_VERSION),
     machineGraph(jobMachine, JOB_MACHINE_VERSION),
     machineGraph(concurrencyMachine, CONCURRENCY_MACHINE_VERSION),
+    machineGraph(scalerMachine, SCALER_MACHINE_VERSION),
+    machineGraph(scalerAgentMachine, SCALER_AGENT_MACHINE_VERSION),
   ];
   return cached;
 }
 
-export const MACHINE_IDS = [RUN_MACHINE_ID, JOB_MACHINE_ID, CONCURRENCY_MACHINE_ID] as const;
+export const MACHINE_IDS = [RUN_MACHINE_ID, JOB_MACHINE_ID, CONCURRENCY_MACHINE_ID, SCALER_MACHINE_ID, SCALER_AGENT_MACHINE_ID] as const;

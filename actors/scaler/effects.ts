@@ -27,7 +27,7 @@ export interface ScalerEffectsDeps {
   tokenTtlMs: number;
   jobs: ScalerJobs;
   deliver: (runId: string, event: IncomingRunEvent) => Promise<unknown>;
-  /** Offers free capacity to waiting jobs again (a retry after a failed spawn). */
+  /** Offers free capacity to waiting jobs again (a freed reservation, a retry after a failed spawn). */
   offer: () => void;
   send: (event: ScalerEvent) => void;
   tracker: FailureTracker;
@@ -74,6 +74,9 @@ export class ScalerEffects {
         return this.destroy(intent.params.agentId, intent.params.backend, intent.params.reason);
       case 'reportSpawnFailure':
         return this.reportFailure(intent.params);
+      case 'offerCapacity':
+        this.deps.offer();
+        return Promise.resolve();
     }
   }
 

@@ -2,7 +2,8 @@ import { randomBytes } from 'node:crypto';
 import { createActor } from 'xstate';
 import type { Actor } from 'xstate';
 import type { Logger } from 'pino';
-import { SCALER_MACHINE_VERSION, boundAgentOf, scalerMachine } from '../../machines/scaler.machine.ts';
+import { SCALER_MACHINE_VERSION, boundAgentOf, scalerMachineRecording, spareIdsWanted } from '../../machines/scaler.machine.ts';
+import type { ScalerMachine } from '../../machines/scaler.machine.ts';
 import type { BackendPlan, ScalerAgent, ScalerCaps, ScalerContext, ScalerEvent, ScalerIntent, ScalerTimeouts } from '../../machines/scaler.machine.ts';
 import type { WaitingReason } from '../../machines/types.ts';
 import type { ScalerBackend } from './ports.ts';
@@ -24,6 +25,7 @@ export interface ScalerManagerOptions {
   caps: ScalerCaps;
   spawnTimeoutMs: number;
   tokenTtlMs: number;
+  /** How often sessions are compared with the registry (disconnect grace) and orphan reaping is considered. */
   tickMs: number;
   store: ScalerStore;
   registry: AgentRegistry;
@@ -46,8 +48,6 @@ export interface ScalerManagerOptions {
 
 const TIMEOUTS: Omit<ScalerTimeouts, 'spawnMs'> = { boundIdleMs: 60_000, unboundIdleMs: 5_000 };
 const STATES = ['spawning', 'idle', 'busy', 'destroying'] as const;
-/** Events whose shrinking of the records is capacity to offer at once. */
-const FREES_CAPACITY: ReadonlySet<ScalerEvent['type']> = new Set(['scaler.agent.destroyed', 'scaler.reconcile']);
 
 export function planOf(backend: ScalerBackend): BackendPlan {
   return {
@@ -68,12 +68,12 @@ function suffix(): string {
 }
 
 /**
- * Runs the scaler machine (orchestration.md §15): persists its snapshot before any backend I/O
- * it asks for, feeds it what happens to agents (sessions, exits, deadlines) and answers the
- * dispatcher when no connected agent can take a job.
+ * Runs the scaler machine (orchestration.md §15) on the coordinator's clock: persists its snapshot
+ * before any backend I/O it or an agent's deadline asks for, feeds it what happens to agents
+ * (sessions, exits) and answers the dispatcher when no connected agent can take a job.
  */
 export class ScalerManager implements ScalerPort {
-  private actor: Actor<typeof scalerMachine> | null = null;
+  private actor: Actor<ScalerMachine> | null = null;
   private readonly backends: Map<string, ScalerBackend>;
   private readonly effects: ScalerEffects;
   private intents: ScalerIntent[] = [];
@@ -96,31 +96,30 @@ export class ScalerManager implements ScalerPort {
   }
 
   private machine() {
-    const record = (intent: ScalerIntent) => this.intents.push(intent);
-    return scalerMachine.provide({
-      actions: {
-        spawnAgent: (_, params) => record({ type: 'spawnAgent', params }),
-        destroyAgent: (_, params) => record({ type: 'destroyAgent', params }),
-        reportSpawnFailure: (_, params) => record({ type: 'reportSpawnFailure', params }),
-      },
-    });
+    return scalerMachineRecording((intent: ScalerIntent) => this.intents.push(intent));
   }
 
   get context(): ScalerContext | null {
     return this.actor?.getSnapshot().context ?? null;
   }
 
-  /** Restores or creates the machine, reconciles it with what the backends own, then starts ticking. */
+  /**
+   * Restores or creates the machine, reconciles it with what the backends own (which re-arms the
+   * restored agents' deadlines at their absolute times), then starts watching sessions.
+   */
   async start(): Promise<void> {
     const stored = await this.options.store.load();
     const input = { caps: this.options.caps, backends: this.options.backends.map(planOf), timeouts: { ...TIMEOUTS, spawnMs: this.options.spawnTimeoutMs } };
     const usable = stored !== null && stored.machineVersion === SCALER_MACHINE_VERSION;
     if (stored && !usable) this.options.log.error({ version: stored.machineVersion }, 'scaler snapshot of another machine version; its agents are treated as orphans');
-    this.actor = createActor(this.machine(), usable ? { snapshot: stored.snapshot as never, input } : { input });
+    const clock = this.options.clock;
+    this.actor = createActor(this.machine(), usable ? { snapshot: stored.snapshot as never, input, clock } : { input, clock });
+    this.actor.subscribe({ next: () => this.observe(), error: (err) => this.options.log.error({ err: coerceError(err) }, 'scaler machine failed') });
     this.actor.start();
     const alive = (await Promise.all(this.options.backends.map((backend) => this.aliveOn(backend)))).flat();
-    this.send({ type: 'scaler.reload', caps: input.caps, backends: input.backends, at: this.options.clock.now() });
-    this.send({ type: 'scaler.reconcile', alive, at: this.options.clock.now() });
+    this.send({ type: 'scaler.reload', caps: input.caps, backends: input.backends, at: clock.now() });
+    this.supplyIds();
+    this.send({ type: 'scaler.reconcile', alive, at: clock.now() });
     await this.chain;
     await this.reap();
     this.schedule();
@@ -143,29 +142,34 @@ export class ScalerManager implements ScalerPort {
 
   send(event: ScalerEvent): void {
     if (!this.actor || this.fenced) return;
-    const before = this.agentCount();
     this.actor.send(event);
+  }
+
+  /** Every change of the machine, whether an event or an agent's own deadline caused it, is stored before its intents run. */
+  private observe(): void {
     this.changed += 1;
     this.updateGauges();
     void this.commit();
-    // A destroy that completes frees capacity no registry change announces: the jobs refused "at capacity"
-    // ask again. A failed spawn is left out: its job is offered again after the failure backoff.
-    if (FREES_CAPACITY.has(event.type) && this.agentCount() < before) queueMicrotask(() => this.options.offer());
+    queueMicrotask(() => this.supplyIds());
   }
 
-  private agentCount(): number {
-    return Object.keys(this.context?.agents ?? {}).length;
+  /** Keeps the machine supplied with fresh agent-id suffixes for the warm-pool spawns it decides alone. */
+  private supplyIds(): void {
+    const context = this.context;
+    if (!context) return;
+    const missing = spareIdsWanted(context) - context.spareIds.length;
+    if (missing > 0) this.send({ type: 'scaler.ids', suffixes: Array.from({ length: missing }, suffix) });
   }
 
   private commit(): Promise<void> {
     const next = this.chain.then(() => this.flush());
-    this.chain = next.catch((thrown: unknown) => this.options.log.error({ err: coerceError(thrown) }, 'scaler state not stored; retrying on the next tick'));
+    this.chain = next.catch((thrown: unknown) => this.options.log.error({ err: coerceError(thrown) }, 'scaler state not stored; retrying on the next change or check'));
     return this.chain;
   }
 
   /** Stores the snapshot, then runs the intents it covers (DESIGN.md §4: nothing leaves before it is durable). */
   private async flush(): Promise<void> {
-    if (!this.actor || (this.changed === this.saved && this.intents.length === 0)) return;
+    if (!this.actor || this.fenced || (this.changed === this.saved && this.intents.length === 0)) return;
     const intents = this.intents.splice(0);
     const version = this.changed;
     const ok = await this.options.store.save(this.actor.getPersistedSnapshot()).catch((thrown: unknown) => {
@@ -174,6 +178,7 @@ export class ScalerManager implements ScalerPort {
     });
     if (!ok) {
       this.fenced = true;
+      this.actor.stop();
       this.options.log.error('scaler state write refused: this coordinator is fenced; no more spawns or destroys');
       return;
     }
@@ -244,18 +249,18 @@ export class ScalerManager implements ScalerPort {
     return { type: 'scaler.agent.lost', agentId, reason: 'agent disconnected', at };
   }
 
+  /** Session checks and orphan reaping are reconciliation with the outside, not deadlines: they poll. */
   private schedule(): void {
-    this.timer = this.options.clock.setTimeout(() => void this.tick(), this.options.tickMs);
+    this.timer = this.options.clock.setTimeout(() => void this.check(), this.options.tickMs);
   }
 
-  private async tick(): Promise<void> {
+  private async check(): Promise<void> {
     try {
       this.syncSessions();
-      this.send({ type: 'scaler.tick', suffixes: [suffix(), suffix(), suffix(), suffix()], at: this.options.clock.now() });
       await this.commit();
       if (this.options.clock.now() - this.lastReap >= (this.options.reapEveryMs ?? 15 * 60_000)) await this.reap();
     } catch (thrown) {
-      this.options.log.warn({ err: coerceError(thrown) }, 'scaler tick failed');
+      this.options.log.warn({ err: coerceError(thrown) }, 'scaler check failed');
     } finally {
       if (this.timer !== null) this.schedule();
     }

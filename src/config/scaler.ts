@@ -22,7 +22,10 @@ export interface ScalerSettings {
   readonly spawnTimeoutMs: number;
   /** Lifetime of a spawned agent's token; never shorter than the job timeout + 10 min (`SWITCHYARD_SCALER_TOKEN_TTL_MS`). @default 3600000 */
   readonly tokenTtlMs: number;
-  /** How often deadlines, sessions and warm pools are checked (`SWITCHYARD_SCALER_TICK_MS`). @default 1000 */
+  /**
+   * How often agent sessions are compared with the registry, for the disconnect grace
+   * (`SWITCHYARD_SCALER_TICK_MS`); spawn and idle deadlines are the agents' own timers. @default 1000
+   */
   readonly tickMs: number;
   /** The socket URL spawned agents connect to (`SWITCHYARD_SCALER_URL`). @default `ws://<host>:<port>/ws/agent` */
   readonly orchestratorUrl: string | undefined;

@@ -180,6 +180,11 @@
       chart.draw($('job-chart'), job, options),
       chart.draw($('concurrency-chart'), concurrency, options),
     ]);
+    // The scaler and its agents are charts without a run; an archive from an older build may lack them.
+    for (const id of ['scaler', 'scalerAgent']) {
+      const graph = state.graphs.get(id);
+      if (graph) state.charts[id] = await chart.draw($(`${id}-chart`), graph, options);
+    }
   }
 
   async function start() {

@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
 import { after as afterAll, describe, it } from 'node:test';
 import { sign } from '@octokit/webhooks-methods';
 import pg from 'pg';
@@ -132,7 +133,8 @@ describe('bare-metal scaler (real processes)', { skip: await skipReason('externa
       }, 30_000, 'the job to fail after its attempts');
       assert.equal(failed.attempt, 2, 'each failed bound spawn counted one attempt');
       assert.match(failed.outcome, /attempts exhausted after 2 attempts/);
-      const diagnose = execFileSync(process.execPath, ['--no-node-snapshot', '--import', 'tsx', 'src/cli/main.ts', 'diagnose', '--url', coordinator.url], {
+      // Not execFileSync: a test loop blocked for seconds misses the server closing its idle keep-alive socket, and the next fetch fails.
+      const { stdout: diagnose } = await promisify(execFile)(process.execPath, ['--no-node-snapshot', '--import', 'tsx', 'src/cli/main.ts', 'diagnose', '--url', coordinator.url], {
         env: { ...process.env, SWITCHYARD_ADMIN_TOKEN: ADMIN_TOKEN },
         encoding: 'utf8',
       });

@@ -86,6 +86,9 @@ describe('the visualizer in a real browser (Debian chromium, real coordinator pr
     assert.ok((await page.locator('#job-chart svg g.node.compound rect').count()) >= 3, 'compound states drawn as boxes');
     assert.ok((await page.locator('#run-chart svg path.edge').count()) > 10, 'transitions drawn');
     assert.ok((await page.locator('#run-chart svg text.edge-label').count()) > 5, 'transitions labelled');
+    assert.equal(await page.locator('#scaler-chart svg g.node').count(), 2, 'scaler chart states: active, draining');
+    assert.equal(await page.locator('#scalerAgent-chart svg g.node').count(), 7, 'scaler agent chart states');
+    assert.equal(await page.locator('#scalerAgent-chart svg g.node.final').count(), 2, 'destroyed and spawnFailed are final');
     assert.equal(await page.locator(`#runs button[data-run-id="${runId}"]`).count(), 1);
     assert.equal(await page.locator('#run-chart g.node.current[data-id="run.pending"]').count(), 1);
     assert.equal(await text(page, '#jobs-body tr[data-job="build"] .job-state'), 'waiting.agent');

@@ -82,7 +82,7 @@ describe('replay, history, machines and observe endpoints (external Postgres)', 
       assert.equal((await http.get(`/api/v1/runs/${run.runId}/replay?force=true`)).status, 200);
 
       const machines = (await (await http.get('/api/v1/machines')).json()) as { machines: { id: string; nodes: unknown[]; edges: unknown[] }[] };
-      assert.deepEqual(machines.machines.map((m) => m.id), ['run', 'job', 'concurrency']);
+      assert.deepEqual(machines.machines.map((m) => m.id), ['run', 'job', 'concurrency', 'scaler', 'scalerAgent']);
       assert.equal((await http.get('/api/v1/machines', false)).status, 401);
 
       const redirect = await fetch(`${http.base}/visualize?token=abc`, { redirect: 'manual' });

@@ -82,7 +82,7 @@ describe('switchyard replay and visualize against the database (external Postgre
     assert.equal(embedded['runId'], runId);
     assert.equal((embedded['replay'] as { exact: boolean }).exact, true);
     assert.equal((embedded['history'] as unknown[]).length, (embedded['replay'] as { steps: unknown[] }).steps.length);
-    assert.equal((embedded['machines'] as unknown[]).length, 3);
+    assert.equal((embedded['machines'] as unknown[]).length, 5, 'run, job, concurrency, scaler, scalerAgent');
     assert.equal(text.out.stdout.trim(), join(dir, 'index.html'));
   });
 

@@ -12,6 +12,7 @@ import type { ExitListener, LabelSet, OwnedResource, ScalerBackend, SpawnContext
 import { loadConfig } from '../../../src/config/index.ts';
 import { FailureTracker } from '../../../actors/scaler/failure-tracker.ts';
 import { scalerJobs, scalerStore } from '../../../src/scaler/index.ts';
+import { loadScalerState } from '../../../src/db/scaler-state.ts';
 import { createScalerMetrics } from '../../../actors/scaler/metrics.ts';
 import { describeEachKind, withTestDatabase } from '../../support/database.ts';
 import { eventually, planFor, startTestRuntime } from '../../support/runtime.ts';
@@ -29,6 +30,8 @@ class RecordingBackend implements ScalerBackend {
   readonly destroyed: string[] = [];
   readonly live = new Set<string>();
   failNext: string | null = null;
+  /** Runs before a destroy is recorded: what the test wants to know at that moment. */
+  beforeDestroy: ((agentId: string) => Promise<void>) | null = null;
   /** `properties` as the compiled label set of that agent kind: the reference agent declares run steps. */
   constructor(
     readonly maxAgents: number,
@@ -49,10 +52,10 @@ class RecordingBackend implements ScalerBackend {
     this.live.add(agentId);
     return Promise.resolve({ id: agentId, labelSet, backendRef: agentId, spawnedAt: Date.now(), state: 'spawning' });
   }
-  destroy(agentId: string): Promise<void> {
+  async destroy(agentId: string): Promise<void> {
+    await this.beforeDestroy?.(agentId);
     this.destroyed.push(agentId);
     this.live.delete(agentId);
-    return Promise.resolve();
   }
   listOwned(): Promise<OwnedResource[]> {
     return Promise.resolve([...this.live].map((agentId) => ({ agentId, backendRef: agentId, scaler: this.name, boundJobId: null, runId: null })));
@@ -160,6 +163,8 @@ await describeEachKind('scaler manager on a real runtime', (kind) => {
       await manager.start();
       const runIds = await createRuns(runtime, 4);
       await eventually(async () => (await reasons(db, runIds)).filter((r) => r.reason?.message === 'scaler at capacity').length === 1, 10_000, 'three spawns and one job at capacity');
+      // The reason is stored when the spawn is decided; the backend is asked only after the scaler's state is stored.
+      await eventually(() => backend.spawned.length === 3, 10_000, 'the three spawns to reach the backend');
       const [first] = backend.spawned;
       const agentId = first?.agentId as string;
       const link = { send: () => undefined, close: () => undefined };
@@ -197,13 +202,39 @@ await describeEachKind('scaler manager on a real runtime', (kind) => {
       assert.equal(failed.attempt, 1, 'the failed spawn counted one attempt');
       // The retry spawns again; that agent never registers, so its deadline releases it and reports it.
       await eventually(() => backend.destroyed.length >= 1, 10_000, 'the unregistered spawn to be destroyed at its deadline');
-      const [again] = await eventually(async () => {
-        const rows = await reasons(db, [runId as string]);
-        return rows[0]?.reason?.message.includes('did not register within 1 s') ? rows : null;
+      // The freed reservation re-offers at once, so the waiting reason may already read "spawning" again: the journal keeps what reached the job.
+      const failures = await eventually(async () => {
+        const rows = await db.selectFrom('run_events').select(['seq', 'event']).where('run_id', '=', runId as string).orderBy('seq').execute();
+        const messages = rows.map((row) => row.event as { type?: string; message?: string }).filter((event) => event.type === 'provision.failed');
+        return messages.length >= 2 ? messages.map((event) => event.message ?? '') : null;
       }, 10_000, 'the spawn timeout to reach the job');
-      assert.equal(again?.attempt, 2);
+      assert.match(failures[0] ?? '', /no capacity left in rack 7/);
+      assert.match(failures[1] ?? '', /did not register within 1 s/, 'the second attempt failed at its spawn deadline');
+      assert.ok(((await reasons(db, [runId as string]))[0]?.attempt ?? 0) >= 2);
       await eventually(() => backend.spawned.length >= 2, 10_000, 'the freed reservation to serve the next attempt');
       assert.ok((manager.context ? Object.keys(manager.context.agents).length : 9) <= 1, 'never more than one reservation (cap 1)');
+    });
+  });
+
+  it(`DESIGN.md §4: the destroy an agent's own spawn deadline asks for runs only once the snapshot that asked for it is stored (${kind})`, async (t) => {
+    await withTestDatabase(kind, async ({ db }) => {
+      const runtime = await startTestRuntime(db, 'coord-durable');
+      const backend = new RecordingBackend(1);
+      const stored: { record?: string; child?: unknown }[] = [];
+      backend.beforeDestroy = async (agentId) => {
+        const state = await loadScalerState(db, 'coord-durable');
+        const snapshot = state?.snapshot as { context: { agents: Record<string, { state: string }> }; children: Record<string, { snapshot: { value: unknown } }> };
+        stored.push({ record: snapshot.context.agents[agentId]?.state, child: snapshot.children[agentId]?.snapshot.value });
+      };
+      const manager = managerFor(runtime, db, backend, 'coord-durable', 300);
+      t.after(async () => {
+        await manager.stop();
+        await runtime.stop();
+      });
+      await manager.start();
+      await createRuns(runtime, 1);
+      await eventually(() => backend.destroyed.length >= 1, 10_000, 'the unregistered spawn to be destroyed at its deadline, with no tick');
+      assert.deepEqual(stored[0], { record: 'destroying', child: 'destroying' });
     });
   });
 

@@ -10,8 +10,8 @@ function graph(id: string): MachineGraph {
 }
 
 describe('machine graphs', () => {
-  it('lists the run, job and concurrency charts, each node with a parent that exists', () => {
-    assert.deepEqual(machineGraphs().map((g) => g.id), ['run', 'job', 'concurrency']);
+  it('lists the run, job, concurrency, scaler and scaler-agent charts, each node with a parent that exists', () => {
+    assert.deepEqual(machineGraphs().map((g) => g.id), ['run', 'job', 'concurrency', 'scaler', 'scalerAgent']);
     for (const g of machineGraphs()) {
       const ids = new Set(g.nodes.map((n) => n.id));
       assert.equal(ids.size, g.nodes.length, `${g.id}: unique node ids`);
@@ -57,6 +57,19 @@ describe('machine graphs', () => {
     const heartbeat = job.edges.find((e) => e.event === 'agent.job.heartbeat');
     assert.equal(heartbeat?.kind, 'internal');
     assert.equal(heartbeat.target, heartbeat.source);
+  });
+
+  it('draws the scaler agent deadlines as transitions of their states, and its two ends as final states', () => {
+    const agent = graph('scalerAgent');
+    const expiries = agent.edges.filter((e) => e.event.startsWith('xstate.after.')).map((e) => [e.source, e.target, e.actions.join(',')]);
+    assert.deepEqual(expiries, [
+      ['scalerAgent.spawning', 'scalerAgent.destroying', 'retire'],
+      ['scalerAgent.idle', 'scalerAgent.destroying', 'retire'],
+    ]);
+    assert.deepEqual(agent.nodes.filter((n) => n.type === 'final').map((n) => n.id), ['scalerAgent.destroyed', 'scalerAgent.spawnFailed']);
+    const scaler = graph('scaler');
+    assert.ok(!scaler.edges.some((e) => e.event === 'scaler.tick'), 'no periodic tick');
+    assert.ok(scaler.edges.some((e) => e.event === 'scaler.agent.ended' && e.source === 'scaler.active'));
   });
 
   it('covers the run chart: cancel from every open state, and the forwarding of job events as internal edges', () => {
