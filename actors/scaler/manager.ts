@@ -298,8 +298,12 @@ export class ScalerManager implements ScalerPort {
 
   private updateGauges(): void {
     const agents = Object.values(this.context?.agents ?? {});
+    const { metrics } = this.options;
     for (const backend of this.options.backends) {
-      for (const state of STATES) this.options.metrics.agents.set({ backend: backend.name, state }, agents.filter((a) => a.backend === backend.name && a.state === state).length);
+      const mine = agents.filter((a) => a.backend === backend.name);
+      for (const state of STATES) metrics.agents.set({ backend: backend.name, state }, mine.filter((a) => a.state === state).length);
+      metrics.cpusReserved.set({ backend: backend.name }, mine.reduce((sum, a) => sum + a.resources.cpu, 0));
+      metrics.memoryReserved.set({ backend: backend.name }, mine.reduce((sum, a) => sum + a.resources.memoryBytes, 0));
     }
   }
 

@@ -19,6 +19,8 @@ export function createScalerMetrics(registry: Registry) {
       registers,
     }),
     agents: new Gauge({ name: 'switchyard_scaler_agents', help: 'Scaler agents by backend and state', labelNames: ['backend', 'state'], registers }),
+    cpusReserved: new Gauge({ name: 'switchyard_scaler_cpus_reserved', help: 'CPUs reserved by scaler agents (every record until its destroy completes)', labelNames: ['backend'], registers }),
+    memoryReserved: new Gauge({ name: 'switchyard_scaler_memory_bytes_reserved', help: 'Memory reserved by scaler agents', labelNames: ['backend'], registers }),
   };
 }
 
