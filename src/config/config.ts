@@ -15,6 +15,11 @@ export interface CompiledConfig {
   readonly dataDir: string;
   /** External Postgres (`DATABASE_URL`); when absent an embedded Postgres runs in `<dataDir>/postgres`. @default undefined */
   readonly databaseUrl: string | undefined;
+  /**
+   * Port of the embedded Postgres on 127.0.0.1 (`SWITCHYARD_EMBEDDED_PG_PORT`, 1–65535); unused with
+   * `DATABASE_URL`. @default undefined: the port used last time if free, else any free port
+   */
+  readonly embeddedPgPort: number | undefined;
   /** Redis for the shared intake queue (`REDIS_URL`); when absent the embedded queue is used. @default undefined */
   readonly redisUrl: string | undefined;
   /**
@@ -100,6 +105,7 @@ function compile(raw: RawEnv): Omit<CompiledConfig, 'scaler'> {
     host: raw.HOST ?? '127.0.0.1',
     dataDir: resolve(raw.SWITCHYARD_DATA_DIR ?? './.switchyard'),
     databaseUrl: raw.DATABASE_URL,
+    embeddedPgPort: raw.SWITCHYARD_EMBEDDED_PG_PORT,
     redisUrl: raw.REDIS_URL,
     githubWebhookSecrets: splitSecrets(raw.SWITCHYARD_GITHUB_WEBHOOK_SECRET ?? raw.GITHUB_WEBHOOK_SECRET),
     adminToken: raw.SWITCHYARD_ADMIN_TOKEN,

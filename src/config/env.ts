@@ -44,6 +44,7 @@ export const envSchema = z.object({
   HOST: text,
   SWITCHYARD_DATA_DIR: text,
   DATABASE_URL: url(['postgres', 'postgresql']),
+  SWITCHYARD_EMBEDDED_PG_PORT: integer(1, 65_535),
   REDIS_URL: url(['redis', 'rediss']),
   GITHUB_WEBHOOK_SECRET: text,
   SWITCHYARD_GITHUB_WEBHOOK_SECRET: text,
