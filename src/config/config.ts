@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import { resolve } from 'node:path';
 import { ConfigError } from './errors.ts';
-import { envSchema, type LogLevel, type RawEnv } from './env.ts';
+import { envSchema, type LogFormat, type LogLevel, type RawEnv } from './env.ts';
 import { compileScalerSettings, type ScalerSettings } from './scaler.ts';
 
 /** Everything the coordinator reads from its environment, validated and with defaults applied. */
@@ -60,6 +60,8 @@ export interface CompiledConfig {
   readonly agentAuth: 'token' | 'none';
   /** pino log level (`LOG_LEVEL`). @default 'info' */
   readonly logLevel: LogLevel;
+  /** Log lines (`LOG_FORMAT`): `json`, `pretty` (one readable line per record), or `auto` (pretty on a terminal). @default 'auto' */
+  readonly logFormat: LogFormat;
   /** Scaler backends and caps (`SWITCHYARD_SCALER*`, see ScalerSettings). */
   readonly scaler: ScalerSettings;
 }
@@ -89,10 +91,21 @@ const MAY_HOLD_SECRETS = new Set([
   'SWITCHYARD_ADMIN_TOKEN',
 ]);
 
+/**
+ * `LOG_FORMAT` alone, for a logger made before (or without) the whole configuration; throws
+ * `ConfigError` for an unknown value, as `loadConfig` does.
+ */
+export function loadLogFormat(env: NodeJS.ProcessEnv = process.env): LogFormat {
+  const parsed = envSchema.pick({ LOG_FORMAT: true }).safeParse(env);
+  return parsed.success ? (parsed.data.LOG_FORMAT ?? 'auto') : refuse(env, parsed.error.issues[0]);
+}
+
 function parseEnv(env: NodeJS.ProcessEnv): RawEnv {
   const parsed = envSchema.safeParse(env);
-  if (parsed.success) return parsed.data;
-  const issue = parsed.error.issues[0];
+  return parsed.success ? parsed.data : refuse(env, parsed.error.issues[0]);
+}
+
+function refuse(env: NodeJS.ProcessEnv, issue: { path: PropertyKey[]; message: string } | undefined): never {
   const key = String(issue?.path[0] ?? 'environment');
   const value = env[key];
   const shown = typeof value === 'string' && !MAY_HOLD_SECRETS.has(key) ? ` (got ${JSON.stringify(value)})` : '';
@@ -123,6 +136,7 @@ function compile(raw: RawEnv): Omit<CompiledConfig, 'scaler'> {
     queueTimeoutMs: raw.SWITCHYARD_QUEUE_TIMEOUT_MS ?? 3_600_000,
     maxDispatchAttempts: raw.SWITCHYARD_MAX_DISPATCH_ATTEMPTS ?? 5,
     logLevel: raw.LOG_LEVEL ?? 'info',
+    logFormat: raw.LOG_FORMAT ?? 'auto',
     agentAuth: raw.SWITCHYARD_AGENT_AUTH ?? 'token',
   };
 }
