@@ -43,10 +43,10 @@ async function readAt(git: Git, path: string, sha: string): Promise<LockFetchOut
   if (!isObjectId(sha)) {
     return { kind: 'invalid', detail: `${JSON.stringify(sha)} is not a commit id (40 or 64 hex digits)` };
   }
-  const present = await git(['cat-file', '-e', `${sha}^{commit}`]);
+  const present = await git(['cat-file', '-e', '--end-of-options', `${sha}^{commit}`]);
   if (!present.ok) return absentOrUnreadable(git, path, sha);
   // ls-tree tells "absent" from "unreadable" by exit status, without parsing git's messages.
-  const listed = await git(['ls-tree', '-l', '--full-tree', sha, '--', LOCK_FILE_PATH]);
+  const listed = await git(['ls-tree', '-l', '--full-tree', '--end-of-options', sha, '--', LOCK_FILE_PATH]);
   if (!listed.ok) {
     return { kind: 'transient', detail: `listing ${LOCK_FILE_PATH} at ${sha} in ${path}: ${listed.detail}` };
   }
@@ -55,7 +55,7 @@ async function readAt(git: Git, path: string, sha: string): Promise<LockFetchOut
   if (entry.size === null) return notAFileOutcome(`${LOCK_FILE_PATH} is a ${entry.type}, not a file`);
   if (entry.size > MAX_LOCK_FILE_BYTES) return oversizeOutcome(entry.size);
   if (!isObjectId(entry.oid)) return { kind: 'transient', detail: `unexpected object id ${JSON.stringify(entry.oid)} from git ls-tree` };
-  const blob = await git(['cat-file', 'blob', entry.oid], MAX_LOCK_FILE_BYTES + 1);
+  const blob = await git(['cat-file', 'blob', '--end-of-options', entry.oid], MAX_LOCK_FILE_BYTES + 1);
   if (!blob.ok) return { kind: 'transient', detail: `reading ${LOCK_FILE_PATH} at ${sha} in ${path}: ${blob.detail}` };
   return outcomeOf(blob.stdout);
 }
@@ -88,7 +88,7 @@ async function defaultBranchHead(git: Git, options: LocalProviderOptions): Promi
     const symbolic = await git(['symbolic-ref', '--quiet', '--short', 'HEAD']);
     branch = symbolic.ok ? symbolic.stdout.toString('utf8').trim() || 'main' : 'main';
   }
-  const head = await git(['rev-parse', '--verify', '--quiet', `refs/heads/${branch}^{commit}`]);
+  const head = await git(['rev-parse', '--verify', '--quiet', '--end-of-options', `refs/heads/${branch}^{commit}`]);
   const sha = head.ok ? head.stdout.toString('utf8').trim() : '';
   if (!isObjectId(sha)) return { transient: `branch ${branch} has no commit in ${options.path}` };
   return { sha, branch };
