@@ -28,7 +28,7 @@ export function createGitHubProvider(options: GitHubProviderOptions): LockFilePr
   return {
     name: `github:${options.repository}`,
     async fetch({ sha }) {
-      if (repo === null) return { kind: 'transient', detail: invalid };
+      if (repo === null) return { kind: 'invalid', detail: invalid };
       if (sha !== null && !isCommitSha(sha)) {
         return { kind: 'invalid', detail: `${JSON.stringify(sha)} is not a commit id (7 to 64 hex digits)` };
       }

@@ -176,12 +176,12 @@ describe('createGitHubProvider against a local GitHub peer', () => {
     assert.match(outcome.detail, /failed: fetch failed \(.*ECONNREFUSED/);
   });
 
-  it('refuses a malformed commit id or repository without a request', async () => {
+  it('refuses for good (invalid) a malformed commit id or repository, without a request', async () => {
     const outcome = await provider().fetch({ sha: '../../../user' });
     assert.ok(outcome.kind === 'invalid');
     assert.match(outcome.detail, /is not a commit id/);
     const badRepo = createGitHubProvider({ repository: 'acme/../x', token: 't', apiUrl });
-    assert.equal((await badRepo.fetch({ sha: SHA })).kind, 'transient');
+    assert.equal((await badRepo.fetch({ sha: SHA })).kind, 'invalid');
     assert.ok('transient' in (await badRepo.defaultBranchHead()));
     assert.equal(peer.requests.length, 0);
   });
