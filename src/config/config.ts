@@ -91,21 +91,10 @@ const MAY_HOLD_SECRETS = new Set([
   'SWITCHYARD_ADMIN_TOKEN',
 ]);
 
-/**
- * `LOG_FORMAT` alone, for a logger made before (or without) the whole configuration; throws
- * `ConfigError` for an unknown value, as `loadConfig` does.
- */
-export function loadLogFormat(env: NodeJS.ProcessEnv = process.env): LogFormat {
-  const parsed = envSchema.pick({ LOG_FORMAT: true }).safeParse(env);
-  return parsed.success ? (parsed.data.LOG_FORMAT ?? 'auto') : refuse(env, parsed.error.issues[0]);
-}
-
 function parseEnv(env: NodeJS.ProcessEnv): RawEnv {
   const parsed = envSchema.safeParse(env);
-  return parsed.success ? parsed.data : refuse(env, parsed.error.issues[0]);
-}
-
-function refuse(env: NodeJS.ProcessEnv, issue: { path: PropertyKey[]; message: string } | undefined): never {
+  if (parsed.success) return parsed.data;
+  const issue = parsed.error.issues[0];
   const key = String(issue?.path[0] ?? 'environment');
   const value = env[key];
   const shown = typeof value === 'string' && !MAY_HOLD_SECRETS.has(key) ? ` (got ${JSON.stringify(value)})` : '';
@@ -151,4 +140,16 @@ function splitSecrets(value: string | undefined): string[] {
 
 function defaultCoordinatorId(): string {
   return `${hostname()}-${process.pid}-${randomBytes(3).toString('hex')}`;
+}
+
+/**
+ * `LOG_FORMAT` alone, for a logger made before (or without) the whole configuration; throws
+ * `ConfigError` for an unknown value, as `loadConfig` does.
+ */
+export function loadLogFormat(env: NodeJS.ProcessEnv = process.env): LogFormat {
+  const value = env['LOG_FORMAT'];
+  const parsed = envSchema.shape.LOG_FORMAT.safeParse(value);
+  if (parsed.success) return parsed.data ?? 'auto';
+  const reason = parsed.error.issues[0]?.message ?? 'invalid value';
+  throw new ConfigError('LOG_FORMAT', `Invalid LOG_FORMAT: ${reason} (got ${JSON.stringify(value)})`);
 }
