@@ -20,9 +20,9 @@ export function registerLogRoutes(router: Router, deps: LogApiDeps): void {
 }
 
 /**
- * A run's log chunks, each with the name of its step, in the order their lines were written;
- * `?step=` takes an index or a step name. A page holds the chunks with the next ids after `?after=`;
- * `next` is the largest id of the page, to pass as `after` for the following one.
+ * A run's log chunks, each with the name of its step; `?step=` takes an index or a step name. JSON
+ * chunks come in arrival (id) order, so that the last one's id pages on (`next` is that id); each
+ * carries the agent's `sentAt`. Text lines come in the order they were written (see inWrittenOrder).
  */
 async function logsRoute(deps: LogApiDeps, { req, res, params, url }: RouteContext, jobKey: string | undefined) {
   const runId = params['id'] ?? '';
@@ -33,11 +33,10 @@ async function logsRoute(deps: LogApiDeps, { req, res, params, url }: RouteConte
   const stepIndex = typeof step === 'number' ? step : undefined;
   const nameOf = stepNamer(await readStepSources(deps.db, runId));
   const page = await readJobLogs(deps.db, { runId, jobKey, stepIndex, afterId, limit });
-  const named = inWrittenOrder(page).map((chunk) => ({ ...chunk, stepName: nameOf(chunk.jobKey, chunk.stepIndex) }));
+  const named = page.map((chunk) => ({ ...chunk, stepName: nameOf(chunk.jobKey, chunk.stepIndex) }));
   const chunks = typeof step === 'string' ? named.filter((chunk) => chunk.stepName === step) : named;
-  const next = page.reduce((last, chunk) => Math.max(last, chunk.id), afterId ?? 0);
-  if (wantsText(req.headers.accept)) sendText(res, 200, 'text/plain; charset=utf-8', asText(chunks));
-  else sendJson(res, 200, { runId, next, chunks });
+  if (wantsText(req.headers.accept)) sendText(res, 200, 'text/plain; charset=utf-8', asText(inWrittenOrder(chunks)));
+  else sendJson(res, 200, { runId, next: page.at(-1)?.id ?? afterId ?? 0, chunks });
 }
 
 /** `?step=` as an index (an integer from -1) or a step name; a number that is no index is refused. */

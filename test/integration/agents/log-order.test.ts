@@ -32,7 +32,7 @@ const ARRIVALS: Omit<LogChunkInput, 'runId' | 'dispatchId'>[] = [
 ];
 
 await describeEachKind('run logs by step name, in the order they were written', (kind) => {
-  it('text: the clone line first, each line prefixed [job › step name]', () =>
+  it('text: the clone line first (by the agent times), each line prefixed [job › step name]', () =>
     withTestDatabase(kind, async ({ db }) => {
       await insertRun(db, 'run-1');
       await insertJob(db, 'run-1', 'build');
@@ -40,6 +40,8 @@ await describeEachKind('run logs by step name, in the order they were written', 
       const api = await startApiServer(db, T0);
       try {
         const text = await (await api.call('/api/v1/runs/run-1/logs', { headers: { accept: 'text/plain' } })).text();
+        const jobText = await (await api.call('/api/v1/runs/run-1/jobs/build/logs', { headers: { accept: 'text/plain' } })).text();
+        assert.equal(jobText, text);
         assert.equal(
           text,
           [
@@ -57,7 +59,7 @@ await describeEachKind('run logs by step name, in the order they were written', 
       }
     }));
 
-  it('JSON: chunks in written order with their step names; next pages on by id, so nothing is skipped', () =>
+  it('JSON: chunks in arrival order with their step names and agent times; next pages on by id', () =>
     withTestDatabase(kind, async ({ db }) => {
       await insertRun(db, 'run-1');
       await insertJob(db, 'run-1', 'build');
@@ -66,8 +68,9 @@ await describeEachKind('run logs by step name, in the order they were written', 
       try {
         type Page = { next: number; chunks: { id: number; stepName: string; sentAt: number | null }[] };
         const first = (await (await api.call('/api/v1/runs/run-1/logs?limit=2')).json()) as Page;
-        assert.deepEqual(first.chunks.map((c) => c.stepName), ['runner', 'install']);
-        assert.deepEqual(first.chunks.map((c) => c.sentAt), [T0 + 10, T0 + 50]);
+        assert.deepEqual(first.chunks.map((c) => c.stepName), ['install', 'runner']);
+        assert.deepEqual(first.chunks.map((c) => c.sentAt), [T0 + 50, T0 + 10]);
+        assert.equal(first.next, first.chunks[1]?.id);
         const rest = (await (await api.call(`/api/v1/runs/run-1/logs?after=${first.next}`)).json()) as Page;
         assert.deepEqual(rest.chunks.map((c) => c.stepName), ['unit tests']);
         const empty = (await (await api.call(`/api/v1/runs/run-1/logs?after=${rest.next}`)).json()) as Page;
