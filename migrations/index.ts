@@ -8,6 +8,7 @@ import * as scalers006 from './006_scalers.ts';
 import * as journalWriter007 from './007_journal_writer.ts';
 import * as jobResults008 from './008_job_results.ts';
 import * as sharedAgents009 from './009_shared_agents.ts';
+import * as logChunkTime010 from './010_log_chunk_time.ts';
 
 /**
  * Every migration, by name, in the order they apply. A static import map works under tsx, node
@@ -23,4 +24,5 @@ export const MIGRATIONS: Readonly<Record<string, Migration>> = {
   '007_journal_writer': journalWriter007,
   '008_job_results': jobResults008,
   '009_shared_agents': sharedAgents009,
+  '010_log_chunk_time': logChunkTime010,
 };

@@ -3,7 +3,7 @@ import { hostname } from 'node:os';
 import { resolve } from 'node:path';
 import type { z } from 'zod';
 import { ConfigError } from './errors.ts';
-import { envSchema, type LogLevel, type RawEnv } from './env.ts';
+import { envSchema, type LogFormat, type LogLevel, type RawEnv } from './env.ts';
 import { compileScalerSettings, type ScalerSettings } from './scaler.ts';
 
 /** Everything the coordinator reads from its environment, validated and with defaults applied. */
@@ -16,6 +16,11 @@ export interface CompiledConfig {
   readonly dataDir: string;
   /** External Postgres (`DATABASE_URL`); when absent an embedded Postgres runs in `<dataDir>/postgres`. @default undefined */
   readonly databaseUrl: string | undefined;
+  /**
+   * Port of the embedded Postgres on 127.0.0.1 (`SWITCHYARD_EMBEDDED_PG_PORT`, 1–65535); unused with
+   * `DATABASE_URL`. @default undefined: the port used last time if free, else any free port
+   */
+  readonly embeddedPgPort: number | undefined;
   /** Redis for the shared intake queue (`REDIS_URL`); when absent the embedded queue is used. @default undefined */
   readonly redisUrl: string | undefined;
   /**
@@ -56,6 +61,8 @@ export interface CompiledConfig {
   readonly agentAuth: 'token' | 'none';
   /** pino log level (`LOG_LEVEL`). @default 'info' */
   readonly logLevel: LogLevel;
+  /** Log lines (`LOG_FORMAT`): `json`, `pretty` (one readable line per record), or `auto` (pretty on a terminal). @default 'auto' */
+  readonly logFormat: LogFormat;
   /** Scaler backends and caps (`SWITCHYARD_SCALER*`, see ScalerSettings). */
   readonly scaler: ScalerSettings;
 }
@@ -112,6 +119,7 @@ function compile(raw: RawEnv): Omit<CompiledConfig, 'scaler'> {
     host: raw.HOST ?? DEFAULT_HOST,
     dataDir: resolve(raw.SWITCHYARD_DATA_DIR ?? './.switchyard'),
     databaseUrl: raw.DATABASE_URL,
+    embeddedPgPort: raw.SWITCHYARD_EMBEDDED_PG_PORT,
     redisUrl: raw.REDIS_URL,
     githubWebhookSecrets: splitSecrets(raw.SWITCHYARD_GITHUB_WEBHOOK_SECRET ?? raw.GITHUB_WEBHOOK_SECRET),
     adminToken: raw.SWITCHYARD_ADMIN_TOKEN,
@@ -129,6 +137,7 @@ function compile(raw: RawEnv): Omit<CompiledConfig, 'scaler'> {
     queueTimeoutMs: raw.SWITCHYARD_QUEUE_TIMEOUT_MS ?? 3_600_000,
     maxDispatchAttempts: raw.SWITCHYARD_MAX_DISPATCH_ATTEMPTS ?? 5,
     logLevel: raw.LOG_LEVEL ?? 'info',
+    logFormat: raw.LOG_FORMAT ?? 'auto',
     agentAuth: raw.SWITCHYARD_AGENT_AUTH ?? 'token',
   };
 }
@@ -143,4 +152,16 @@ function splitSecrets(value: string | undefined): string[] {
 
 function defaultCoordinatorId(): string {
   return `${hostname()}-${process.pid}-${randomBytes(3).toString('hex')}`;
+}
+
+/**
+ * `LOG_FORMAT` alone, for a logger made before (or without) the whole configuration; throws
+ * `ConfigError` for an unknown value, as `loadConfig` does.
+ */
+export function loadLogFormat(env: NodeJS.ProcessEnv = process.env): LogFormat {
+  const value = env['LOG_FORMAT'];
+  const parsed = envSchema.shape.LOG_FORMAT.safeParse(value);
+  if (parsed.success) return parsed.data ?? 'auto';
+  const reason = parsed.error.issues[0]?.message ?? 'invalid value';
+  throw new ConfigError('LOG_FORMAT', `Invalid LOG_FORMAT: ${reason} (got ${JSON.stringify(value)})`);
 }

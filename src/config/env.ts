@@ -38,12 +38,17 @@ const text = optional(z.string().trim());
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 export type LogLevel = (typeof LOG_LEVELS)[number];
 
+/** `auto`: human-readable lines when stderr is a terminal, JSON lines otherwise. */
+export const LOG_FORMATS = ['auto', 'json', 'pretty'] as const;
+export type LogFormat = (typeof LOG_FORMATS)[number];
+
 /** The environment variables Switchyard reads, validated one by one (no defaults here). */
 export const envSchema = z.object({
   PORT: integer(0, 65_535),
   HOST: text,
   SWITCHYARD_DATA_DIR: text,
   DATABASE_URL: url(['postgres', 'postgresql']),
+  SWITCHYARD_EMBEDDED_PG_PORT: integer(1, 65_535),
   REDIS_URL: url(['redis', 'rediss']),
   GITHUB_WEBHOOK_SECRET: text,
   SWITCHYARD_GITHUB_WEBHOOK_SECRET: text,
@@ -66,6 +71,7 @@ export const envSchema = z.object({
   SWITCHYARD_QUEUE_TIMEOUT_MS: integer(0),
   SWITCHYARD_MAX_DISPATCH_ATTEMPTS: integer(1, 100),
   LOG_LEVEL: optional(z.enum(LOG_LEVELS, { message: `must be one of ${LOG_LEVELS.join(', ')}` })),
+  LOG_FORMAT: optional(z.enum(LOG_FORMATS, { message: `must be one of ${LOG_FORMATS.join(', ')}` })),
   SWITCHYARD_AGENT_AUTH: optional(z.enum(['token', 'none'], { message: 'must be token or none' })),
   // Scalers (orchestration.md §15); compiled by src/scaler/config.ts.
   SWITCHYARD_SCALERS: text,

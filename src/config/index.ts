@@ -1,3 +1,3 @@
-export { loadConfig, type CompiledConfig } from './config.ts';
+export { loadConfig, loadLogFormat, type CompiledConfig } from './config.ts';
 export { ConfigError } from './errors.ts';
-export { LOG_LEVELS, type LogLevel } from './env.ts';
+export { LOG_FORMATS, LOG_LEVELS, type LogFormat, type LogLevel } from './env.ts';

@@ -20,6 +20,8 @@ export interface Database {
 export interface DatabaseConfig {
   readonly dataDir: string;
   readonly databaseUrl: string | undefined;
+  /** Port of the embedded Postgres (`SWITCHYARD_EMBEDDED_PG_PORT`). @default undefined: a free one */
+  readonly embeddedPgPort?: number | undefined;
 }
 
 /** Name of the database the embedded server keeps Switchyard's tables in. */
@@ -44,7 +46,7 @@ const types: pg.CustomTypesConfig = {
 export async function openDatabase(config: DatabaseConfig, log: Logger): Promise<Database> {
   const started = performance.now();
   const database = config.databaseUrl === undefined
-    ? await openEmbedded(config.dataDir, log)
+    ? await openEmbedded(config.dataDir, log, config.embeddedPgPort)
     : connectDatabase({ connectionString: config.databaseUrl }, 'external', log);
   try {
     await migrateToLatest(database.db, log);
@@ -86,9 +88,9 @@ export function connectDatabase(
   };
 }
 
-async function openEmbedded(dataDir: string, log: Logger): Promise<Database> {
+async function openEmbedded(dataDir: string, log: Logger, port: number | undefined): Promise<Database> {
   const started = performance.now();
-  const server = await startEmbeddedPostgres(dataDir, log);
+  const server = await startEmbeddedPostgres(dataDir, log, { port });
   try {
     await server.ensureDatabase(EMBEDDED_DATABASE_NAME);
   } catch (error) {

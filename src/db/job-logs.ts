@@ -11,6 +11,8 @@ export interface LogChunkInput {
   /** Already redacted (SEC-4): stored exactly as given. */
   lines: readonly string[];
   now: number;
+  /** The agent's timestamp of the chunk (`log.chunk.timestamp`). */
+  sentAt?: number;
 }
 
 export interface StoredLogChunk {
@@ -20,7 +22,10 @@ export interface StoredLogChunk {
   dispatchId: string;
   stepIndex: number;
   lines: string[];
+  /** When the coordinator stored it. */
   at: number;
+  /** When the agent sent it; null for chunks stored before this was kept. */
+  sentAt: number | null;
 }
 
 export interface LogQuery {
@@ -62,6 +67,7 @@ export async function appendLogChunks(db: Kysely<Schema>, chunks: readonly LogCh
       lines: toJson(chunk.lines),
       bytes: utf8Bytes(chunk.lines),
       created_at: chunk.now,
+      sent_at: chunk.sentAt ?? null,
     }));
   if (rows.length === 0) return 0;
   await db.insertInto('job_logs').values(rows).execute();
@@ -72,7 +78,7 @@ export async function appendLogChunks(db: Kysely<Schema>, chunks: readonly LogCh
 export async function readJobLogs(db: Kysely<Schema>, query: LogQuery): Promise<StoredLogChunk[]> {
   let select = db
     .selectFrom('job_logs')
-    .select(['id', 'job_key', 'dispatch_id', 'step_index', 'lines', 'created_at'])
+    .select(['id', 'job_key', 'dispatch_id', 'step_index', 'lines', 'created_at', 'sent_at'])
     .where('run_id', '=', query.runId)
     .orderBy('id')
     .limit(query.limit ?? DEFAULT_LOG_CHUNK_LIMIT);
@@ -87,5 +93,15 @@ export async function readJobLogs(db: Kysely<Schema>, query: LogQuery): Promise<
     stepIndex: row.step_index,
     lines: Array.isArray(row.lines) ? row.lines.map(String) : [],
     at: row.created_at,
+    sentAt: row.sent_at,
   }));
+}
+
+/**
+ * Chunks in the order their lines were written: by the agent's timestamp (the coordinator's when
+ * there is none), then by arrival. Arrival alone puts a batch that waited, such as the runner's
+ * clone line, after the step lines sent while it waited.
+ */
+export function inWrittenOrder<T extends Pick<StoredLogChunk, 'id' | 'at' | 'sentAt'>>(chunks: readonly T[]): T[] {
+  return [...chunks].sort((a, b) => (a.sentAt ?? a.at) - (b.sentAt ?? b.at) || a.id - b.id);
 }

@@ -129,6 +129,8 @@ export interface JobLogsTable {
   lines: Json;
   bytes: number;
   created_at: Millis;
+  /** The agent's timestamp of the chunk; null for chunks stored before it was kept. */
+  sent_at: ColumnType<Millis | null, Millis | null | undefined, never>;
 }
 
 export interface AgentSessionsTable {

@@ -1,5 +1,5 @@
 import type { Kysely } from 'kysely';
-import { DEFAULT_LOG_CHUNK_LIMIT, readJobLogs, type StoredLogChunk } from '../db/job-logs.ts';
+import { DEFAULT_LOG_CHUNK_LIMIT, inWrittenOrder, readJobLogs, type StoredLogChunk } from '../db/job-logs.ts';
 import { readStepSources, runExists } from '../db/run-queries.ts';
 import type { Schema } from '../db/schema.ts';
 import { HttpError, sendJson, sendText } from './respond.ts';
@@ -19,7 +19,11 @@ export function registerLogRoutes(router: Router, deps: LogApiDeps): void {
     .on('GET', '/api/v1/runs/:id/jobs/:job/logs', (ctx) => logsRoute(deps, ctx, ctx.params['job'] ?? ''));
 }
 
-/** A run's log chunks, each with the name of its step; `?step=` takes an index or a step name. */
+/**
+ * A run's log chunks, each with the name of its step; `?step=` takes an index or a step name. JSON
+ * chunks come in arrival (id) order, so that the last one's id pages on (`next` is that id); each
+ * carries the agent's `sentAt`. Text lines come in the order they were written (see inWrittenOrder).
+ */
 async function logsRoute(deps: LogApiDeps, { req, res, params, url }: RouteContext, jobKey: string | undefined) {
   const runId = params['id'] ?? '';
   const step = stepFilter(url);
@@ -28,10 +32,11 @@ async function logsRoute(deps: LogApiDeps, { req, res, params, url }: RouteConte
   if (!(await runExists(deps.db, runId))) throw new HttpError(404, 'not found', `no run ${runId}`);
   const stepIndex = typeof step === 'number' ? step : undefined;
   const nameOf = stepNamer(await readStepSources(deps.db, runId));
-  const named = (await readJobLogs(deps.db, { runId, jobKey, stepIndex, afterId, limit })).map((chunk) => ({ ...chunk, stepName: nameOf(chunk.jobKey, chunk.stepIndex) }));
+  const page = await readJobLogs(deps.db, { runId, jobKey, stepIndex, afterId, limit });
+  const named = page.map((chunk) => ({ ...chunk, stepName: nameOf(chunk.jobKey, chunk.stepIndex) }));
   const chunks = typeof step === 'string' ? named.filter((chunk) => chunk.stepName === step) : named;
-  if (wantsText(req.headers.accept)) sendText(res, 200, 'text/plain; charset=utf-8', asText(chunks));
-  else sendJson(res, 200, { runId, chunks });
+  if (wantsText(req.headers.accept)) sendText(res, 200, 'text/plain; charset=utf-8', asText(inWrittenOrder(chunks)));
+  else sendJson(res, 200, { runId, next: page.at(-1)?.id ?? afterId ?? 0, chunks });
 }
 
 /** `?step=` as an index (an integer from -1) or a step name; a number that is no index is refused. */

@@ -4,6 +4,7 @@ import { listDeliveries, requeueDelivery } from '../db/deliveries.ts';
 import type { DeliveryKey } from '../db/deliveries.ts';
 import { listGenericSources, upsertGenericSource } from '../db/generic-sources.ts';
 import { deleteRepository, listRepositories, upsertRepository } from '../db/repositories.ts';
+import { localRepositoryProblem } from '../lockfile/providers/local-git.ts';
 import type { Schema } from '../db/schema.ts';
 import { HttpError, readJson, sendJson } from './respond.ts';
 import type { Router } from './router.ts';
@@ -14,13 +15,16 @@ export interface SourceApiDeps {
   onRequeued: (key: DeliveryKey) => void;
 }
 
+/** A branch name git accepts that can never read as an option (a subset of `git check-ref-format`). */
+const BRANCH_NAME = /^(?!-)(?!.*\.\.)(?!.*@\{)(?!.*\/\/)(?!\/)(?!.*[/.]$)(?:(?!\p{Cc})[^\s~^:?*[\\]){1,200}$/u;
+
 const repositorySchema = z
   .object({
     name: z.string().regex(/^[\w.-]+\/[\w.-]+$/, 'must be owner/name'),
     provider: z.enum(['local', 'github']),
     path: z.string().min(1).optional(),
-    cloneUrl: z.string().min(1).optional(),
-    defaultBranch: z.string().min(1).optional(),
+    cloneUrl: z.string().min(1).regex(/^[^-\s]\S*$/, 'must be a URL (no leading "-", no whitespace)').optional(),
+    defaultBranch: z.string().regex(BRANCH_NAME, 'must be a branch name (no leading "-", whitespace, "..", "@{" or control characters)').optional(),
     token: z.string().min(1).optional(),
   })
   .refine((r) => r.provider !== 'local' || r.path !== undefined, { message: 'a local repository needs path', path: ['path'] })
@@ -63,6 +67,8 @@ export function registerSourceRoutes(router: Router, deps: SourceApiDeps): void 
     })
     .on('POST', '/api/v1/repositories', async ({ req, res }) => {
       const body = parse(repositorySchema, await readJson(req, 64 * 1024));
+      const problem = body.provider === 'local' ? await localRepositoryProblem(body.path ?? '') : null;
+      if (problem !== null) throw new HttpError(400, 'invalid request', `path: ${problem}`);
       const registration = { name: body.name, provider: body.provider, path: body.path ?? null, cloneUrl: body.cloneUrl ?? null };
       await upsertRepository(db, { ...registration, defaultBranch: body.defaultBranch ?? null, token: body.token ?? null }, deps.now());
       sendJson(res, 201, { ...registration, defaultBranch: body.defaultBranch ?? null });

@@ -1,6 +1,7 @@
 import { createServer } from 'node:http';
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { Logger } from 'pino';
+import { redactTokens } from '../security/redact.ts';
 import { requireAdmin } from './admin-token.ts';
 import { HttpError, sendJson } from './respond.ts';
 import type { Router } from './router.ts';
@@ -49,12 +50,12 @@ export function parseRequestUrl(req: IncomingMessage): URL | null {
 
 function answerError(log: Logger, req: IncomingMessage, res: ServerResponse, thrown: unknown): void {
   if (thrown instanceof HttpError) {
-    log.info({ method: req.method, path: req.url, status: thrown.status, reason: thrown.reason }, 'request refused');
+    log.info({ method: req.method, path: redactTokens(req.url ?? '/'), status: thrown.status, reason: thrown.reason }, 'request refused');
     if (!res.headersSent) sendJson(res, thrown.status, { error: thrown.error, ...(thrown.reason ? { reason: thrown.reason } : {}) });
     return;
   }
   const err = thrown instanceof Error ? thrown : new Error(String(thrown));
-  log.error({ err, method: req.method, path: req.url }, 'request failed');
+  log.error({ err, method: req.method, path: redactTokens(req.url ?? '/') }, 'request failed');
   if (!res.headersSent) sendJson(res, 500, { error: 'internal error', reason: err.name === 'RunNotOwnedError' ? err.message : undefined });
   else res.destroy();
 }

@@ -14,7 +14,9 @@ export type LockResolution =
   | { kind: 'found'; lock: LockFile; provider: string; cloneUrl: string | null; sha: string }
   | { kind: 'miss' }
   | { kind: 'corrupt'; error: LockFileParseError }
-  | { kind: 'transient'; detail: string };
+  | { kind: 'transient'; detail: string }
+  | { kind: 'absent'; detail: string }
+  | { kind: 'invalid'; detail: string };
 
 export interface ResolveLockFileInput {
   /** The inbound source first, then the other registered sources of the same repository. */
@@ -27,11 +29,13 @@ export interface ResolveLockFileInput {
 /**
  * LOCK-3: candidates are tried in order and the first valid lock file wins, so a valid fallback beats
  * a corrupt inbound file. With nothing valid: `transient` when any candidate could not answer (a retry
- * may still find a valid one), else `corrupt` when a parse error was seen, else `miss`. Never throws.
+ * may still find a valid one), else `absent` when one lacks the commit (a short retry may), else
+ * `invalid` when the read can never succeed (the detail names every candidate that did not answer),
+ * else `corrupt` when a parse error was seen, else `miss`. Never throws.
  */
 export async function resolveLockFile(input: ResolveLockFileInput): Promise<LockResolution> {
   let corrupt: LockFileParseError | null = null;
-  const transient: string[] = [];
+  const unanswered: { kind: Unanswered; detail: string }[] = [];
   for (const { provider, cloneUrl } of input.candidates) {
     const read = await readCandidate(provider, input.sha, input.cache);
     const { outcome, sha } = read;
@@ -42,7 +46,9 @@ export async function resolveLockFile(input: ResolveLockFileInput): Promise<Lock
         corrupt ??= outcome.error;
         break;
       case 'transient':
-        transient.push(`${provider.name}: ${outcome.detail}`);
+      case 'absent':
+      case 'invalid':
+        unanswered.push({ kind: outcome.kind, detail: `${provider.name}: ${outcome.detail}` });
         break;
       case 'miss':
         break;
@@ -50,10 +56,15 @@ export async function resolveLockFile(input: ResolveLockFileInput): Promise<Lock
         return assertNever(outcome);
     }
   }
-  if (transient.length > 0) return { kind: 'transient', detail: transient.join('; ') };
+  const kind = UNANSWERED_FIRST.find((k) => unanswered.some((u) => u.kind === k));
+  if (kind !== undefined) return { kind, detail: unanswered.map((u) => u.detail).join('; ') };
   if (corrupt !== null) return { kind: 'corrupt', error: corrupt };
   return { kind: 'miss' };
 }
+
+type Unanswered = 'transient' | 'absent' | 'invalid';
+/** The most hopeful reason wins: a retry that may still help beats a verdict that it cannot. */
+const UNANSWERED_FIRST: readonly Unanswered[] = ['transient', 'absent', 'invalid'];
 
 async function readCandidate(
   provider: LockFileProvider,

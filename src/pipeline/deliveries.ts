@@ -3,8 +3,9 @@ import type { Logger } from 'pino';
 import { coerceError } from '../../lib/errors.ts';
 import { finishDelivery, loadDelivery, retryDelivery } from '../db/deliveries.ts';
 import type { Schema } from '../db/schema.ts';
-import { MAX_INTAKE_ATTEMPTS, TransientDeliveryError, retryDelayMs } from '../queue/delivery-queue.ts';
+import { MAX_INTAKE_ATTEMPTS, PermanentDeliveryError, TransientDeliveryError, retryDelayMs } from '../queue/delivery-queue.ts';
 import type { DeliveryProcessor } from '../queue/delivery-queue.ts';
+import type { DeliveryKey } from '../db/deliveries.ts';
 import { runPipeline } from './pipeline.ts';
 import type { PipelineDeps, PipelineResult } from './pipeline.ts';
 
@@ -18,7 +19,8 @@ export interface DeliveryProcessorDeps {
 
 /**
  * Runs a claimed delivery through the pipeline and records its outcome (INT-5..7). A failure is
- * retried with backoff (5 s doubling, 10 min cap) and the delivery is dead after 10 attempts.
+ * retried with backoff (5 s doubling, 10 min cap) and the delivery is dead after 10 attempts, or
+ * fewer when the error bounds them; a PermanentDeliveryError makes it dead at once.
  */
 export function createDeliveryProcessor(deps: DeliveryProcessorDeps): DeliveryProcessor {
   return async (key, worker) => {
@@ -32,20 +34,34 @@ export function createDeliveryProcessor(deps: DeliveryProcessorDeps): DeliveryPr
       deps.onProcessed?.(result);
       return 'done';
     } catch (thrown) {
-      const error = coerceError(thrown);
-      const attempt = delivery.attempts + 1;
-      const transient = error instanceof TransientDeliveryError;
-      if (attempt >= MAX_INTAKE_ATTEMPTS) {
-        await retryDelivery(deps.db, { ...key, worker, error: error.message, nextAttemptAt: null });
-        log.error({ err: error, attempt }, 'delivery is dead after its last attempt; retry it through the API');
-        deps.onProcessed?.('dead');
-        return 'dead';
-      }
-      const retryAt = deps.now() + retryDelayMs(attempt);
-      await retryDelivery(deps.db, { ...key, worker, error: error.message, nextAttemptAt: retryAt });
-      log.warn({ err: transient ? undefined : error, reason: error.message, attempt, retryAt }, 'delivery will be retried');
-      deps.onProcessed?.('retry');
-      return { retryAt };
+      return failed(deps, { key, worker, log, attempt: delivery.attempts + 1 }, coerceError(thrown));
     }
   };
+}
+
+interface Attempt {
+  key: DeliveryKey;
+  worker: string;
+  log: Logger;
+  attempt: number;
+}
+
+/** Records a failed attempt: dead when permanent or out of attempts, else retried later. */
+async function failed(deps: DeliveryProcessorDeps, { key, worker, log, attempt }: Attempt, error: Error): Promise<'dead' | { retryAt: number }> {
+  const permanent = error instanceof PermanentDeliveryError;
+  const transient = error instanceof TransientDeliveryError;
+  // Expected failures carry their reason; anything else is logged with its stack.
+  const fields = { err: transient || permanent ? undefined : error, reason: error.message, attempt };
+  if (permanent || attempt >= (transient ? error.maxAttempts : MAX_INTAKE_ATTEMPTS)) {
+    await retryDelivery(deps.db, { ...key, worker, error: error.message, nextAttemptAt: null });
+    if (permanent) log.warn(fields, 'delivery is dead: it cannot succeed as it is');
+    else log.error(fields, 'delivery is dead after its last attempt; retry it through the API');
+    deps.onProcessed?.('dead');
+    return 'dead';
+  }
+  const retryAt = deps.now() + retryDelayMs(attempt);
+  await retryDelivery(deps.db, { ...key, worker, error: error.message, nextAttemptAt: retryAt });
+  log.warn({ ...fields, retryAt }, 'delivery will be retried');
+  deps.onProcessed?.('retry');
+  return { retryAt };
 }

@@ -8,7 +8,8 @@ import { resolveLockFile } from '../lockfile/resolve.ts';
 import type { RepositoryRegistration } from '../db/repositories.ts';
 import { parseDeliveryBody, type Delivery } from '../db/deliveries.ts';
 import type { DeliveryStatus } from '../db/deliveries.ts';
-import { TransientDeliveryError } from '../queue/delivery-queue.ts';
+import { ABSENT_COMMIT_ATTEMPTS, PermanentDeliveryError, TransientDeliveryError } from '../queue/delivery-queue.ts';
+import { isObjectId } from '../lockfile/providers/types.ts';
 import { normalizeGenericEvent, normalizeGitHubEvent } from './normalize.ts';
 import { isDropped } from './normalized-event.ts';
 import type { NormalizedEvent } from './normalized-event.ts';
@@ -65,6 +66,7 @@ export async function runPipeline(deps: PipelineDeps, delivery: Delivery): Promi
   if (isDropped(event)) return { status: 'ignored', outcome: { reason: event.dropped } };
   const repo = await deps.repository(event.repository);
   if (!repo) return { status: 'ignored', outcome: { reason: `repository ${event.repository} is not registered` } };
+  assertCommitIds(event);
   const provider = providerFor(repo);
   const trust = await resolveTrust({
     event,
@@ -74,6 +76,8 @@ export async function runPipeline(deps: PipelineDeps, delivery: Delivery): Promi
   const lock = await resolveLockFile({ candidates: [{ provider, cloneUrl: repo.cloneUrl }], sha: trust.lockSha, cache: deps.cache });
   deps.onLockFile?.(lock.kind);
   if (lock.kind === 'transient') throw new TransientDeliveryError(`lock file: ${lock.detail}`);
+  if (lock.kind === 'absent') throw new TransientDeliveryError(`lock file: ${lock.detail}`, ABSENT_COMMIT_ATTEMPTS);
+  if (lock.kind === 'invalid') throw new PermanentDeliveryError(`lock file: ${lock.detail}`);
   if (lock.kind === 'miss') return { status: 'lockfile_missing', outcome: { repository: repo.name, sha: trust.lockSha } };
   const source = runSourceBase(repo, event, trust, lock.kind === 'found' ? lock.sha : (trust.lockSha ?? event.sha ?? 'HEAD'));
   if (lock.kind === 'corrupt') {
@@ -81,6 +85,15 @@ export async function runPipeline(deps: PipelineDeps, delivery: Delivery): Promi
     return { status: 'lockfile_corrupt', outcome: { error: lock.error.message, runIds } };
   }
   return startMatched(deps, delivery, lock.lock, source);
+}
+
+/** The event's commits reach git and agents: anything but a full object id is refused for good. */
+function assertCommitIds(event: NormalizedEvent): void {
+  for (const [field, sha] of [['sha', event.sha], ['base sha', event.baseSha]] as const) {
+    if (sha !== null && sha !== undefined && !isObjectId(sha)) {
+      throw new PermanentDeliveryError(`the event's ${field} ${JSON.stringify(sha.slice(0, 100))} is not a commit id (40 or 64 hex digits)`);
+    }
+  }
 }
 
 async function startMatched(deps: PipelineDeps, delivery: Delivery, lock: LockFile, source: SourceBase): Promise<PipelineResult> {

@@ -1,12 +1,29 @@
 import type { DeliveryKey } from '../db/deliveries.ts';
 
-/** Thrown by the delivery processor for failures worth retrying (INT-6): never "no lock file". */
+/**
+ * Thrown by the delivery processor for failures worth retrying (INT-6): never "no lock file".
+ * `maxAttempts` bounds the retries of a failure that is only briefly worth waiting for.
+ */
 export class TransientDeliveryError extends Error {
   override readonly name = 'TransientDeliveryError';
+  constructor(
+    readonly detail: string,
+    readonly maxAttempts: number = MAX_INTAKE_ATTEMPTS,
+  ) {
+    super(detail);
+  }
+}
+
+/** A delivery that can never succeed as it is (a malformed commit id): dead at once, with this reason. */
+export class PermanentDeliveryError extends Error {
+  override readonly name = 'PermanentDeliveryError';
   constructor(readonly detail: string) {
     super(detail);
   }
 }
+
+/** A commit the repository does not have: a push race explains seconds (5 + 10 + 20 s), not an hour. */
+export const ABSENT_COMMIT_ATTEMPTS = 4;
 
 /**
  * Processes one delivery this worker has claimed and records the result in the deliveries table:

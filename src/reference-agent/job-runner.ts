@@ -53,8 +53,8 @@ export class JobRunner {
     const values = dispatchSecretValues(dispatch);
     if (options.agentToken !== undefined) values.push(options.agentToken);
     this.masker = new SecretMasker(values);
-    this.runnerLog = new LogStream(this.logOptions(), this.masker, (lines) =>
-      resources.channel.buffered(logChunk(dispatch, -1, lines)),
+    this.runnerLog = new LogStream(this.logOptions(), this.masker, (lines, at) =>
+      resources.channel.buffered(logChunk(dispatch, -1, lines, at)),
     );
   }
 
@@ -123,6 +123,8 @@ export class JobRunner {
       this.runnerLog.push(`[switchyard] ${failure}`);
     }
     this.runEvent('agent.clone.end', Date.now() - started, { success: failure === undefined });
+    // The checkout lines go out before any step's, instead of after the batch delay.
+    this.runnerLog.flush();
     this.sendContext(checkoutDir);
     return failure;
   }

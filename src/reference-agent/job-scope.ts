@@ -73,9 +73,10 @@ export function sendStepStatus(
   });
 }
 
-export function logChunk(job: { runId: string; jobId: string }, stepIndex: number, lines: string[]): AgentMessage {
+/** A `log.chunk` stamped with the time of its first line. */
+export function logChunk(job: { runId: string; jobId: string }, stepIndex: number, lines: string[], timestamp = Date.now()): AgentMessage {
   const { runId, jobId } = job;
-  return { type: 'log.chunk', messageId: randomUUID(), runId, jobId, stepIndex, lines, timestamp: Date.now() };
+  return { type: 'log.chunk', messageId: randomUUID(), runId, jobId, stepIndex, lines, timestamp };
 }
 
 /** Reports a step that never ran (`skipped` after a failure, `cancelled` after a stop). */

@@ -14,10 +14,12 @@ const MAX_LINE_CHARS = 64 * 1024;
 
 /**
  * The masked, batched log lines of one step (or of the runner, stepIndex -1): a batch goes out at
- * `batchLines` lines or `batchMs` after its first line, and on `close()`.
+ * `batchLines` lines or `batchMs` after its first line, and on `close()`, with the time of its
+ * first line (so the coordinator can order batches that overtook each other).
  */
 export class LogStream {
   private batch: string[] = [];
+  private batchStartedAt = 0;
   private timer: NodeJS.Timeout | undefined;
   private bytes = 0;
   private truncated = false;
@@ -25,7 +27,7 @@ export class LogStream {
   constructor(
     private readonly options: LogStreamOptions,
     private readonly masker: SecretMasker,
-    private readonly emit: (lines: string[]) => void,
+    private readonly emit: (lines: string[], firstLineAt: number) => void,
   ) {}
 
   get bytesStreamed(): number {
@@ -37,6 +39,7 @@ export class LogStream {
     const cut = rawLine.length > MAX_LINE_CHARS ? `${rawLine.slice(0, MAX_LINE_CHARS)}… [line cut]` : rawLine;
     const line = this.masker.mask(cut);
     this.bytes += Buffer.byteLength(line) + 1;
+    if (this.batch.length === 0) this.batchStartedAt = Date.now();
     if (this.bytes > this.options.maxBytes) {
       this.truncated = true;
       this.batch.push(`[log truncated: more than ${this.options.maxBytes} bytes]`);
@@ -54,7 +57,7 @@ export class LogStream {
     if (this.batch.length === 0) return;
     const lines = this.batch;
     this.batch = [];
-    this.emit(lines);
+    this.emit(lines, this.batchStartedAt);
   }
 
   close(): void {

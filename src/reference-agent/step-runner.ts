@@ -18,8 +18,8 @@ interface Verdict {
 export async function runStep(scope: JobScope, planned: PlannedStep, signal: AbortSignal): Promise<StepOutcome> {
   const started = Date.now();
   sendStepStatus(scope, planned, 'running');
-  const logs = new LogStream(scope.logOptions, scope.masker, (lines) =>
-    scope.channel.buffered(logChunk(scope.dispatch, planned.index, lines)),
+  const logs = new LogStream(scope.logOptions, scope.masker, (lines, at) =>
+    scope.channel.buffered(logChunk(scope.dispatch, planned.index, lines, at)),
   );
   const verdict = await execute(scope, planned, signal, logs);
   logs.close();

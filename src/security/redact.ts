@@ -8,6 +8,11 @@ export const MIN_SECRET_LENGTH = 4;
 export const SENSITIVE_NAME = /TOKEN|SECRET|PASSWORD|KEY|CREDENTIAL/i;
 
 const AGENT_TOKEN = /kat_[0-9a-fA-F]{64}/g;
+/** The value of any query parameter whose name holds "token" (`?token=`, `&access_token=`). */
+const QUERY_TOKEN = /([?&;][^=&#;?]*token[^=&#;?]*=)[^&#;]*/gi;
+/** Admin API tokens (`sya_…`), wherever they appear. */
+const ADMIN_TOKEN = /sya_[A-Za-z0-9_-]*/g;
+const MAY_HOLD_TOKEN = /token|sya_|kat_/i;
 
 export interface EnvVar {
   name: string;
@@ -52,4 +57,13 @@ export function redactEnvVars<T extends EnvVar>(vars: readonly T[], secrets: rea
     ...variable,
     value: SENSITIVE_NAME.test(variable.name) ? MASK : redact(variable.value),
   }));
+}
+
+/**
+ * `text` (a URL, a request target, a message) with token query values and `sya_` / `kat_` tokens
+ * replaced by `***`, so it can be logged: `/ws/observe?token=sya_abc&runId=r` → `/ws/observe?token=***&runId=r`.
+ */
+export function redactTokens(text: string): string {
+  if (!MAY_HOLD_TOKEN.test(text)) return text;
+  return text.replace(QUERY_TOKEN, `$1${MASK}`).replace(ADMIN_TOKEN, MASK).replace(AGENT_TOKEN, MASK);
 }

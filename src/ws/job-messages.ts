@@ -113,7 +113,7 @@ export class JobFrames {
         return this.deliver(runId, { type: 'agent.job.heartbeat', ...base });
       case 'log.chunk': {
         const lines = message.lines.map((l) => redactSecrets(l, []));
-        return this.logs.add({ runId, jobKey, dispatchId, stepIndex: message.stepIndex, lines, now: this.deps.now() });
+        return this.logs.add({ runId, jobKey, dispatchId, stepIndex: message.stepIndex, lines, now: this.deps.now(), ...sentAt(message.timestamp) });
       }
       case 'job.context':
         return this.deps.log.debug({ runId, jobKey, env: redactEnvVars(message.context.envVars ?? [], []) }, 'job context (redacted)');
@@ -152,4 +152,9 @@ function refusalCause(record: DispatchRecord | null, agentId: string, now: numbe
   if (record.agentId !== agentId) return 'other_agent';
   const late = record.endedAt != null && now - record.endedAt > LATE_MESSAGE_GRACE_MS;
   return late ? 'ended' : null;
+}
+
+/** An agent's clock reading fit to store (a bigint column); anything else is dropped, never the chunk. */
+function sentAt(timestamp: number): { sentAt?: number } {
+  return Number.isSafeInteger(timestamp) ? { sentAt: timestamp } : {};
 }

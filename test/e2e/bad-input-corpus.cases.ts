@@ -24,8 +24,8 @@ export interface Wire {
 
 /** What an accepted (2xx) delivery is recorded as once the intake has processed it. */
 export interface Processing {
-  status: 'processed' | 'ignored' | 'retrying';
-  /** Matched against `outcome.reason` (ignored) or `last_error` (retrying). */
+  status: 'processed' | 'ignored' | 'retrying' | 'dead';
+  /** Matched against `outcome.reason` (ignored) or `last_error` (retrying, dead). */
   detail?: RegExp;
 }
 
@@ -98,10 +98,10 @@ export const WEBHOOK_CASES: HttpCase[] = [
   // Normalization reads no commits for a branch push without path filters: the run starts.
   { name: 'commits is an object (not read without path filters)', wire: (sha) => github(push(sha, { commits: { a: 1 } })), status: 202, processing: { status: 'processed' } },
   {
-    name: 'after is not a commit id (retried as a transient lock-file failure)',
+    name: 'after is not a commit id (dead at once: it can never be read)',
     wire: (sha) => github(push(sha, { after: 'not-a-sha; rm -rf /' })),
     status: 202,
-    processing: { status: 'retrying', detail: /"not-a-sha; rm -rf \/" is not a commit id/ },
+    processing: { status: 'dead', detail: /"not-a-sha; rm -rf \/" is not a commit id/ },
   },
   { name: 'a ref that is neither branch nor tag', wire: (sha) => github(push(sha, { ref: 'refs/notes/commits' })), status: 202, processing: ignored(/^push to refs\/notes\/commits is neither a branch nor a tag$/) },
   { name: 'a repository that is not registered', wire: (sha) => github(JSON.stringify(pushPayload(sha, 'evil/other'))), status: 202, processing: ignored(/^repository evil\/other is not registered$/) },

@@ -17,8 +17,8 @@ const METADATA_BYTES = 1024 * 1024;
 
 /**
  * Reads the lock file through the Contents API at a commit (LOCK-1). 404 is a miss, unless GitHub
- * says the commit itself is unknown (not replicated yet): that, and 5xx, 429, 401/403, network errors
- * and timeouts, are transient (LOCK-2).
+ * says the commit itself is unknown (not replicated yet: `absent`, retried a few times); 5xx, 429,
+ * 401/403, network errors and timeouts are transient (LOCK-2); a malformed commit id is `invalid`.
  */
 export function createGitHubProvider(options: GitHubProviderOptions): LockFileProvider {
   const get = createGitHubGet(options);
@@ -28,9 +28,9 @@ export function createGitHubProvider(options: GitHubProviderOptions): LockFilePr
   return {
     name: `github:${options.repository}`,
     async fetch({ sha }) {
-      if (repo === null) return { kind: 'transient', detail: invalid };
+      if (repo === null) return { kind: 'invalid', detail: invalid };
       if (sha !== null && !isCommitSha(sha)) {
-        return { kind: 'transient', detail: `${JSON.stringify(sha)} is not a commit id (7 to 64 hex digits)` };
+        return { kind: 'invalid', detail: `${JSON.stringify(sha)} is not a commit id (7 to 64 hex digits)` };
       }
       const path = `${base}/contents/${LOCK_FILE_PATH}${sha === null ? '' : `?ref=${sha}`}`;
       const result = await get(path, { accept: RAW, maxBytes: MAX_LOCK_FILE_BYTES });
@@ -45,7 +45,7 @@ function contentsOutcome(path: string, response: GitHubResponse): LockFetchOutco
   if (response.status === 404) {
     const message = githubMessage(response) ?? 'Not Found';
     // The Contents API answers 404 for an unknown ref too; an unknown commit is never a miss.
-    if (/no commit found/i.test(message)) return { kind: 'transient', detail: statusDetail(path, response) };
+    if (/no commit found/i.test(message)) return { kind: 'absent', detail: statusDetail(path, response) };
     return { kind: 'miss', detail: `no ${LOCK_FILE_PATH} (${message})` };
   }
   if (response.status !== 200) return { kind: 'transient', detail: statusDetail(path, response) };

@@ -1,8 +1,8 @@
-import { execFile } from 'node:child_process';
 import { coerceError } from '../../../lib/errors.ts';
 import { MAX_LOCK_FILE_BYTES } from '../parse.ts';
+import { gitIn, localPathProblem, type Git } from './local-git.ts';
 import { notAFileOutcome, outcomeOf, oversizeOutcome } from './outcome.ts';
-import { LOCK_FILE_PATH, isCommitSha } from './types.ts';
+import { LOCK_FILE_PATH, isObjectId } from './types.ts';
 import type { DefaultBranchHead, LockFetchOutcome, LockFileProvider } from './types.ts';
 
 export interface LocalProviderOptions {
@@ -14,15 +14,17 @@ export interface LocalProviderOptions {
   defaultBranch?: string;
 }
 
-type GitResult = { ok: true; stdout: Buffer } | { ok: false; detail: string };
-type Git = (args: string[], maxBuffer?: number) => Promise<GitResult>;
-
-/** Reads `.kici/kici.lock.json` at a commit of a git repository on disk (LOCK-1), with `git` and no shell. */
+/**
+ * Reads `.kici/kici.lock.json` at a commit of a git repository on disk (LOCK-1), with `git` and no
+ * shell; only full object ids reach git, and every path comes after `--`.
+ */
 export function createLocalProvider(options: LocalProviderOptions): LockFileProvider {
   const git = gitIn(options.path);
+  const badPath = localPathProblem(options.path);
   const provider: LockFileProvider = {
     name: `local:${options.repository}`,
     async fetch({ sha }) {
+      if (badPath !== null) return { kind: 'invalid', detail: `the registered path of ${options.repository} ${badPath}` };
       try {
         if (sha !== null) return await readAt(git, options.path, sha);
         const head = await provider.defaultBranchHead();
@@ -38,13 +40,13 @@ export function createLocalProvider(options: LocalProviderOptions): LockFileProv
 }
 
 async function readAt(git: Git, path: string, sha: string): Promise<LockFetchOutcome> {
-  if (!isCommitSha(sha)) {
-    return { kind: 'transient', detail: `${JSON.stringify(sha)} is not a commit id (7 to 64 hex digits)` };
+  if (!isObjectId(sha)) {
+    return { kind: 'invalid', detail: `${JSON.stringify(sha)} is not a commit id (40 or 64 hex digits)` };
   }
-  const present = await git(['cat-file', '-e', `${sha}^{commit}`]);
-  if (!present.ok) return { kind: 'transient', detail: `commit ${sha} is not present in ${path}` };
+  const present = await git(['cat-file', '-e', '--end-of-options', `${sha}^{commit}`]);
+  if (!present.ok) return absentOrUnreadable(git, path, sha);
   // ls-tree tells "absent" from "unreadable" by exit status, without parsing git's messages.
-  const listed = await git(['ls-tree', '-l', '--full-tree', sha, '--', LOCK_FILE_PATH]);
+  const listed = await git(['ls-tree', '-l', '--full-tree', '--end-of-options', sha, '--', LOCK_FILE_PATH]);
   if (!listed.ok) {
     return { kind: 'transient', detail: `listing ${LOCK_FILE_PATH} at ${sha} in ${path}: ${listed.detail}` };
   }
@@ -52,9 +54,17 @@ async function readAt(git: Git, path: string, sha: string): Promise<LockFetchOut
   if (entry === null) return { kind: 'miss', detail: `no ${LOCK_FILE_PATH} at ${sha} in ${path}` };
   if (entry.size === null) return notAFileOutcome(`${LOCK_FILE_PATH} is a ${entry.type}, not a file`);
   if (entry.size > MAX_LOCK_FILE_BYTES) return oversizeOutcome(entry.size);
-  const blob = await git(['cat-file', 'blob', entry.oid], MAX_LOCK_FILE_BYTES + 1);
+  if (!isObjectId(entry.oid)) return { kind: 'transient', detail: `unexpected object id ${JSON.stringify(entry.oid)} from git ls-tree` };
+  const blob = await git(['cat-file', 'blob', '--end-of-options', entry.oid], MAX_LOCK_FILE_BYTES + 1);
   if (!blob.ok) return { kind: 'transient', detail: `reading ${LOCK_FILE_PATH} at ${sha} in ${path}: ${blob.detail}` };
   return outcomeOf(blob.stdout);
+}
+
+/** A repository that cannot be read at all is transient (a volume not mounted yet), not an absent commit. */
+async function absentOrUnreadable(git: Git, path: string, sha: string): Promise<LockFetchOutcome> {
+  const repository = await git(['rev-parse', '--git-dir']);
+  if (!repository.ok) return { kind: 'transient', detail: `${path} is not a readable git repository: ${repository.detail}` };
+  return { kind: 'absent', detail: `commit ${sha} is not present in ${path}` };
 }
 
 interface TreeEntry {
@@ -78,18 +88,8 @@ async function defaultBranchHead(git: Git, options: LocalProviderOptions): Promi
     const symbolic = await git(['symbolic-ref', '--quiet', '--short', 'HEAD']);
     branch = symbolic.ok ? symbolic.stdout.toString('utf8').trim() || 'main' : 'main';
   }
-  const head = await git(['rev-parse', '--verify', '--quiet', `refs/heads/${branch}^{commit}`]);
-  if (!head.ok) return { transient: `branch ${branch} has no commit in ${options.path}` };
-  return { sha: head.stdout.toString('utf8').trim(), branch };
-}
-
-function gitIn(path: string): Git {
-  const env = { ...process.env, GIT_TERMINAL_PROMPT: '0', LC_ALL: 'C' };
-  return (args, maxBuffer = 1024 * 1024) =>
-    new Promise((resolve) => {
-      execFile('git', ['-C', path, ...args], { encoding: 'buffer', maxBuffer, env }, (error, stdout, stderr) => {
-        if (error === null) resolve({ ok: true, stdout });
-        else resolve({ ok: false, detail: stderr.toString('utf8').trim() || error.message });
-      });
-    });
+  const head = await git(['rev-parse', '--verify', '--quiet', '--end-of-options', `refs/heads/${branch}^{commit}`]);
+  const sha = head.ok ? head.stdout.toString('utf8').trim() : '';
+  if (!isObjectId(sha)) return { transient: `branch ${branch} has no commit in ${options.path}` };
+  return { sha, branch };
 }

@@ -6,13 +6,17 @@ export const LOCK_FILE_PATH = '.kici/kici.lock.json';
 
 /**
  * One fetch of the lock file at a commit (LOCK-2). `transient` is never a miss: the delivery is
- * retried (INT-6). `bytes` is the size of the file as stored.
+ * retried (INT-6). `absent`: the commit is not in the repository, which a push race explains for a
+ * little while only (a few retries). `invalid`: the request can never succeed (a malformed commit
+ * id, a broken registration); the delivery is dead at once. `bytes` is the size of the file as stored.
  */
 export type LockFetchOutcome =
   | { kind: 'found'; lock: LockFile; bytes: number }
   | { kind: 'miss'; detail: string }
   | { kind: 'corrupt'; error: LockFileParseError }
-  | { kind: 'transient'; detail: string };
+  | { kind: 'transient'; detail: string }
+  | { kind: 'absent'; detail: string }
+  | { kind: 'invalid'; detail: string };
 
 export type DefaultBranchHead = { sha: string; branch: string } | { transient: string };
 
@@ -27,8 +31,14 @@ export interface LockFileProvider {
 }
 
 const COMMIT_SHA = /^[0-9a-fA-F]{7,64}$/;
+const OBJECT_ID = /^(?:[0-9a-fA-F]{40}|[0-9a-fA-F]{64})$/;
 
 /** A full or abbreviated commit id: 7–64 hex digits, so it can never be read as an option or a path. */
 export function isCommitSha(value: string): boolean {
   return COMMIT_SHA.test(value);
+}
+
+/** A full object id: 40 (SHA-1) or 64 (SHA-256) hex digits, never ambiguous, an option or a path. */
+export function isObjectId(value: string): boolean {
+  return OBJECT_ID.test(value);
 }

@@ -79,6 +79,11 @@ for (const kind of DATABASE_KINDS) {
         headers: { authorization: `Bearer ${ADMIN_TOKEN}`, accept: 'text/plain' },
       }).then((res) => res.text());
       assert.equal(text, '[test › lint] lint-ok\n');
+      // Regression (log order): the checkout line is the job's first line, before its steps' lines.
+      const build = await fetch(`${client.url}/api/v1/runs/${runId}/logs?job=build`, {
+        headers: { authorization: `Bearer ${ADMIN_TOKEN}`, accept: 'text/plain' },
+      }).then((res) => res.text());
+      assert.match(build, /^\[build › runner\] \[switchyard\] cloning .*\n\[build › read\] hello from the repository\n/);
       const test = view.jobs.find((j) => j.job_key === 'test');
       assert.deepEqual(test?.steps.map((s) => [s.index, s.name, s.status, s.exitCode]), [
         [0, 'unit', 'success', null],

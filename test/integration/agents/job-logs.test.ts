@@ -11,14 +11,14 @@ await describeEachKind('job logs', (kind) => {
     withTestDatabase(kind, async ({ db }) => {
       assert.equal(await appendLogChunk(db, { ...base, jobKey: 'build', stepIndex: 0, lines: ['héllo', 'wörld ✓'], now: T0 }), 6 + 10);
       await appendLogChunk(db, { ...base, jobKey: 'build', stepIndex: -1, lines: ['runner line'], now: T0 + 1 });
-      await appendLogChunk(db, { ...base, jobKey: 'build', stepIndex: 0, lines: ['third'], now: T0 + 2 });
+      await appendLogChunk(db, { ...base, jobKey: 'build', stepIndex: 0, lines: ['third'], now: T0 + 2, sentAt: T0 - 5 });
       const chunks = await readJobLogs(db, { runId: 'run-1' });
       assert.deepEqual(
         chunks.map(({ id: _id, ...chunk }) => chunk),
         [
-          { jobKey: 'build', dispatchId: 'd-1', stepIndex: 0, lines: ['héllo', 'wörld ✓'], at: T0 },
-          { jobKey: 'build', dispatchId: 'd-1', stepIndex: -1, lines: ['runner line'], at: T0 + 1 },
-          { jobKey: 'build', dispatchId: 'd-1', stepIndex: 0, lines: ['third'], at: T0 + 2 },
+          { jobKey: 'build', dispatchId: 'd-1', stepIndex: 0, lines: ['héllo', 'wörld ✓'], at: T0, sentAt: null },
+          { jobKey: 'build', dispatchId: 'd-1', stepIndex: -1, lines: ['runner line'], at: T0 + 1, sentAt: null },
+          { jobKey: 'build', dispatchId: 'd-1', stepIndex: 0, lines: ['third'], at: T0 + 2, sentAt: T0 - 5 },
         ],
       );
       assert.ok(chunks.every((chunk, i) => i === 0 || chunk.id > (chunks[i - 1]?.id ?? Infinity)));

@@ -111,10 +111,10 @@ describe('createGitHubProvider against a local GitHub peer', () => {
     assert.deepEqual(outcome, { kind: 'miss', detail: 'no .kici/kici.lock.json (Not Found)' });
   });
 
-  it('treats a 404 for an unknown commit as transient, never as a miss', async () => {
+  it('treats a 404 for an unknown commit as absent (retried briefly), never as a miss', async () => {
     peer.answers.set(`${CONTENTS}?ref=${SHA}`, message(404, `No commit found for the ref ${SHA}`));
     const outcome = await provider().fetch({ sha: SHA });
-    assert.ok(outcome.kind === 'transient');
+    assert.ok(outcome.kind === 'absent');
     assert.match(outcome.detail, /HTTP 404: No commit found for the ref/);
   });
 
@@ -176,12 +176,12 @@ describe('createGitHubProvider against a local GitHub peer', () => {
     assert.match(outcome.detail, /failed: fetch failed \(.*ECONNREFUSED/);
   });
 
-  it('refuses a malformed commit id or repository without a request', async () => {
+  it('refuses for good (invalid) a malformed commit id or repository, without a request', async () => {
     const outcome = await provider().fetch({ sha: '../../../user' });
-    assert.ok(outcome.kind === 'transient');
+    assert.ok(outcome.kind === 'invalid');
     assert.match(outcome.detail, /is not a commit id/);
     const badRepo = createGitHubProvider({ repository: 'acme/../x', token: 't', apiUrl });
-    assert.equal((await badRepo.fetch({ sha: SHA })).kind, 'transient');
+    assert.equal((await badRepo.fetch({ sha: SHA })).kind, 'invalid');
     assert.ok('transient' in (await badRepo.defaultBranchHead()));
     assert.equal(peer.requests.length, 0);
   });

@@ -101,24 +101,28 @@ describe('createLocalProvider against a real git repository', () => {
     assert.match(outcome.error.problem, /is a tree, not a file/);
   });
 
-  it('treats a commit the repository does not have as transient, never as a miss (LOCK-2)', async () => {
+  it('reports a commit the repository does not have as absent (retried briefly), never as a miss (LOCK-2)', async () => {
     const unknown = 'f'.repeat(40);
     const outcome = await createLocalProvider({ repository: 'acme/app', path: work }).fetch({ sha: unknown });
-    assert.deepEqual(outcome, { kind: 'transient', detail: `commit ${unknown} is not present in ${work}` });
+    assert.deepEqual(outcome, { kind: 'absent', detail: `commit ${unknown} is not present in ${work}` });
   });
 
-  it('refuses anything but a 7 to 64 digit hex commit id, so input never reaches git as an option', async () => {
+  it('refuses for good anything but a 40 or 64 digit hex commit id, so input never reaches git as an option', async () => {
     const provider = createLocalProvider({ repository: 'acme/app', path: work });
-    for (const sha of ['--output=/tmp/pwned', 'HEAD', 'abc12', 'main', `${'a'.repeat(40)}:README.md`, 'a'.repeat(65)]) {
-      const outcome = await provider.fetch({ sha });
-      assert.ok(outcome.kind === 'transient', sha);
-      assert.match(outcome.detail, /is not a commit id \(7 to 64 hex digits\)/);
+    const abbreviated = sha.valid!.slice(0, 10);
+    for (const bad of ['--output=/tmp/pwned', '-', 'HEAD', 'abc12', abbreviated, 'main', `${'a'.repeat(40)}:README.md`, 'a'.repeat(65), 'g'.repeat(40)]) {
+      const outcome = await provider.fetch({ sha: bad });
+      assert.ok(outcome.kind === 'invalid', bad);
+      assert.equal(outcome.detail, `${JSON.stringify(bad)} is not a commit id (40 or 64 hex digits)`);
     }
   });
 
-  it('reads an abbreviated commit id', async () => {
-    const outcome = await createLocalProvider({ repository: 'acme/app', path: work }).fetch({ sha: sha.valid!.slice(0, 10) });
-    assert.equal(kindOf(outcome), 'found');
+  it('refuses for good a registered path that is relative or looks like an option, without running git', async () => {
+    for (const path of ['../..', 'repo', '--upload-pack=touch /tmp/pwned', '/srv/../etc']) {
+      const outcome = await createLocalProvider({ repository: 'acme/app', path }).fetch({ sha: sha.valid! });
+      assert.ok(outcome.kind === 'invalid', path);
+      assert.match(outcome.detail, /^the registered path of acme\/app must be a(n| normalized) absolute path/);
+    }
   });
 
   it('reads a bare mirror the same way', async () => {

@@ -70,6 +70,8 @@ describe('loadConfig', () => {
       SWITCHYARD_QUEUE_TIMEOUT_MS: '0',
       SWITCHYARD_MAX_DISPATCH_ATTEMPTS: '3',
       LOG_LEVEL: 'debug',
+      LOG_FORMAT: 'json',
+      SWITCHYARD_EMBEDDED_PG_PORT: '5433',
     });
     const { scaler, ...rest } = config;
     assert.deepEqual(scaler.backends, [], 'no scalers by default with DATABASE_URL');
@@ -79,6 +81,7 @@ describe('loadConfig', () => {
       host: '0.0.0.0',
       dataDir: '/var/lib/switchyard',
       databaseUrl: 'postgres://u@db:5432/sy',
+      embeddedPgPort: 5433,
       redisUrl: 'redis://cache:6379',
       githubWebhookSecrets: [],
       adminToken: 'tok',
@@ -95,6 +98,7 @@ describe('loadConfig', () => {
       queueTimeoutMs: 0,
       maxDispatchAttempts: 3,
       logLevel: 'debug',
+      logFormat: 'json',
       agentAuth: 'token',
     });
   });

@@ -25,6 +25,8 @@ const OUTCOMES = {
     error: new LockFileParseError('$.schemaVersion', 'schemaVersion 28 is not supported', 'schema_version'),
   },
   transient: { kind: 'transient', detail: 'HTTP 503' },
+  absent: { kind: 'absent', detail: 'commit not present' },
+  invalid: { kind: 'invalid', detail: 'not a commit id' },
 } satisfies Record<string, LockFetchOutcome>;
 type Kind = keyof typeof OUTCOMES;
 
@@ -69,6 +71,15 @@ describe('resolveLockFile: the LOCK-3 fallback matrix', () => {
     [['miss', 'miss'], 'miss'],
     [['corrupt', 'corrupt', 'found'], 'found@2'],
     [[], 'miss'],
+    // A push race (absent) is retried briefly; a read that can never succeed (invalid) not at all.
+    [['absent'], 'absent'],
+    [['invalid'], 'invalid'],
+    [['absent', 'found'], 'found@1'],
+    [['absent', 'transient'], 'transient'],
+    [['invalid', 'absent'], 'absent'],
+    [['corrupt', 'absent'], 'absent'],
+    [['invalid', 'corrupt'], 'invalid'],
+    [['miss', 'invalid'], 'invalid'],
   ];
   for (const [kinds, expected] of matrix) {
     it(`${kinds.join(' → ') || 'no candidates'} resolves to ${expected}`, async () => {
