@@ -33,7 +33,7 @@ export function createIntakeMetrics(registry: Registry, sources: IntakeMetricSou
     },
   });
   const lockFetches = new Counter({ name: 'switchyard_lockfile_fetch_total', help: 'Lock-file resolutions by outcome', labelNames: ['outcome'], registers });
-  for (const outcome of ['found', 'miss', 'corrupt', 'transient']) lockFetches.inc({ outcome }, 0);
+  for (const outcome of ['found', 'miss', 'corrupt', 'absent', 'invalid', 'transient']) lockFetches.inc({ outcome }, 0);
   let hitsSeen = 0;
   new Counter({
     name: 'switchyard_lockfile_cache_hits_total',

@@ -26,7 +26,7 @@ export interface PipelineDeps {
   startRuns: RunStarter;
   log: Logger;
   /** Each lock-file resolution's outcome (`switchyard_lockfile_fetch_total{outcome}`). */
-  onLockFile?: (outcome: 'found' | 'miss' | 'corrupt' | 'transient') => void;
+  onLockFile?: (outcome: string) => void;
 }
 
 export interface PipelineResult {
