@@ -73,10 +73,17 @@ export function normalizeOnDefaultBranch(
   return github(p, raw, fields, defaultHead(p));
 }
 
+/**
+ * A release names the tag and its `target_commitish`, which is a commit id or, more often, a branch
+ * name. Only a commit id is the commit to read; for a branch the lock file is read at the default
+ * branch head (the payload carries no commit id), and the tag is what the agent checks out.
+ */
 export function normalizeRelease(p: Payload<typeof payloads.releasePayload>, raw: RawBody): NormalizedEvent {
   const commitish = p.release.target_commitish || null;
-  const fields: EnvelopeFields = { type: 'release', action: p.action, targetBranch: commitish ?? defaultBranch(p) };
-  return github(p, raw, fields, { sha: commitish, ref: `refs/tags/${p.release.tag_name}` });
+  const sha = commitish !== null && /^([0-9a-f]{40}|[0-9a-f]{64})$/i.test(commitish) ? commitish : null;
+  const branch = sha === null && commitish !== null ? commitish.replace(/^refs\/heads\//, '') : null;
+  const fields: EnvelopeFields = { type: 'release', action: p.action, targetBranch: branch ?? defaultBranch(p) };
+  return github(p, raw, fields, { sha, ref: `refs/tags/${p.release.tag_name}` });
 }
 
 export function normalizeRefEvent(

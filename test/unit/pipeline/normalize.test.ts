@@ -160,13 +160,20 @@ describe('normalizeGitHubEvent: events read at the default branch head', () => {
 });
 
 describe('normalizeGitHubEvent: release and status', () => {
-  it('maps release to its target commitish', () => {
+  it('maps a release on a branch to that branch, read at no named commit (a branch name is no sha)', () => {
     const event = normalized('release', gh.release('published', 'main'));
     assert.equal(event.envelope.type, 'release');
     assert.equal(event.envelope.action, 'published');
     assert.equal(event.envelope.targetBranch, 'main');
-    assert.equal(event.sha, 'main');
+    assert.equal(event.sha, null);
     assert.equal(event.ref, 'refs/tags/v2.0.0');
+  });
+
+  it('maps a release whose target is a commit id to that commit', () => {
+    const sha = 'a'.repeat(40);
+    const event = normalized('release', gh.release('published', sha));
+    assert.equal(event.sha, sha);
+    assert.equal(event.envelope.targetBranch, 'develop', 'the default branch: a commit id names no branch');
   });
 
   it('falls back to the default branch head when a release has no target', () => {
