@@ -222,7 +222,7 @@ export const jobSetup = jobBase.extend({
       enqueue({ type: 'requestConcurrency', params: { jobKey: context.jobKey, key, policy } });
     }),
     startAttempt: assign(({ context, event }) => {
-      if (event.type !== 'placement.granted') return {};
+      assertEvent(event, 'placement.granted');
       const { agentId, dispatchId, agentKind } = event;
       return { attempt: context.attempt + 1, assignment: { agentId, dispatchId, agentKind }, waiting: null, steps: [], result: null };
     }),
@@ -245,7 +245,7 @@ export const jobSetup = jobBase.extend({
       return {};
     }),
     noteProvisioningFailure: assign(({ context, event }) => {
-      if (event.type !== 'provision.failed') return {};
+      assertEvent(event, 'provision.failed');
       const waiting: WaitingReason = { kind: 'scaler_failed', message: event.message };
       return { attempt: context.attempt + 1, lastProvisioningError: event.message, waiting };
     }),
@@ -309,7 +309,8 @@ export const jobSetup = jobBase.extend({
       enqueue({ type: 'closeAgentConnection', params: { agentId: context.assignment.agentId, code: 4031, reason: 'dispatch ack timeout' } });
     }),
     cancelGracefully: compose(({ context, event, enqueue }) => {
-      if (!context.assignment || event.type !== 'job.cancel.requested') return;
+      assertEvent(event, 'job.cancel.requested');
+      if (!context.assignment) return;
       const { agentId, dispatchId } = context.assignment;
       enqueue({ type: 'sendCancel', params: { jobKey: context.jobKey, agentId, dispatchId, force: false, reason: event.reason } });
     }),
