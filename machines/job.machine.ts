@@ -51,6 +51,7 @@ export const jobMachine = jobSetup.createMachine({
     },
     waiting: {
       description: 'Not dispatchable yet; `context.waiting` names the reason (G-5).',
+      tags: ['status:pending'],
       initial: 'gated',
       on: {
         'job.skip': { target: 'skipped', actions: 'outcomeFromEvent' },
@@ -97,7 +98,7 @@ export const jobMachine = jobSetup.createMachine({
       ],
     },
     queued: {
-      tags: ['waits-for-agent'],
+      tags: ['status:queued', 'waits-for-agent'],
       entry: [{ type: 'enter', params: { status: 'queued' } }, 'askForPlacement'],
       on: {
         'placement.granted': { target: 'assigned.dispatched', actions: 'startAttempt' },
@@ -131,6 +132,7 @@ export const jobMachine = jobSetup.createMachine({
       states: {
         dispatched: {
           description: 'job.dispatch sent; waiting for job.ack (ack deadline).',
+          tags: ['status:queued'],
           entry: [
             { type: 'enter', params: { status: 'dispatched' } },
             { type: 'disarm', params: { kind: 'queue' } },
@@ -164,6 +166,7 @@ export const jobMachine = jobSetup.createMachine({
           },
         },
         running: {
+          tags: ['status:running'],
           entry: [{ type: 'enter', params: { status: 'running' } }, { type: 'arm', params: { kind: 'lease' } }],
           exit: { type: 'disarm', params: { kind: 'lease' } },
           initial: 'accepted',
@@ -229,6 +232,7 @@ export const jobMachine = jobSetup.createMachine({
           },
         },
         cancelling: {
+          tags: ['status:cancelling'],
           entry: [{ type: 'enter', params: { status: 'cancelling' } }, { type: 'arm', params: { kind: 'cancel' } }],
           exit: { type: 'disarm', params: { kind: 'cancel' } },
           on: {
@@ -250,6 +254,7 @@ export const jobMachine = jobSetup.createMachine({
     },
     recovering: {
       description: 'The static agent disconnected; it may reclaim the job within the recovery window.',
+      tags: ['status:recovering', 'awaits-reclaim'],
       entry: [{ type: 'enter', params: { status: 'recovering' } }, { type: 'arm', params: { kind: 'recovery' } }],
       exit: { type: 'disarm', params: { kind: 'recovery' } },
       on: {
@@ -285,12 +290,12 @@ export const jobMachine = jobSetup.createMachine({
         { target: 'queued' },
       ],
     },
-    success: { type: 'final', entry: { type: 'finish', params: { status: 'success' } } },
-    failed: { type: 'final', entry: { type: 'finish', params: { status: 'failed' } } },
-    cancelled: { type: 'final', entry: { type: 'finish', params: { status: 'cancelled' } } },
-    skipped: { type: 'final', entry: { type: 'finish', params: { status: 'skipped' } } },
-    timed_out_stale: { type: 'final', entry: { type: 'finish', params: { status: 'timed_out_stale' } } },
-    drift_dropped: { type: 'final', entry: { type: 'finish', params: { status: 'drift_dropped' } } },
+    success: { type: 'final', tags: ['status:success'], entry: { type: 'finish', params: { status: 'success' } } },
+    failed: { type: 'final', tags: ['status:failed'], entry: { type: 'finish', params: { status: 'failed' } } },
+    cancelled: { type: 'final', tags: ['status:cancelled'], entry: { type: 'finish', params: { status: 'cancelled' } } },
+    skipped: { type: 'final', tags: ['status:skipped'], entry: { type: 'finish', params: { status: 'skipped' } } },
+    timed_out_stale: { type: 'final', tags: ['status:timed_out_stale'], entry: { type: 'finish', params: { status: 'timed_out_stale' } } },
+    drift_dropped: { type: 'final', tags: ['status:drift_dropped'], entry: { type: 'finish', params: { status: 'drift_dropped' } } },
   },
 });
 

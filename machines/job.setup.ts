@@ -5,7 +5,7 @@ import { JOB_INTENTS, intentSlots } from './intents.ts';
 import type { Intent, JobIntentKind } from './intents.ts';
 import { failureReasonOf, mergeStepResults, upsertStep } from './job.results.ts';
 import { isTerminalJobStatus } from './status.ts';
-import type { TerminalJobStatus } from './status.ts';
+import type { JobStatusTag, TerminalJobStatus } from './status.ts';
 import type {
   AgentRequirements,
   DeadlineKind,
@@ -95,6 +95,12 @@ function attemptsExhausted(context: JobContext): string {
 
 type Ev = JobEvent;
 
+/**
+ * What a job state says about itself when asked (`snapshot.hasTag`): the status it shows, whether it
+ * holds an agent slot or waits for one, and whether its attempt lives on awaiting the agent's reclaim.
+ */
+export type JobTag = JobStatusTag | 'waits-for-agent' | 'holds-slot' | 'awaits-reclaim';
+
 /** Intents a job records (machines/intents.ts); the host provides their implementations (DESIGN.md §4). */
 export type JobIntent = Intent<JobIntentKind>;
 
@@ -144,6 +150,7 @@ const jobBase = setup({
     context: {} as JobContext,
     events: {} as Ev,
     input: {} as JobInput,
+    tags: {} as JobTag,
   },
   actions: {
     // Host-provided intents (DESIGN.md §4). The slots do nothing: machines perform no I/O.

@@ -1,5 +1,8 @@
+import type { StateValue } from 'xstate';
+import { jobMachine } from './job.machine.ts';
 import type { JobContext } from './job.setup.ts';
 import type { RunContext } from './run.machine.ts';
+import { jobStatusOfTags } from './status.ts';
 import type { JobStatus, RunStatus } from './status.ts';
 import type { InitFailure, JobOutputs, StepRecord, WaitingReason } from './types.ts';
 
@@ -58,24 +61,10 @@ export function projectRun(snapshot: PersistedMachineSnapshot<RunContext>): RunP
   };
 }
 
-/** Maps a job state value to the KiCI status a user sees (STAT-3). */
-export function jobStatusOf(value: unknown): JobStatus {
-  if (typeof value === 'string') {
-    if (value === 'queued') return 'queued';
-    if (value === 'recovering') return 'recovering';
-    if (['success', 'failed', 'cancelled', 'skipped', 'timed_out_stale', 'drift_dropped'].includes(value)) {
-      return value as JobStatus;
-    }
-    return 'pending';
-  }
-  const nested = value as Record<string, unknown>;
-  if ('assigned' in nested) {
-    const inner = nested['assigned'];
-    if (inner === 'dispatched') return 'queued';
-    if (inner === 'cancelling') return 'cancelling';
-    return 'running';
-  }
-  return 'pending';
+/** The status a job's chart tags its state with (STAT-3); a stored snapshot is resolved against the chart first. */
+export function jobStatusOf(job: { value: unknown; context: JobContext }): JobStatus {
+  const snapshot = jobMachine.resolveState({ value: job.value as StateValue, context: job.context });
+  return jobStatusOfTags(snapshot.tags) ?? 'pending';
 }
 
 export function projectJobs(snapshot: PersistedMachineSnapshot<RunContext>): JobProjection[] {
@@ -93,7 +82,7 @@ export function projectJobs(snapshot: PersistedMachineSnapshot<RunContext>): Job
     const { context } = child;
     return {
       jobKey,
-      status: jobStatusOf(child.value),
+      status: jobStatusOf(child),
       waitingReason: context.waiting,
       attempt: context.attempt,
       agentId: context.assignment?.agentId ?? null,

@@ -14,6 +14,14 @@ export const JOB_STATUSES = [
 ] as const;
 export type JobStatus = (typeof JOB_STATUSES)[number];
 
+/** The tag a job state carries for the status it shows: the chart answers, nobody maps its states. */
+export type JobStatusTag = `status:${JobStatus}`;
+
+/** The status a job state's tags name, or null for a transient state, which names none. */
+export function jobStatusOfTags(tags: ReadonlySet<string>): JobStatus | null {
+  return JOB_STATUSES.find((status) => tags.has(`status:${status}`)) ?? null;
+}
+
 export const TERMINAL_JOB_STATUSES = [
   'success',
   'failed',

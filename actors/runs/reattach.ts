@@ -34,7 +34,7 @@ export async function reattachRuns(deps: ReattachDeps, runIds: string[]): Promis
           await deps.dispatcher.requestPlacement({ effectId: `reattach:${runId}:${job.jobKey}`, runId, kind: 'requestPlacement', payload: { jobKey: job.jobKey, requirements, attempt } });
           continue;
         }
-        const status = jobStatusOf(job.value);
+        const status = jobStatusOf(job);
         const onAgent = status === 'running' || status === 'cancelling' || (status === 'queued' && assignment !== null);
         if (onAgent && assignment && !(await deps.shared.isConnectedAnywhere(assignment.agentId))) {
           // The agent may well be alive and reconnecting to us: even a scaler agent gets its recovery window.

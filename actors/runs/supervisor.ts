@@ -4,7 +4,7 @@ import type { Logger } from 'pino';
 import { JOB_MACHINE_VERSION } from '../../machines/job.machine.ts';
 import { RUN_MACHINE_ID, RUN_MACHINE_VERSION } from '../../machines/run.machine.ts';
 import type { RunContext, RunEvent } from '../../machines/run.machine.ts';
-import type { JobContext } from '../../machines/job.setup.ts';
+import type { JobContext, JobTag } from '../../machines/job.setup.ts';
 import type { PersistedMachineSnapshot } from '../../machines/projection.ts';
 import { RunNotOwnedError, RunNotStorableError, SupervisorStoppedError, UnknownMachineVersionError, UnstorableEntryError } from './errors.ts';
 import { coerceError } from '../../lib/errors.ts';
@@ -161,11 +161,10 @@ export class Supervisor {
     return child ? (child.getSnapshot() as { context: JobContext }).context : null;
   }
 
-  /** Whether a job of an owned run is in a state tagged `tag` (`waits-for-agent`, `holds-slot`). */
-  jobHasTag(runId: string, jobKey: string, tag: 'waits-for-agent' | 'holds-slot'): boolean {
+  /** Whether a job of an owned run is in a state its chart tags `tag` (`waits-for-agent`, `holds-slot`, ...). */
+  jobHasTag(runId: string, jobKey: string, tag: JobTag): boolean {
     const child = this.runs.get(runId)?.actor.getSnapshot().children[jobKey];
-    const snapshot = child?.getSnapshot() as { hasTag?: (tag: string) => boolean } | undefined;
-    return snapshot?.hasTag?.(tag) ?? false;
+    return child?.getSnapshot().hasTag(tag) ?? false;
   }
 
   /** Every job of an owned run with its state value and context (read-only). */
