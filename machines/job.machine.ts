@@ -32,7 +32,6 @@ export const jobMachine = jobSetup.createMachine({
     result: null,
     attempt: 0,
     assignment: null,
-    everStarted: false,
     waiting: input.gate,
     lastProvisioningError: null,
     deadlines: {},
@@ -124,10 +123,7 @@ export const jobMachine = jobSetup.createMachine({
         'agent.job.status': endAsReported,
         'agent.step.status': { guard: 'fromAssignedAgent', actions: 'recordStep' },
         'placement.granted': { actions: 'releaseStaleGrant' },
-        'agent.job.lost': [
-          { guard: 'fromAssignedAfterStart', target: '#job.failed', actions: { type: 'setOutcome', params: { outcome: LOST_AFTER_START } } },
-          { guard: 'fromAssignedAgent', target: '#job.requeued', actions: { type: 'setOutcome', params: { outcome: LOST_BEFORE_START } } },
-        ],
+        'agent.job.lost': { guard: 'fromAssignedAgent', target: '#job.requeued', actions: { type: 'setOutcome', params: { outcome: LOST_BEFORE_START } } },
       },
       states: {
         dispatched: {
@@ -157,7 +153,7 @@ export const jobMachine = jobSetup.createMachine({
             },
             'agent.disconnected': [
               { guard: 'lostScalerAgent', target: '#job.requeued', actions: { type: 'setOutcome', params: { outcome: 'scaler agent lost before start' } } },
-              { guard: 'assignedAgentLost', target: '#job.recovering' },
+              { guard: 'assignedAgentLost', target: '#job.recovering.beforeStart' },
             ],
             'job.cancel.requested': {
               target: '#job.cancelled',
@@ -187,9 +183,8 @@ export const jobMachine = jobSetup.createMachine({
               ],
             },
             'agent.disconnected': [
-              { guard: 'lostStartedScalerAgent', target: '#job.failed', actions: { type: 'setOutcome', params: { outcome: 'scaler agent lost mid-execution' } } },
               { guard: 'lostScalerAgent', target: '#job.requeued', actions: { type: 'setOutcome', params: { outcome: 'scaler agent lost before start' } } },
-              { guard: 'assignedAgentLost', target: '#job.recovering' },
+              { guard: 'assignedAgentLost', target: '#job.recovering.beforeStart' },
             ],
             'job.cancel.requested': [
               {
@@ -212,13 +207,14 @@ export const jobMachine = jobSetup.createMachine({
               },
             },
             started: {
-              description: 'The agent reported running; from here agent loss on a scaler agent fails the job.',
-              entry: [
-                'markStarted',
-                'reportStarted',
-                'armJobTimeoutBackstop',
-              ],
+              description: 'The agent reported running; from here a lost attempt or a lost scaler agent fails the job.',
+              entry: ['reportStarted', 'armJobTimeoutBackstop'],
               on: {
+                'agent.disconnected': [
+                  { guard: 'lostScalerAgent', target: '#job.failed', actions: { type: 'setOutcome', params: { outcome: 'scaler agent lost mid-execution' } } },
+                  { guard: 'assignedAgentLost', target: '#job.recovering.afterStart' },
+                ],
+                'agent.job.lost': { guard: 'fromAssignedAgent', target: '#job.failed', actions: { type: 'setOutcome', params: { outcome: LOST_AFTER_START } } },
                 'timer.jobTimeout.expired': {
                   guard: { type: 'isCurrentDeadline', params: { kind: 'jobTimeout' } },
                   target: '#job.failed',
@@ -257,15 +253,8 @@ export const jobMachine = jobSetup.createMachine({
       tags: ['status:recovering', 'awaits-reclaim'],
       entry: [{ type: 'enter', params: { status: 'recovering' } }, { type: 'arm', params: { kind: 'recovery' } }],
       exit: { type: 'disarm', params: { kind: 'recovery' } },
+      initial: 'beforeStart',
       on: {
-        'agent.job.reclaim': [
-          { guard: 'fromAssignedAfterStart', target: 'assigned.running.started' },
-          { guard: 'fromAssignedAgent', target: 'assigned.running.accepted' },
-        ],
-        'agent.job.lost': [
-          { guard: 'fromAssignedAfterStart', target: 'failed', actions: { type: 'setOutcome', params: { outcome: LOST_AFTER_START } } },
-          { guard: 'fromAssignedAgent', target: 'requeued', actions: { type: 'setOutcome', params: { outcome: LOST_BEFORE_START } } },
-        ],
         'agent.job.status': endAsReported,
         'placement.granted': { actions: 'releaseStaleGrant' },
         'timer.recovery.expired': {
@@ -274,6 +263,22 @@ export const jobMachine = jobSetup.createMachine({
           actions: { type: 'setOutcome', params: { outcome: 'agent did not reconnect within the recovery window' } },
         },
         'job.cancel.requested': { target: 'cancelled', actions: 'outcomeFromEvent' },
+      },
+      states: {
+        beforeStart: {
+          description: 'The agent had not reported running: a lost attempt is tried again.',
+          on: {
+            'agent.job.reclaim': { guard: 'fromAssignedAgent', target: '#job.assigned.running.accepted' },
+            'agent.job.lost': { guard: 'fromAssignedAgent', target: '#job.requeued', actions: { type: 'setOutcome', params: { outcome: LOST_BEFORE_START } } },
+          },
+        },
+        afterStart: {
+          description: 'The agent had reported running: a reclaim resumes it started, a lost attempt fails the job.',
+          on: {
+            'agent.job.reclaim': { guard: 'fromAssignedAgent', target: '#job.assigned.running.started' },
+            'agent.job.lost': { guard: 'fromAssignedAgent', target: '#job.failed', actions: { type: 'setOutcome', params: { outcome: LOST_AFTER_START } } },
+          },
+        },
       },
     },
     requeued: {

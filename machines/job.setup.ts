@@ -43,7 +43,6 @@ export interface JobContext {
   /** Dispatch attempts made so far; a new attempt starts on every `placement.granted`. */
   attempt: number;
   assignment: Assignment | null;
-  everStarted: boolean;
   waiting: WaitingReason | null;
   lastProvisioningError: string | null;
   deadlines: ArmedDeadlines;
@@ -171,13 +170,10 @@ const jobBase = setup({
     assignedReportsProgress: ({ context, event }) =>
       event.type === 'agent.job.status' && !isTerminalJobStatus(event.state) && isFromAssigned(context, event),
     lostScalerAgent: ({ context, event }) => isLostScalerAgent(context, event),
-    lostStartedScalerAgent: ({ context, event }) => isLostScalerAgent(context, event) && context.everStarted,
-    fromAssignedAfterStart: ({ context, event }) => isFromAssigned(context, event) && context.everStarted,
     isForced: ({ event }) => event.type === 'job.cancel.requested' && event.force,
     attemptsLeft: ({ context }) => context.attempt < context.maxAttempts,
     attemptsLeftAfterThis: ({ context }) => context.attempt + 1 < context.maxAttempts,
     everDispatched: ({ context }) => context.attempt > 0,
-    everStarted: ({ context }) => context.everStarted,
     queueExpires: ({ context }) => context.timeouts.queueMs > 0,
   },
 });
@@ -328,7 +324,6 @@ export const jobSetup = jobBase.extend({
       enqueue.assign({ deadlines: { ...context.deadlines, jobTimeout: { id, at } } });
       enqueue({ type: 'armDeadline', params: { id, kind: 'jobTimeout', at, jobKey: context.jobKey } });
     }),
-    markStarted: assign({ everStarted: true }),
     holdConcurrency: assign({ holdsConcurrency: true, waiting: null }),
     finish: compose<{ status: TerminalJobStatus }>(({ context, event, enqueue, self }, params) => {
       for (const armed of Object.values(context.deadlines)) {

@@ -18,7 +18,8 @@ const EXPECTED: Record<string, JobStatus> = {
   'assigned.running.accepted': 'running',
   'assigned.running.started': 'running',
   'assigned.cancelling': 'cancelling',
-  recovering: 'recovering',
+  'recovering.beforeStart': 'recovering',
+  'recovering.afterStart': 'recovering',
   success: 'success',
   failed: 'failed',
   cancelled: 'cancelled',
@@ -87,6 +88,6 @@ describe('job machine: status comes from tags', () => {
     const tagged = (tag: string) => LEAVES.filter((node) => tagsOn(node).includes(tag)).map(key).sort();
     assert.deepEqual(tagged('waits-for-agent'), ['queued', 'waiting.agent']);
     assert.deepEqual(tagged('holds-slot'), ['assigned.cancelling', 'assigned.dispatched', 'assigned.running.accepted', 'assigned.running.started']);
-    assert.deepEqual(tagged('awaits-reclaim'), ['recovering']);
+    assert.deepEqual(tagged('awaits-reclaim'), ['recovering.afterStart', 'recovering.beforeStart']);
   });
 });

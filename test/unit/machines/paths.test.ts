@@ -67,7 +67,7 @@ function jobEvents(snapshot: JobSnapshot): JobEvent[] {
 /** Value plus the context that steers guards; times are left out so the space stays finite. */
 function serializeJob(snapshot: JobSnapshot): string {
   const c = snapshot.context;
-  return JSON.stringify([snapshot.value, c.attempt, c.everStarted, c.assignment?.agentKind, c.holdsConcurrency, Object.keys(c.deadlines).sort()]);
+  return JSON.stringify([snapshot.value, c.attempt, c.assignment?.agentKind, c.holdsConcurrency, Object.keys(c.deadlines).sort()]);
 }
 
 const JOB_INPUTS: Record<string, JobInput> = {

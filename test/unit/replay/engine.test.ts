@@ -50,7 +50,7 @@ describe('replay engine', () => {
     assert.equal(timeout?.deadlines.fired, 'build#ack');
     assert.ok(timeout?.deadlines.disarmed.includes('build#ack'));
     assert.equal(report.steps[3]?.waiting['build']?.message, 'every agent is busy');
-    assert.equal(report.steps[11]?.after.jobs['test'], 'recovering');
+    assert.deepEqual(report.steps[11]?.after.jobs['test'], { recovering: 'afterStart' });
     assert.ok(report.steps[11]?.deadlines.armed.some((d) => d.id === 'test#recovery'));
   });
 

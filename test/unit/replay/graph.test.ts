@@ -32,6 +32,7 @@ describe('machine graphs', () => {
       'job.assigned.dispatched',
       'job.assigned.running.accepted',
       'job.created',
+      'job.recovering.beforeStart',
       'job.waiting.gated',
     ]);
     assert.match(byId.get('job.recovering')?.description ?? '', /reclaim/);
@@ -44,10 +45,10 @@ describe('machine graphs', () => {
       ackTimeout && { source: ackTimeout.source, target: ackTimeout.target, guard: ackTimeout.guard, kind: ackTimeout.kind },
       { source: 'job.assigned.dispatched', target: 'job.requeued', guard: 'isCurrentDeadline', kind: 'external' },
     );
-    const reclaim = job.edges.filter((e) => e.source === 'job.recovering' && e.event === 'agent.job.reclaim');
-    assert.deepEqual(reclaim.map((e) => [e.target, e.guard]), [
-      ['job.assigned.running.started', 'fromAssignedAfterStart'],
-      ['job.assigned.running.accepted', 'fromAssignedAgent'],
+    const reclaim = job.edges.filter((e) => e.source.startsWith('job.recovering') && e.event === 'agent.job.reclaim');
+    assert.deepEqual(reclaim.map((e) => [e.source, e.target, e.guard]), [
+      ['job.recovering.beforeStart', 'job.assigned.running.accepted', 'fromAssignedAgent'],
+      ['job.recovering.afterStart', 'job.assigned.running.started', 'fromAssignedAgent'],
     ]);
     const requeued = job.edges.filter((e) => e.source === 'job.requeued');
     assert.deepEqual(requeued.map((e) => [e.event, e.target, e.guard, e.kind]), [
