@@ -72,10 +72,7 @@ function jobSnapshot(supervisor: Supervisor, runId: string, jobKey: string): Job
 /** What the scaler reads of jobs: their live state in the run actors owned here. */
 export function scalerJobs(supervisor: Supervisor): ScalerJobs {
   return {
-    isWaitingForAgent: (runId, jobKey) => {
-      const value = jobSnapshot(supervisor, runId, jobKey)?.value;
-      return value === 'queued' || (typeof value === 'object' && value !== null && (value as Record<string, unknown>)['waiting'] === 'agent');
-    },
+    isWaitingForAgent: (runId, jobKey) => supervisor.jobHasTag(runId, jobKey, 'waits-for-agent'),
     jobTimeoutMs: (runId, jobKey) => jobSnapshot(supervisor, runId, jobKey)?.context?.timeouts?.jobTimeoutMs ?? null,
   };
 }
