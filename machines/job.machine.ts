@@ -79,6 +79,7 @@ export const jobMachine = jobSetup.createMachine({
           on: {
             'placement.granted': { target: '#job.assigned.dispatched', actions: 'startAttempt' },
             'placement.none': { actions: 'wait' },
+            'job.restored': { actions: 'askForPlacement' },
             'placement.refused': { target: '#job.failed', actions: { type: 'failNoAgent', params: { message: 'queue full' } } },
             'provision.failed': [
               { guard: 'attemptsLeftAfterThis', actions: 'noteProvisioningFailure' },
@@ -102,6 +103,7 @@ export const jobMachine = jobSetup.createMachine({
       on: {
         'placement.granted': { target: 'assigned.dispatched', actions: 'startAttempt' },
         'placement.none': { target: 'waiting.agent', actions: 'wait' },
+        'job.restored': { actions: 'askForPlacement' },
         'placement.refused': { target: 'failed', actions: { type: 'failNoAgent', params: { message: 'queue full' } } },
         'timer.queue.expired': { guard: { type: 'isCurrentDeadline', params: { kind: 'queue' } }, target: 'queueExpired' },
         'job.skip': { target: 'skipped', actions: 'outcomeFromEvent' },
@@ -155,6 +157,8 @@ export const jobMachine = jobSetup.createMachine({
               { guard: 'lostScalerAgent', target: '#job.requeued', actions: { type: 'setOutcome', params: { outcome: 'scaler agent lost before start' } } },
               { guard: 'assignedAgentLost', target: '#job.recovering.beforeStart' },
             ],
+            // Even a scaler agent may be alive and reconnecting: it gets the recovery window too.
+            'job.restored': { guard: 'assignedAgentGone', target: '#job.recovering.beforeStart' },
             'job.cancel.requested': {
               target: '#job.cancelled',
               actions: [{ type: 'cancelOnAgent', params: { force: true, reason: 'cancelled' } }, 'outcomeFromEvent'],
@@ -186,6 +190,7 @@ export const jobMachine = jobSetup.createMachine({
               { guard: 'lostScalerAgent', target: '#job.requeued', actions: { type: 'setOutcome', params: { outcome: 'scaler agent lost before start' } } },
               { guard: 'assignedAgentLost', target: '#job.recovering.beforeStart' },
             ],
+            'job.restored': { guard: 'assignedAgentGone', target: '#job.recovering.beforeStart' },
             'job.cancel.requested': [
               {
                 guard: 'isForced',
@@ -214,6 +219,7 @@ export const jobMachine = jobSetup.createMachine({
                   { guard: 'lostScalerAgent', target: '#job.failed', actions: { type: 'setOutcome', params: { outcome: 'scaler agent lost mid-execution' } } },
                   { guard: 'assignedAgentLost', target: '#job.recovering.afterStart' },
                 ],
+                'job.restored': { guard: 'assignedAgentGone', target: '#job.recovering.afterStart' },
                 'agent.job.lost': { guard: 'fromAssignedAgent', target: '#job.failed', actions: { type: 'setOutcome', params: { outcome: LOST_AFTER_START } } },
                 'timer.jobTimeout.expired': {
                   guard: { type: 'isCurrentDeadline', params: { kind: 'jobTimeout' } },
@@ -243,6 +249,7 @@ export const jobMachine = jobSetup.createMachine({
               actions: { type: 'cancelOnAgent', params: { force: true, reason: 'cancelled' } },
             },
             'agent.disconnected': { guard: 'assignedAgentLost', target: '#job.cancelled' },
+            'job.restored': { guard: 'assignedAgentGone', target: '#job.cancelled' },
             'agent.job.lost': { guard: 'fromAssignedAgent', target: '#job.cancelled' },
           },
         },

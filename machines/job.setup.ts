@@ -161,6 +161,9 @@ const jobBase = setup({
     needsConcurrency: ({ context }) => context.concurrency !== null && !context.holdsConcurrency,
     fromAssignedAgent: ({ context, event }) => isFromAssigned(context, event),
     assignedAgentLost: ({ context, event }) => isAssignedAgentLost(context, event),
+    /** After a restore, the agent holding the attempt has no session anywhere: its socket went with the old process. */
+    assignedAgentGone: ({ context, event }) =>
+      event.type === 'job.restored' && context.assignment !== null && !event.liveAgents.includes(context.assignment.agentId),
     isCurrentDeadline: ({ context, event }, params: { kind: TimerKind }) => {
       const armed = context.deadlines[params.kind];
       return 'deadlineId' in event && armed !== undefined && armed.id === event.deadlineId && armed.at === event.dueAt;

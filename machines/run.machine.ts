@@ -48,6 +48,8 @@ export interface RunContext {
 export type RunCommand =
   | { type: 'run.cancel'; reason: string; force: boolean; by: string; at: number }
   | { type: 'run.approval'; decision: 'approved' | 'rejected'; by: string; at: number }
+  /** Sent once after the run is restored in a new process; `liveAgents` as in `job.restored`. */
+  | { type: 'run.restored'; liveAgents: string[]; at: number }
   | ({ type: 'timer.workflow.expired' } & TimerFields)
   | ({ type: 'timer.approval.expired' } & TimerFields);
 
@@ -284,6 +286,13 @@ export const runMachine = runSetup.extend({
       assertEvent(event, 'placement.granted');
       enqueue({ type: 'releaseSlot', params: { agentId: event.agentId, dispatchId: event.dispatchId } });
     }),
+    /** Every open job with an actor learns it was restored, and decides itself what to re-establish. */
+    tellJobsRestored: compose(({ context, event, enqueue }) => {
+      assertEvent(event, 'run.restored');
+      for (const key of openJobs(context)) {
+        if (!context.jobs[key]?.template) enqueue.sendTo(key, { type: 'job.restored', liveAgents: event.liveAgents, at: event.at });
+      }
+    }),
     forwardToJob: compose(({ event, enqueue }) => {
       if (!('jobKey' in event) || typeof event.jobKey !== 'string') return;
       enqueue.sendTo(event.jobKey, event);
@@ -323,7 +332,7 @@ export const runMachine = runSetup.extend({
     };
   },
   initial: 'starting',
-  on: forwardJobEvents,
+  on: { ...forwardJobEvents, 'run.restored': { actions: 'tellJobsRestored' } },
   states: {
     starting: {
       entry: ['spawnJobs', 'armWorkflowDeadline'],

@@ -167,13 +167,13 @@ export class Supervisor {
     return child?.getSnapshot().hasTag(tag) ?? false;
   }
 
-  /** Every job of an owned run with its state value and context (read-only). */
-  jobsOf(runId: string): { jobKey: string; value: unknown; context: JobContext }[] {
+  /** Every open job of an owned run with its context (read-only); what state it is in, ask with `jobHasTag`. */
+  jobsOf(runId: string): { jobKey: string; context: JobContext }[] {
     const handle = this.runs.get(runId);
     if (!handle) return [];
     return Object.entries(handle.actor.getSnapshot().children).flatMap(([jobKey, child]) => {
-      const snapshot = child?.getSnapshot() as { value: unknown; context: JobContext; status: string } | undefined;
-      return snapshot && snapshot.status === 'active' ? [{ jobKey, value: snapshot.value, context: snapshot.context }] : [];
+      const snapshot = child?.getSnapshot();
+      return snapshot && snapshot.status === 'active' ? [{ jobKey, context: snapshot.context }] : [];
     });
   }
 

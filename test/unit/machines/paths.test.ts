@@ -60,6 +60,8 @@ function jobEvents(snapshot: JobSnapshot): JobEvent[] {
     { type: 'agent.job.reclaim', ...fromOwner },
     { type: 'agent.job.lost', ...fromOwner },
     { type: 'agent.disconnected', agentId: owner.agentId, at: AT },
+    { type: 'job.restored', liveAgents: [], at: AT },
+    { type: 'job.restored', liveAgents: [owner.agentId], at: AT },
     ...timers,
   ];
 }
