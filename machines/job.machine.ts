@@ -3,7 +3,7 @@ import { endAsReported, jobSetup } from './job.setup.ts';
 
 export const JOB_MACHINE_ID = 'job';
 /** Bump when a change makes stored job snapshots unreadable (DESIGN.md §5). */
-export const JOB_MACHINE_VERSION = 2;
+export const JOB_MACHINE_VERSION = 3;
 
 const LOST_AFTER_START = 'agent restarted without the job';
 const LOST_BEFORE_START = 'agent restarted without the job before starting it';

@@ -1,8 +1,9 @@
 import type { StateValue } from 'xstate';
 import { jobMachine } from './job.machine.ts';
 import type { JobContext } from './job.setup.ts';
+import { runMachine } from './run.machine.ts';
 import type { RunContext } from './run.machine.ts';
-import { jobStatusOfTags } from './status.ts';
+import { jobStatusOfTags, runStatusOfTags } from './status.ts';
 import type { JobStatus, RunStatus } from './status.ts';
 import type { InitFailure, JobOutputs, StepRecord, WaitingReason } from './types.ts';
 
@@ -37,28 +38,22 @@ export interface JobProjection {
   outputs: JobOutputs | null;
 }
 
-const RUN_STATES: Record<string, RunStatus> = {
-  starting: 'pending',
-  pending: 'pending',
-  held: 'held',
-  running: 'running',
-  cancelling: 'cancelling',
-  finishing: 'running',
-  success: 'success',
-  failed: 'failed',
-  cancelled: 'cancelled',
-};
-
 export function projectRun(snapshot: PersistedMachineSnapshot<RunContext>): RunProjection {
   const { context } = snapshot;
   return {
-    status: RUN_STATES[String(snapshot.value)] ?? 'pending',
+    status: runStatusOf(snapshot),
     workflowName: context.workflowName,
     createdAt: context.createdAt,
     finishedAt: context.finishedAt,
     failureReason: context.failureReason,
     initFailure: context.initFailure,
   };
+}
+
+/** The status a run's chart tags its state with; a stored snapshot is resolved against the chart first. */
+export function runStatusOf(run: { value: unknown; context: RunContext }): RunStatus {
+  const snapshot = runMachine.resolveState({ value: run.value as StateValue, context: run.context });
+  return runStatusOfTags(snapshot.tags) ?? 'pending';
 }
 
 /** The status a job's chart tags its state with (STAT-3); a stored snapshot is resolved against the chart first. */

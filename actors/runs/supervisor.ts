@@ -382,7 +382,7 @@ export class Supervisor {
     this.runs.delete(runId);
     this.timers.disarmRun(runId);
     handle.actor.stop();
-    handle.log.info({ status: String(handle.actor.getSnapshot().value) }, 'run finished');
+    handle.log.info({ state: handle.actor.getSnapshot().value }, 'run finished');
     this.options.metrics.actorsAlive.set(this.runs.size);
   }
 

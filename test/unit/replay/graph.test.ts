@@ -60,10 +60,17 @@ describe('machine graphs', () => {
     assert.equal(heartbeat.target, heartbeat.source);
   });
 
-  it('covers the run chart: cancel from every open state, and the forwarding of job events as internal edges', () => {
+  it('covers the run chart: cancel and the workflow deadline once on the open states\' parent, and the forwarding of job events as internal edges', () => {
     const run = graph('run');
-    const cancels = run.edges.filter((e) => e.event === 'run.cancel' && e.kind === 'external').map((e) => e.source).sort();
-    assert.deepEqual(cancels, ['run.held', 'run.pending', 'run.running']);
+    const cancels = run.edges.filter((e) => e.event === 'run.cancel').map((e) => [e.source, e.target, e.kind]);
+    assert.deepEqual(cancels, [
+      ['run.active', 'run.cancelling', 'external'],
+      ['run.cancelling', 'run.cancelling', 'internal'],
+    ]);
+    const expiries = run.edges.filter((e) => e.event === 'timer.workflow.expired').map((e) => e.source);
+    assert.deepEqual(expiries, ['run.active']);
+    const open = run.nodes.filter((n) => n.parent === 'run.active').map((n) => n.id).sort();
+    assert.deepEqual(open, ['run.active.held', 'run.active.pending', 'run.active.running']);
     const forwarded = run.edges.filter((e) => e.source === 'run' && e.kind === 'internal');
     assert.ok(forwarded.some((e) => e.event === 'agent.job.ack' && e.guard === 'targetsOpenJob'));
   });

@@ -3,10 +3,12 @@ import assert from 'node:assert/strict';
 import { initialTransition } from 'xstate';
 import type { AnyStateNode, StateValue } from 'xstate';
 import { jobMachine } from '../../../machines/job.machine.ts';
-import { jobStatusOf } from '../../../machines/projection.ts';
-import { JOB_STATUSES } from '../../../machines/status.ts';
+import { runMachine } from '../../../machines/run.machine.ts';
+import { jobStatusOf, runStatusOf } from '../../../machines/projection.ts';
+import { JOB_STATUSES, RUN_STATUSES } from '../../../machines/status.ts';
+import type { RunStatus } from '../../../machines/status.ts';
 import type { JobStatus } from '../../../machines/status.ts';
-import { jobInput } from '../../support/machines.ts';
+import { jobInput, jobPlan, runInput } from '../../support/machines.ts';
 
 /** The status every resting state shows; a state added to the chart must be added here. */
 const EXPECTED: Record<string, JobStatus> = {
@@ -89,5 +91,37 @@ describe('job machine: status comes from tags', () => {
     assert.deepEqual(tagged('waits-for-agent'), ['queued', 'waiting.agent']);
     assert.deepEqual(tagged('holds-slot'), ['assigned.cancelling', 'assigned.dispatched', 'assigned.running.accepted', 'assigned.running.started']);
     assert.deepEqual(tagged('awaits-reclaim'), ['recovering.afterStart', 'recovering.beforeStart']);
+  });
+});
+
+const RUN_EXPECTED: Record<string, RunStatus> = {
+  'active.held': 'held',
+  'active.pending': 'pending',
+  'active.running': 'running',
+  cancelling: 'cancelling',
+  success: 'success',
+  failed: 'failed',
+  cancelled: 'cancelled',
+};
+
+describe('run machine: status comes from tags', () => {
+  const runLeaves = leaves(runMachine.root);
+
+  it('starting and finishing are transient and show nothing; every resting state carries exactly one status tag', () => {
+    assert.deepEqual(runLeaves.filter(isTransient).map(key).sort(), ['finishing', 'starting']);
+    for (const node of runLeaves) {
+      const statuses = tagsOn(node).filter((tag) => tag.startsWith('status:'));
+      const expected = RUN_EXPECTED[key(node)];
+      assert.deepEqual(statuses, expected === undefined ? [] : [`status:${expected}`], key(node));
+    }
+    assert.deepEqual(Object.keys(RUN_EXPECTED).sort(), runLeaves.filter((node) => !isTransient(node)).map(key).sort());
+    assert.deepEqual([...new Set(Object.values(RUN_EXPECTED))].sort(), [...RUN_STATUSES].sort());
+  });
+
+  it('the projection reads the status from a stored snapshot through the chart', () => {
+    const [initial] = initialTransition(runMachine, runInput([jobPlan('build')]));
+    for (const [state, status] of Object.entries(RUN_EXPECTED)) {
+      assert.equal(runStatusOf({ value: valueOf(state.split('.')), context: initial.context }), status, state);
+    }
   });
 });
