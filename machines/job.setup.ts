@@ -240,15 +240,14 @@ export const jobSetup = jobBase.extend({
       enqueue({ type: 'sendDispatch', params: { jobKey: context.jobKey, agentId, dispatchId, attempt: context.attempt, job } });
     }),
     wait: assign(({ context, event }) => {
-      if (event.type === 'placement.none' || event.type === 'job.gate') {
+      assertEvent(event, ['placement.none', 'job.gate', 'concurrency.queued']);
+      if (event.type !== 'concurrency.queued') {
         const scalerError = event.reason.kind === 'scaler_failed' ? event.reason.message : null;
         return { waiting: event.reason, lastProvisioningError: scalerError ?? context.lastProvisioningError };
       }
-      if (event.type === 'concurrency.queued' && context.concurrency) {
-        const message = `waiting for concurrency group ${context.concurrency.key} (position ${event.position})`;
-        return { waiting: { kind: 'concurrency' as const, message } };
-      }
-      return {};
+      if (!context.concurrency) return {};
+      const message = `waiting for concurrency group ${context.concurrency.key} (position ${event.position})`;
+      return { waiting: { kind: 'concurrency' as const, message } };
     }),
     noteProvisioningFailure: assign(({ context, event }) => {
       assertEvent(event, 'provision.failed');
@@ -260,9 +259,8 @@ export const jobSetup = jobBase.extend({
     })),
     setOutcome: update<{ outcome: string }>((_, params) => ({ outcome: params.outcome })),
     outcomeFromEvent: assign(({ event }) => {
-      if (event.type === 'job.skip' || event.type === 'job.cancel.requested') return { outcome: event.reason };
-      if (event.type === 'placement.refused') return { outcome: event.message };
-      return {};
+      assertEvent(event, ['job.skip', 'job.cancel.requested']);
+      return { outcome: event.reason };
     }),
     failNoAgent: update<{ message: string }>(({ context }, params) => ({
       outcome: params.message,

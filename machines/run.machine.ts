@@ -257,10 +257,10 @@ export const runMachine = runSetup.extend({
       return { jobs: { ...context.jobs, [event.jobKey]: ended } };
     }),
     markStarted: update(({ context, event }) => ({ startedAt: context.startedAt ?? timeOf(context, event) })),
-    recordCancel: update(({ context, event }) => {
+    recordCancel: update(({ event }) => {
+      assertEvent(event, ['run.cancel', 'run.approval']);
       if (event.type === 'run.cancel') return { cancel: { reason: event.reason, force: event.force, by: event.by } };
-      if (event.type === 'run.approval') return { cancel: { reason: 'approval rejected', force: false, by: event.by } };
-      return { cancel: context.cancel };
+      return { cancel: { reason: 'approval rejected', force: false, by: event.by } };
     }),
     failOpenJobs: update(({ context }) => ({
       jobs: Object.fromEntries(
