@@ -1,4 +1,4 @@
-import { enqueueActions, setup } from 'xstate';
+import { assertEvent, enqueueActions, setup } from 'xstate';
 import type { EventFrom, ParameterizedObject, SnapshotFrom } from 'xstate';
 import type { ConcurrencyPolicy } from './types.ts';
 
@@ -129,7 +129,7 @@ export const concurrencyMachine = concurrencySetup
         if (waiter) enqueue({ type: 'queued', params: { ...partyOf(waiter), position: index + 1 } });
       }),
       supersedeOthers: compose(({ context, event, enqueue }) => {
-        if (event.type !== 'concurrency.request') return;
+        assertEvent(event, 'concurrency.request');
         const reason = `superseded by run ${event.runId} in concurrency group ${context.key}`;
         for (const other of [...context.holders, ...context.waiters]) {
           enqueue({ type: 'supersede', params: { ...partyOf(other), reason } });
@@ -137,12 +137,12 @@ export const concurrencyMachine = concurrencySetup
         enqueue.assign({ holders: [], waiters: [] });
       }),
       grantRequest: compose(({ context, event, enqueue }) => {
-        if (event.type !== 'concurrency.request') return;
+        assertEvent(event, 'concurrency.request');
         enqueue.assign({ holders: [...context.holders, { ...partyOf(event), since: event.at }] });
         enqueue({ type: 'grant', params: partyOf(event) });
       }),
       queueRequest: compose(({ context, event, enqueue }) => {
-        if (event.type !== 'concurrency.request') return;
+        assertEvent(event, 'concurrency.request');
         const waiter: GroupWaiter = { ...partyOf(event), requestedAt: event.at, policy: event.policy };
         enqueue.assign({ waiters: [...context.waiters, waiter] });
         enqueue({ type: 'queued', params: { ...partyOf(event), position: context.waiters.length + 1 } });

@@ -96,6 +96,11 @@ export type JobEvent = (
   | ({ type: 'agent.job.lost' } & FromAgent)
   /** `cause: 'coordinator'`: the socket went with a coordinator, not with the agent, which may come back. */
   | ({ type: 'agent.disconnected'; agentId: string; cause?: 'agent' | 'coordinator' } & Timed)
+  /**
+   * From the run, once restored in a new process: `liveAgents` are the agents of its jobs that have a
+   * session on a live coordinator. The job asks for placement again, or treats a gone agent as disconnected.
+   */
+  | ({ type: 'job.restored'; liveAgents: string[] } & Timed)
   | JobTimerEvent
 ) &
   Partial<JobScoped>;

@@ -3,7 +3,7 @@ import { endAsReported, jobSetup } from './job.setup.ts';
 
 export const JOB_MACHINE_ID = 'job';
 /** Bump when a change makes stored job snapshots unreadable (DESIGN.md §5). */
-export const JOB_MACHINE_VERSION = 2;
+export const JOB_MACHINE_VERSION = 3;
 
 const LOST_AFTER_START = 'agent restarted without the job';
 const LOST_BEFORE_START = 'agent restarted without the job before starting it';
@@ -32,7 +32,6 @@ export const jobMachine = jobSetup.createMachine({
     result: null,
     attempt: 0,
     assignment: null,
-    everStarted: false,
     waiting: input.gate,
     lastProvisioningError: null,
     deadlines: {},
@@ -51,6 +50,7 @@ export const jobMachine = jobSetup.createMachine({
     },
     waiting: {
       description: 'Not dispatchable yet; `context.waiting` names the reason (G-5).',
+      tags: ['status:pending'],
       initial: 'gated',
       on: {
         'job.skip': { target: 'skipped', actions: 'outcomeFromEvent' },
@@ -79,6 +79,7 @@ export const jobMachine = jobSetup.createMachine({
           on: {
             'placement.granted': { target: '#job.assigned.dispatched', actions: 'startAttempt' },
             'placement.none': { actions: 'wait' },
+            'job.restored': { actions: 'askForPlacement' },
             'placement.refused': { target: '#job.failed', actions: { type: 'failNoAgent', params: { message: 'queue full' } } },
             'provision.failed': [
               { guard: 'attemptsLeftAfterThis', actions: 'noteProvisioningFailure' },
@@ -97,11 +98,12 @@ export const jobMachine = jobSetup.createMachine({
       ],
     },
     queued: {
-      tags: ['waits-for-agent'],
+      tags: ['status:queued', 'waits-for-agent'],
       entry: [{ type: 'enter', params: { status: 'queued' } }, 'askForPlacement'],
       on: {
         'placement.granted': { target: 'assigned.dispatched', actions: 'startAttempt' },
         'placement.none': { target: 'waiting.agent', actions: 'wait' },
+        'job.restored': { actions: 'askForPlacement' },
         'placement.refused': { target: 'failed', actions: { type: 'failNoAgent', params: { message: 'queue full' } } },
         'timer.queue.expired': { guard: { type: 'isCurrentDeadline', params: { kind: 'queue' } }, target: 'queueExpired' },
         'job.skip': { target: 'skipped', actions: 'outcomeFromEvent' },
@@ -123,14 +125,12 @@ export const jobMachine = jobSetup.createMachine({
         'agent.job.status': endAsReported,
         'agent.step.status': { guard: 'fromAssignedAgent', actions: 'recordStep' },
         'placement.granted': { actions: 'releaseStaleGrant' },
-        'agent.job.lost': [
-          { guard: 'fromAssignedAfterStart', target: '#job.failed', actions: { type: 'setOutcome', params: { outcome: LOST_AFTER_START } } },
-          { guard: 'fromAssignedAgent', target: '#job.requeued', actions: { type: 'setOutcome', params: { outcome: LOST_BEFORE_START } } },
-        ],
+        'agent.job.lost': { guard: 'fromAssignedAgent', target: '#job.requeued', actions: { type: 'setOutcome', params: { outcome: LOST_BEFORE_START } } },
       },
       states: {
         dispatched: {
           description: 'job.dispatch sent; waiting for job.ack (ack deadline).',
+          tags: ['status:queued'],
           entry: [
             { type: 'enter', params: { status: 'dispatched' } },
             { type: 'disarm', params: { kind: 'queue' } },
@@ -155,8 +155,10 @@ export const jobMachine = jobSetup.createMachine({
             },
             'agent.disconnected': [
               { guard: 'lostScalerAgent', target: '#job.requeued', actions: { type: 'setOutcome', params: { outcome: 'scaler agent lost before start' } } },
-              { guard: 'assignedAgentLost', target: '#job.recovering' },
+              { guard: 'assignedAgentLost', target: '#job.recovering.beforeStart' },
             ],
+            // Even a scaler agent may be alive and reconnecting: it gets the recovery window too.
+            'job.restored': { guard: 'assignedAgentGone', target: '#job.recovering.beforeStart' },
             'job.cancel.requested': {
               target: '#job.cancelled',
               actions: [{ type: 'cancelOnAgent', params: { force: true, reason: 'cancelled' } }, 'outcomeFromEvent'],
@@ -164,6 +166,7 @@ export const jobMachine = jobSetup.createMachine({
           },
         },
         running: {
+          tags: ['status:running'],
           entry: [{ type: 'enter', params: { status: 'running' } }, { type: 'arm', params: { kind: 'lease' } }],
           exit: { type: 'disarm', params: { kind: 'lease' } },
           initial: 'accepted',
@@ -184,10 +187,10 @@ export const jobMachine = jobSetup.createMachine({
               ],
             },
             'agent.disconnected': [
-              { guard: 'lostStartedScalerAgent', target: '#job.failed', actions: { type: 'setOutcome', params: { outcome: 'scaler agent lost mid-execution' } } },
               { guard: 'lostScalerAgent', target: '#job.requeued', actions: { type: 'setOutcome', params: { outcome: 'scaler agent lost before start' } } },
-              { guard: 'assignedAgentLost', target: '#job.recovering' },
+              { guard: 'assignedAgentLost', target: '#job.recovering.beforeStart' },
             ],
+            'job.restored': { guard: 'assignedAgentGone', target: '#job.recovering.beforeStart' },
             'job.cancel.requested': [
               {
                 guard: 'isForced',
@@ -209,13 +212,15 @@ export const jobMachine = jobSetup.createMachine({
               },
             },
             started: {
-              description: 'The agent reported running; from here agent loss on a scaler agent fails the job.',
-              entry: [
-                'markStarted',
-                'reportStarted',
-                'armJobTimeoutBackstop',
-              ],
+              description: 'The agent reported running; from here a lost attempt or a lost scaler agent fails the job.',
+              entry: ['reportStarted', 'armJobTimeoutBackstop'],
               on: {
+                'agent.disconnected': [
+                  { guard: 'lostScalerAgent', target: '#job.failed', actions: { type: 'setOutcome', params: { outcome: 'scaler agent lost mid-execution' } } },
+                  { guard: 'assignedAgentLost', target: '#job.recovering.afterStart' },
+                ],
+                'job.restored': { guard: 'assignedAgentGone', target: '#job.recovering.afterStart' },
+                'agent.job.lost': { guard: 'fromAssignedAgent', target: '#job.failed', actions: { type: 'setOutcome', params: { outcome: LOST_AFTER_START } } },
                 'timer.jobTimeout.expired': {
                   guard: { type: 'isCurrentDeadline', params: { kind: 'jobTimeout' } },
                   target: '#job.failed',
@@ -229,6 +234,7 @@ export const jobMachine = jobSetup.createMachine({
           },
         },
         cancelling: {
+          tags: ['status:cancelling'],
           entry: [{ type: 'enter', params: { status: 'cancelling' } }, { type: 'arm', params: { kind: 'cancel' } }],
           exit: { type: 'disarm', params: { kind: 'cancel' } },
           on: {
@@ -243,6 +249,7 @@ export const jobMachine = jobSetup.createMachine({
               actions: { type: 'cancelOnAgent', params: { force: true, reason: 'cancelled' } },
             },
             'agent.disconnected': { guard: 'assignedAgentLost', target: '#job.cancelled' },
+            'job.restored': { guard: 'assignedAgentGone', target: '#job.cancelled' },
             'agent.job.lost': { guard: 'fromAssignedAgent', target: '#job.cancelled' },
           },
         },
@@ -250,17 +257,11 @@ export const jobMachine = jobSetup.createMachine({
     },
     recovering: {
       description: 'The static agent disconnected; it may reclaim the job within the recovery window.',
+      tags: ['status:recovering', 'awaits-reclaim'],
       entry: [{ type: 'enter', params: { status: 'recovering' } }, { type: 'arm', params: { kind: 'recovery' } }],
       exit: { type: 'disarm', params: { kind: 'recovery' } },
+      initial: 'beforeStart',
       on: {
-        'agent.job.reclaim': [
-          { guard: 'fromAssignedAfterStart', target: 'assigned.running.started' },
-          { guard: 'fromAssignedAgent', target: 'assigned.running.accepted' },
-        ],
-        'agent.job.lost': [
-          { guard: 'fromAssignedAfterStart', target: 'failed', actions: { type: 'setOutcome', params: { outcome: LOST_AFTER_START } } },
-          { guard: 'fromAssignedAgent', target: 'requeued', actions: { type: 'setOutcome', params: { outcome: LOST_BEFORE_START } } },
-        ],
         'agent.job.status': endAsReported,
         'placement.granted': { actions: 'releaseStaleGrant' },
         'timer.recovery.expired': {
@@ -269,6 +270,22 @@ export const jobMachine = jobSetup.createMachine({
           actions: { type: 'setOutcome', params: { outcome: 'agent did not reconnect within the recovery window' } },
         },
         'job.cancel.requested': { target: 'cancelled', actions: 'outcomeFromEvent' },
+      },
+      states: {
+        beforeStart: {
+          description: 'The agent had not reported running: a lost attempt is tried again.',
+          on: {
+            'agent.job.reclaim': { guard: 'fromAssignedAgent', target: '#job.assigned.running.accepted' },
+            'agent.job.lost': { guard: 'fromAssignedAgent', target: '#job.requeued', actions: { type: 'setOutcome', params: { outcome: LOST_BEFORE_START } } },
+          },
+        },
+        afterStart: {
+          description: 'The agent had reported running: a reclaim resumes it started, a lost attempt fails the job.',
+          on: {
+            'agent.job.reclaim': { guard: 'fromAssignedAgent', target: '#job.assigned.running.started' },
+            'agent.job.lost': { guard: 'fromAssignedAgent', target: '#job.failed', actions: { type: 'setOutcome', params: { outcome: LOST_AFTER_START } } },
+          },
+        },
       },
     },
     requeued: {
@@ -285,12 +302,12 @@ export const jobMachine = jobSetup.createMachine({
         { target: 'queued' },
       ],
     },
-    success: { type: 'final', entry: { type: 'finish', params: { status: 'success' } } },
-    failed: { type: 'final', entry: { type: 'finish', params: { status: 'failed' } } },
-    cancelled: { type: 'final', entry: { type: 'finish', params: { status: 'cancelled' } } },
-    skipped: { type: 'final', entry: { type: 'finish', params: { status: 'skipped' } } },
-    timed_out_stale: { type: 'final', entry: { type: 'finish', params: { status: 'timed_out_stale' } } },
-    drift_dropped: { type: 'final', entry: { type: 'finish', params: { status: 'drift_dropped' } } },
+    success: { type: 'final', tags: ['status:success'], entry: { type: 'finish', params: { status: 'success' } } },
+    failed: { type: 'final', tags: ['status:failed'], entry: { type: 'finish', params: { status: 'failed' } } },
+    cancelled: { type: 'final', tags: ['status:cancelled'], entry: { type: 'finish', params: { status: 'cancelled' } } },
+    skipped: { type: 'final', tags: ['status:skipped'], entry: { type: 'finish', params: { status: 'skipped' } } },
+    timed_out_stale: { type: 'final', tags: ['status:timed_out_stale'], entry: { type: 'finish', params: { status: 'timed_out_stale' } } },
+    drift_dropped: { type: 'final', tags: ['status:drift_dropped'], entry: { type: 'finish', params: { status: 'drift_dropped' } } },
   },
 });
 

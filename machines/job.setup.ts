@@ -5,7 +5,7 @@ import { JOB_INTENTS, intentSlots } from './intents.ts';
 import type { Intent, JobIntentKind } from './intents.ts';
 import { failureReasonOf, mergeStepResults, upsertStep } from './job.results.ts';
 import { isTerminalJobStatus } from './status.ts';
-import type { TerminalJobStatus } from './status.ts';
+import type { JobStatusTag, TerminalJobStatus } from './status.ts';
 import type {
   AgentRequirements,
   DeadlineKind,
@@ -43,7 +43,6 @@ export interface JobContext {
   /** Dispatch attempts made so far; a new attempt starts on every `placement.granted`. */
   attempt: number;
   assignment: Assignment | null;
-  everStarted: boolean;
   waiting: WaitingReason | null;
   lastProvisioningError: string | null;
   deadlines: ArmedDeadlines;
@@ -95,6 +94,12 @@ function attemptsExhausted(context: JobContext): string {
 
 type Ev = JobEvent;
 
+/**
+ * What a job state says about itself when asked (`snapshot.hasTag`): the status it shows, whether it
+ * holds an agent slot or waits for one, and whether its attempt lives on awaiting the agent's reclaim.
+ */
+export type JobTag = JobStatusTag | 'waits-for-agent' | 'holds-slot' | 'awaits-reclaim';
+
 /** Intents a job records (machines/intents.ts); the host provides their implementations (DESIGN.md §4). */
 export type JobIntent = Intent<JobIntentKind>;
 
@@ -144,6 +149,7 @@ const jobBase = setup({
     context: {} as JobContext,
     events: {} as Ev,
     input: {} as JobInput,
+    tags: {} as JobTag,
   },
   actions: {
     // Host-provided intents (DESIGN.md §4). The slots do nothing: machines perform no I/O.
@@ -155,6 +161,9 @@ const jobBase = setup({
     needsConcurrency: ({ context }) => context.concurrency !== null && !context.holdsConcurrency,
     fromAssignedAgent: ({ context, event }) => isFromAssigned(context, event),
     assignedAgentLost: ({ context, event }) => isAssignedAgentLost(context, event),
+    /** After a restore, the agent holding the attempt has no session anywhere: its socket went with the old process. */
+    assignedAgentGone: ({ context, event }) =>
+      event.type === 'job.restored' && context.assignment !== null && !event.liveAgents.includes(context.assignment.agentId),
     isCurrentDeadline: ({ context, event }, params: { kind: TimerKind }) => {
       const armed = context.deadlines[params.kind];
       return 'deadlineId' in event && armed !== undefined && armed.id === event.deadlineId && armed.at === event.dueAt;
@@ -164,13 +173,10 @@ const jobBase = setup({
     assignedReportsProgress: ({ context, event }) =>
       event.type === 'agent.job.status' && !isTerminalJobStatus(event.state) && isFromAssigned(context, event),
     lostScalerAgent: ({ context, event }) => isLostScalerAgent(context, event),
-    lostStartedScalerAgent: ({ context, event }) => isLostScalerAgent(context, event) && context.everStarted,
-    fromAssignedAfterStart: ({ context, event }) => isFromAssigned(context, event) && context.everStarted,
     isForced: ({ event }) => event.type === 'job.cancel.requested' && event.force,
     attemptsLeft: ({ context }) => context.attempt < context.maxAttempts,
     attemptsLeftAfterThis: ({ context }) => context.attempt + 1 < context.maxAttempts,
     everDispatched: ({ context }) => context.attempt > 0,
-    everStarted: ({ context }) => context.everStarted,
     queueExpires: ({ context }) => context.timeouts.queueMs > 0,
   },
 });
@@ -222,7 +228,7 @@ export const jobSetup = jobBase.extend({
       enqueue({ type: 'requestConcurrency', params: { jobKey: context.jobKey, key, policy } });
     }),
     startAttempt: assign(({ context, event }) => {
-      if (event.type !== 'placement.granted') return {};
+      assertEvent(event, 'placement.granted');
       const { agentId, dispatchId, agentKind } = event;
       return { attempt: context.attempt + 1, assignment: { agentId, dispatchId, agentKind }, waiting: null, steps: [], result: null };
     }),
@@ -234,18 +240,17 @@ export const jobSetup = jobBase.extend({
       enqueue({ type: 'sendDispatch', params: { jobKey: context.jobKey, agentId, dispatchId, attempt: context.attempt, job } });
     }),
     wait: assign(({ context, event }) => {
-      if (event.type === 'placement.none' || event.type === 'job.gate') {
+      assertEvent(event, ['placement.none', 'job.gate', 'concurrency.queued']);
+      if (event.type !== 'concurrency.queued') {
         const scalerError = event.reason.kind === 'scaler_failed' ? event.reason.message : null;
         return { waiting: event.reason, lastProvisioningError: scalerError ?? context.lastProvisioningError };
       }
-      if (event.type === 'concurrency.queued' && context.concurrency) {
-        const message = `waiting for concurrency group ${context.concurrency.key} (position ${event.position})`;
-        return { waiting: { kind: 'concurrency' as const, message } };
-      }
-      return {};
+      if (!context.concurrency) return {};
+      const message = `waiting for concurrency group ${context.concurrency.key} (position ${event.position})`;
+      return { waiting: { kind: 'concurrency' as const, message } };
     }),
     noteProvisioningFailure: assign(({ context, event }) => {
-      if (event.type !== 'provision.failed') return {};
+      assertEvent(event, 'provision.failed');
       const waiting: WaitingReason = { kind: 'scaler_failed', message: event.message };
       return { attempt: context.attempt + 1, lastProvisioningError: event.message, waiting };
     }),
@@ -254,9 +259,8 @@ export const jobSetup = jobBase.extend({
     })),
     setOutcome: update<{ outcome: string }>((_, params) => ({ outcome: params.outcome })),
     outcomeFromEvent: assign(({ event }) => {
-      if (event.type === 'job.skip' || event.type === 'job.cancel.requested') return { outcome: event.reason };
-      if (event.type === 'placement.refused') return { outcome: event.message };
-      return {};
+      assertEvent(event, ['job.skip', 'job.cancel.requested']);
+      return { outcome: event.reason };
     }),
     failNoAgent: update<{ message: string }>(({ context }, params) => ({
       outcome: params.message,
@@ -309,7 +313,8 @@ export const jobSetup = jobBase.extend({
       enqueue({ type: 'closeAgentConnection', params: { agentId: context.assignment.agentId, code: 4031, reason: 'dispatch ack timeout' } });
     }),
     cancelGracefully: compose(({ context, event, enqueue }) => {
-      if (!context.assignment || event.type !== 'job.cancel.requested') return;
+      assertEvent(event, 'job.cancel.requested');
+      if (!context.assignment) return;
       const { agentId, dispatchId } = context.assignment;
       enqueue({ type: 'sendCancel', params: { jobKey: context.jobKey, agentId, dispatchId, force: false, reason: event.reason } });
     }),
@@ -320,7 +325,6 @@ export const jobSetup = jobBase.extend({
       enqueue.assign({ deadlines: { ...context.deadlines, jobTimeout: { id, at } } });
       enqueue({ type: 'armDeadline', params: { id, kind: 'jobTimeout', at, jobKey: context.jobKey } });
     }),
-    markStarted: assign({ everStarted: true }),
     holdConcurrency: assign({ holdsConcurrency: true, waiting: null }),
     finish: compose<{ status: TerminalJobStatus }>(({ context, event, enqueue, self }, params) => {
       for (const armed of Object.values(context.deadlines)) {

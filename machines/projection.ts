@@ -1,5 +1,9 @@
+import type { StateValue } from 'xstate';
+import { jobMachine } from './job.machine.ts';
 import type { JobContext } from './job.setup.ts';
+import { runMachine } from './run.machine.ts';
 import type { RunContext } from './run.machine.ts';
+import { jobStatusOfTags, runStatusOfTags } from './status.ts';
 import type { JobStatus, RunStatus } from './status.ts';
 import type { InitFailure, JobOutputs, StepRecord, WaitingReason } from './types.ts';
 
@@ -34,22 +38,10 @@ export interface JobProjection {
   outputs: JobOutputs | null;
 }
 
-const RUN_STATES: Record<string, RunStatus> = {
-  starting: 'pending',
-  pending: 'pending',
-  held: 'held',
-  running: 'running',
-  cancelling: 'cancelling',
-  finishing: 'running',
-  success: 'success',
-  failed: 'failed',
-  cancelled: 'cancelled',
-};
-
 export function projectRun(snapshot: PersistedMachineSnapshot<RunContext>): RunProjection {
   const { context } = snapshot;
   return {
-    status: RUN_STATES[String(snapshot.value)] ?? 'pending',
+    status: runStatusOf(snapshot),
     workflowName: context.workflowName,
     createdAt: context.createdAt,
     finishedAt: context.finishedAt,
@@ -58,24 +50,16 @@ export function projectRun(snapshot: PersistedMachineSnapshot<RunContext>): RunP
   };
 }
 
-/** Maps a job state value to the KiCI status a user sees (STAT-3). */
-export function jobStatusOf(value: unknown): JobStatus {
-  if (typeof value === 'string') {
-    if (value === 'queued') return 'queued';
-    if (value === 'recovering') return 'recovering';
-    if (['success', 'failed', 'cancelled', 'skipped', 'timed_out_stale', 'drift_dropped'].includes(value)) {
-      return value as JobStatus;
-    }
-    return 'pending';
-  }
-  const nested = value as Record<string, unknown>;
-  if ('assigned' in nested) {
-    const inner = nested['assigned'];
-    if (inner === 'dispatched') return 'queued';
-    if (inner === 'cancelling') return 'cancelling';
-    return 'running';
-  }
-  return 'pending';
+/** The status a run's chart tags its state with; a stored snapshot is resolved against the chart first. */
+export function runStatusOf(run: { value: unknown; context: RunContext }): RunStatus {
+  const snapshot = runMachine.resolveState({ value: run.value as StateValue, context: run.context });
+  return runStatusOfTags(snapshot.tags) ?? 'pending';
+}
+
+/** The status a job's chart tags its state with (STAT-3); a stored snapshot is resolved against the chart first. */
+export function jobStatusOf(job: { value: unknown; context: JobContext }): JobStatus {
+  const snapshot = jobMachine.resolveState({ value: job.value as StateValue, context: job.context });
+  return jobStatusOfTags(snapshot.tags) ?? 'pending';
 }
 
 export function projectJobs(snapshot: PersistedMachineSnapshot<RunContext>): JobProjection[] {
@@ -93,7 +77,7 @@ export function projectJobs(snapshot: PersistedMachineSnapshot<RunContext>): Job
     const { context } = child;
     return {
       jobKey,
-      status: jobStatusOf(child.value),
+      status: jobStatusOf(child),
       waitingReason: context.waiting,
       attempt: context.attempt,
       agentId: context.assignment?.agentId ?? null,

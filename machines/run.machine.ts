@@ -7,14 +7,14 @@ import { NEEDS_GATE, buildGraph } from './run.graph.ts';
 import { settle } from './run.settle.ts';
 import type { ConcurrencyScope, FanoutGroup, GateDecision, JobPlan, RunInput, RunJobNode } from './run.types.ts';
 import { computeRunStatus, countsAsFailure } from './status.ts';
-import type { TerminalRunStatus } from './status.ts';
+import type { RunStatusTag, TerminalRunStatus } from './status.ts';
 import { RUN_INTENTS, intentSlots } from './intents.ts';
 import type { Intent, RunIntentKind } from './intents.ts';
 import type { InitFailure, InitResult } from './types.ts';
 
 export const RUN_MACHINE_ID = 'run';
 /** Bump when a change makes stored run snapshots unreadable (DESIGN.md §5). */
-export const RUN_MACHINE_VERSION = 2;
+export const RUN_MACHINE_VERSION = 3;
 
 const DEFAULT_APPROVAL_TIMEOUT_MS = 24 * 60 * 60_000;
 
@@ -48,6 +48,8 @@ export interface RunContext {
 export type RunCommand =
   | { type: 'run.cancel'; reason: string; force: boolean; by: string; at: number }
   | { type: 'run.approval'; decision: 'approved' | 'rejected'; by: string; at: number }
+  /** Sent once after the run is restored in a new process; `liveAgents` as in `job.restored`. */
+  | { type: 'run.restored'; liveAgents: string[]; at: number }
   | ({ type: 'timer.workflow.expired' } & TimerFields)
   | ({ type: 'timer.approval.expired' } & TimerFields);
 
@@ -149,6 +151,7 @@ const runSetup = setup({
     context: {} as RunContext,
     events: {} as RunEvent,
     input: {} as RunInput,
+    tags: {} as RunStatusTag,
   },
   actors: { job: jobMachine },
   actions: {
@@ -254,10 +257,10 @@ export const runMachine = runSetup.extend({
       return { jobs: { ...context.jobs, [event.jobKey]: ended } };
     }),
     markStarted: update(({ context, event }) => ({ startedAt: context.startedAt ?? timeOf(context, event) })),
-    recordCancel: update(({ context, event }) => {
+    recordCancel: update(({ event }) => {
+      assertEvent(event, ['run.cancel', 'run.approval']);
       if (event.type === 'run.cancel') return { cancel: { reason: event.reason, force: event.force, by: event.by } };
-      if (event.type === 'run.approval') return { cancel: { reason: 'approval rejected', force: false, by: event.by } };
-      return { cancel: context.cancel };
+      return { cancel: { reason: 'approval rejected', force: false, by: event.by } };
     }),
     failOpenJobs: update(({ context }) => ({
       jobs: Object.fromEntries(
@@ -283,6 +286,13 @@ export const runMachine = runSetup.extend({
     releaseGrant: compose(({ event, enqueue }) => {
       assertEvent(event, 'placement.granted');
       enqueue({ type: 'releaseSlot', params: { agentId: event.agentId, dispatchId: event.dispatchId } });
+    }),
+    /** Every open job with an actor learns it was restored, and decides itself what to re-establish. */
+    tellJobsRestored: compose(({ context, event, enqueue }) => {
+      assertEvent(event, 'run.restored');
+      for (const key of openJobs(context)) {
+        if (!context.jobs[key]?.template) enqueue.sendTo(key, { type: 'job.restored', liveAgents: event.liveAgents, at: event.at });
+      }
     }),
     forwardToJob: compose(({ event, enqueue }) => {
       if (!('jobKey' in event) || typeof event.jobKey !== 'string') return;
@@ -323,45 +333,20 @@ export const runMachine = runSetup.extend({
     };
   },
   initial: 'starting',
-  on: forwardJobEvents,
+  on: { ...forwardJobEvents, 'run.restored': { actions: 'tellJobsRestored' } },
   states: {
     starting: {
       entry: ['spawnJobs', 'armWorkflowDeadline'],
       always: [
         { guard: 'runInitFailed', target: 'failed', actions: 'failOpenJobs' },
-        { guard: 'needsApproval', target: 'held' },
-        { target: 'pending', actions: 'sendInitialDecisions' },
+        { guard: 'needsApproval', target: 'active.held' },
+        { target: 'active.pending', actions: 'sendInitialDecisions' },
       ],
     },
-    held: {
-      description: 'A workflow approval holds every job until a user decides (RUN-4).',
-      entry: { type: 'armRunDeadline', params: { kind: 'approval' } },
-      exit: { type: 'disarmRunDeadline', params: { kind: 'approval' } },
+    active: {
+      description: 'Open: a cancel or the workflow deadline tells every open job to cancel.',
+      initial: 'pending',
       on: {
-        'run.approval': [
-          { guard: 'isApproved', target: 'pending', actions: 'evaluate' },
-          { target: 'cancelling', actions: ['recordCancel', 'cancelOpenJobs'] },
-        ],
-        'timer.approval.expired': {
-          guard: { type: 'isCurrentDeadline', params: { kind: 'approval' } },
-          target: 'cancelling',
-          actions: ['recordApprovalExpiry', 'cancelOpenJobs'],
-        },
-        'run.cancel': { target: 'cancelling', actions: ['recordCancel', 'cancelOpenJobs'] },
-        'timer.workflow.expired': {
-          guard: { type: 'isCurrentDeadline', params: { kind: 'workflow' } },
-          target: 'cancelling',
-          actions: ['recordWorkflowTimeout', 'cancelOpenJobs'],
-        },
-        'job.finished': { actions: 'recordJobEnd' },
-      },
-    },
-    pending: {
-      description: 'Created; no job has started a step yet.',
-      always: { guard: 'allJobsTerminal', target: 'finishing' },
-      on: {
-        'job.started': { target: 'running', actions: 'markStarted' },
-        'job.finished': { actions: ['recordJobEnd', 'evaluate'] },
         'run.cancel': { target: 'cancelling', actions: ['recordCancel', 'cancelOpenJobs'] },
         'timer.workflow.expired': {
           guard: { type: 'isCurrentDeadline', params: { kind: 'workflow' } },
@@ -369,21 +354,46 @@ export const runMachine = runSetup.extend({
           actions: ['recordWorkflowTimeout', 'cancelOpenJobs'],
         },
       },
-    },
-    running: {
-      always: { guard: 'allJobsTerminal', target: 'finishing' },
-      on: {
-        'job.finished': { actions: ['recordJobEnd', 'evaluate'] },
-        'run.cancel': { target: 'cancelling', actions: ['recordCancel', 'cancelOpenJobs'] },
-        'timer.workflow.expired': {
-          guard: { type: 'isCurrentDeadline', params: { kind: 'workflow' } },
-          target: 'cancelling',
-          actions: ['recordWorkflowTimeout', 'cancelOpenJobs'],
+      states: {
+        held: {
+          description: 'A workflow approval holds every job until a user decides (RUN-4).',
+          tags: ['status:held'],
+          entry: { type: 'armRunDeadline', params: { kind: 'approval' } },
+          exit: { type: 'disarmRunDeadline', params: { kind: 'approval' } },
+          on: {
+            'run.approval': [
+              { guard: 'isApproved', target: 'pending', actions: 'evaluate' },
+              { target: '#run.cancelling', actions: ['recordCancel', 'cancelOpenJobs'] },
+            ],
+            'timer.approval.expired': {
+              guard: { type: 'isCurrentDeadline', params: { kind: 'approval' } },
+              target: '#run.cancelling',
+              actions: ['recordApprovalExpiry', 'cancelOpenJobs'],
+            },
+            'job.finished': { actions: 'recordJobEnd' },
+          },
+        },
+        pending: {
+          description: 'Created; no job has started a step yet.',
+          tags: ['status:pending'],
+          always: { guard: 'allJobsTerminal', target: '#run.finishing' },
+          on: {
+            'job.started': { target: 'running', actions: 'markStarted' },
+            'job.finished': { actions: ['recordJobEnd', 'evaluate'] },
+          },
+        },
+        running: {
+          tags: ['status:running'],
+          always: { guard: 'allJobsTerminal', target: '#run.finishing' },
+          on: {
+            'job.finished': { actions: ['recordJobEnd', 'evaluate'] },
+          },
         },
       },
     },
     cancelling: {
       description: 'Every open job was told to cancel; the run ends when the last one is terminal.',
+      tags: ['status:cancelling'],
       always: { guard: 'allJobsTerminal', target: 'finishing' },
       on: {
         'job.started': { actions: 'markStarted' },
@@ -398,9 +408,9 @@ export const runMachine = runSetup.extend({
         { target: 'failed' },
       ],
     },
-    success: { type: 'final', entry: 'finish' },
-    failed: { type: 'final', entry: 'finish' },
-    cancelled: { type: 'final', entry: 'finish' },
+    success: { type: 'final', tags: ['status:success'], entry: 'finish' },
+    failed: { type: 'final', tags: ['status:failed'], entry: 'finish' },
+    cancelled: { type: 'final', tags: ['status:cancelled'], entry: 'finish' },
   },
 });
 

@@ -14,6 +14,14 @@ export const JOB_STATUSES = [
 ] as const;
 export type JobStatus = (typeof JOB_STATUSES)[number];
 
+/** The tag a job state carries for the status it shows: the chart answers, nobody maps its states. */
+export type JobStatusTag = `status:${JobStatus}`;
+
+/** The status a job state's tags name, or null for a transient state, which names none. */
+export function jobStatusOfTags(tags: ReadonlySet<string>): JobStatus | null {
+  return JOB_STATUSES.find((status) => tags.has(`status:${status}`)) ?? null;
+}
+
 export const TERMINAL_JOB_STATUSES = [
   'success',
   'failed',
@@ -24,7 +32,16 @@ export const TERMINAL_JOB_STATUSES = [
 ] as const;
 export type TerminalJobStatus = (typeof TERMINAL_JOB_STATUSES)[number];
 
-export type RunStatus = 'pending' | 'held' | 'running' | 'cancelling' | 'success' | 'failed' | 'cancelled';
+export const RUN_STATUSES = ['pending', 'held', 'running', 'cancelling', 'success', 'failed', 'cancelled'] as const;
+export type RunStatus = (typeof RUN_STATUSES)[number];
+
+/** The tag a run state carries for the status it shows. */
+export type RunStatusTag = `status:${RunStatus}`;
+
+/** The status a run state's tags name, or null for a transient state, which names none. */
+export function runStatusOfTags(tags: ReadonlySet<string>): RunStatus | null {
+  return RUN_STATUSES.find((status) => tags.has(`status:${status}`)) ?? null;
+}
 export type TerminalRunStatus = 'success' | 'failed' | 'cancelled';
 
 export function isTerminalJobStatus(status: string): status is TerminalJobStatus {

@@ -1,48 +1,35 @@
 import type { Logger } from 'pino';
-import { jobStatusOf } from '../../machines/projection.ts';
-import type { AgentRegistry } from '../agents/registry.ts';
-import type { Dispatcher } from '../agents/dispatcher.ts';
 import type { SharedAgents } from '../agents/shared-agents.ts';
 import { coerceError } from '../../lib/errors.ts';
 import type { IncomingRunEvent, Supervisor } from './supervisor.ts';
 
 export interface ReattachDeps {
-  supervisor: Supervisor;
-  registry: AgentRegistry;
-  dispatcher: Dispatcher;
+  supervisor: Pick<Supervisor, 'jobsOf'>;
   deliver: (runId: string, event: IncomingRunEvent) => Promise<unknown>;
   /** Agents connected to any live coordinator (their jobs are not disconnected). */
   shared: Pick<SharedAgents, 'isConnectedAnywhere'>;
   log: Logger;
 }
 
-function waitsForAgent(value: unknown): boolean {
-  return value === 'queued' || (typeof value === 'object' && value !== null && (value as { waiting?: unknown }).waiting === 'agent');
+/** The agents holding the run's jobs that have a session on some live coordinator. */
+async function liveAgentsOf(deps: ReattachDeps, runId: string): Promise<string[]> {
+  const held = new Set(deps.supervisor.jobsOf(runId).flatMap((job) => (job.context.assignment ? [job.context.assignment.agentId] : [])));
+  const live: string[] = [];
+  for (const agentId of held) if (await deps.shared.isConnectedAnywhere(agentId)) live.push(agentId);
+  return live;
 }
 
 /**
  * Runs restored here after a restart or takeover pick up what lived only in the old process's
- * memory (FO-2): jobs waiting for an agent go back on the dispatcher's list, and jobs whose agent
- * has no session here are treated as disconnected (static agents get their recovery window).
+ * memory (FO-2): each gets one `run.restored` naming the agents still connected somewhere, and its
+ * jobs decide what to do: ask for placement again, or treat their agent as disconnected.
  */
 export async function reattachRuns(deps: ReattachDeps, runIds: string[]): Promise<void> {
   for (const runId of runIds) {
-    for (const job of deps.supervisor.jobsOf(runId)) {
-      try {
-        const { assignment, requirements, attempt } = job.context;
-        if (waitsForAgent(job.value)) {
-          await deps.dispatcher.requestPlacement({ effectId: `reattach:${runId}:${job.jobKey}`, runId, kind: 'requestPlacement', payload: { jobKey: job.jobKey, requirements, attempt } });
-          continue;
-        }
-        const status = jobStatusOf(job.value);
-        const onAgent = status === 'running' || status === 'cancelling' || (status === 'queued' && assignment !== null);
-        if (onAgent && assignment && !(await deps.shared.isConnectedAnywhere(assignment.agentId))) {
-          // The agent may well be alive and reconnecting to us: even a scaler agent gets its recovery window.
-          await deps.deliver(runId, { type: 'agent.disconnected', jobKey: job.jobKey, agentId: assignment.agentId, cause: 'coordinator' });
-        }
-      } catch (thrown) {
-        deps.log.error({ err: coerceError(thrown), runId, jobKey: job.jobKey }, 'reattaching a restored job failed');
-      }
+    try {
+      await deps.deliver(runId, { type: 'run.restored', liveAgents: await liveAgentsOf(deps, runId) });
+    } catch (thrown) {
+      deps.log.error({ err: coerceError(thrown), runId }, 'reattaching a restored run failed');
     }
   }
 }

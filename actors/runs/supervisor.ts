@@ -4,7 +4,7 @@ import type { Logger } from 'pino';
 import { JOB_MACHINE_VERSION } from '../../machines/job.machine.ts';
 import { RUN_MACHINE_ID, RUN_MACHINE_VERSION } from '../../machines/run.machine.ts';
 import type { RunContext, RunEvent } from '../../machines/run.machine.ts';
-import type { JobContext } from '../../machines/job.setup.ts';
+import type { JobContext, JobTag } from '../../machines/job.setup.ts';
 import type { PersistedMachineSnapshot } from '../../machines/projection.ts';
 import { RunNotOwnedError, RunNotStorableError, SupervisorStoppedError, UnknownMachineVersionError, UnstorableEntryError } from './errors.ts';
 import { coerceError } from '../../lib/errors.ts';
@@ -163,20 +163,19 @@ export class Supervisor {
     return child ? (child.getSnapshot() as { context: JobContext }).context : null;
   }
 
-  /** Whether a job of an owned run is in a state tagged `tag` (`waits-for-agent`, `holds-slot`). */
-  jobHasTag(runId: string, jobKey: string, tag: 'waits-for-agent' | 'holds-slot'): boolean {
+  /** Whether a job of an owned run is in a state its chart tags `tag` (`waits-for-agent`, `holds-slot`, ...). */
+  jobHasTag(runId: string, jobKey: string, tag: JobTag): boolean {
     const child = this.runs.get(runId)?.actor.getSnapshot().children[jobKey];
-    const snapshot = child?.getSnapshot() as { hasTag?: (tag: string) => boolean } | undefined;
-    return snapshot?.hasTag?.(tag) ?? false;
+    return child?.getSnapshot().hasTag(tag) ?? false;
   }
 
-  /** Every job of an owned run with its state value and context (read-only). */
-  jobsOf(runId: string): { jobKey: string; value: unknown; context: JobContext }[] {
+  /** Every open job of an owned run with its context (read-only); what state it is in, ask with `jobHasTag`. */
+  jobsOf(runId: string): { jobKey: string; context: JobContext }[] {
     const handle = this.runs.get(runId);
     if (!handle) return [];
     return Object.entries(handle.actor.getSnapshot().children).flatMap(([jobKey, child]) => {
-      const snapshot = child?.getSnapshot() as { value: unknown; context: JobContext; status: string } | undefined;
-      return snapshot && snapshot.status === 'active' ? [{ jobKey, value: snapshot.value, context: snapshot.context }] : [];
+      const snapshot = child?.getSnapshot();
+      return snapshot && snapshot.status === 'active' ? [{ jobKey, context: snapshot.context }] : [];
     });
   }
 
@@ -386,7 +385,7 @@ export class Supervisor {
     this.runs.delete(runId);
     this.timers.disarmRun(runId);
     handle.actor.stop();
-    handle.log.info({ status: String(handle.actor.getSnapshot().value) }, 'run finished');
+    handle.log.info({ state: handle.actor.getSnapshot().value }, 'run finished');
     this.options.metrics.actorsAlive.set(this.runs.size);
   }
 

@@ -63,20 +63,11 @@ export function scalerStore(wiring: Pick<ScalerWiring, 'db' | 'config' | 'clock'
   };
 }
 
-type JobSnapshot = { value?: unknown; context?: { timeouts?: { jobTimeoutMs?: number | null } } };
-
-function jobSnapshot(supervisor: Supervisor, runId: string, jobKey: string): JobSnapshot | undefined {
-  return supervisor.snapshotOf(runId)?.children?.[jobKey]?.snapshot as JobSnapshot | undefined;
-}
-
 /** What the scaler reads of jobs: their live state in the run actors owned here. */
 export function scalerJobs(supervisor: Supervisor): ScalerJobs {
   return {
-    isWaitingForAgent: (runId, jobKey) => {
-      const value = jobSnapshot(supervisor, runId, jobKey)?.value;
-      return value === 'queued' || (typeof value === 'object' && value !== null && (value as Record<string, unknown>)['waiting'] === 'agent');
-    },
-    jobTimeoutMs: (runId, jobKey) => jobSnapshot(supervisor, runId, jobKey)?.context?.timeouts?.jobTimeoutMs ?? null,
+    isWaitingForAgent: (runId, jobKey) => supervisor.jobHasTag(runId, jobKey, 'waits-for-agent'),
+    jobTimeoutMs: (runId, jobKey) => supervisor.jobsOf(runId).find((job) => job.jobKey === jobKey)?.context.timeouts.jobTimeoutMs ?? null,
   };
 }
 

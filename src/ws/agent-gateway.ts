@@ -4,8 +4,6 @@ import type { AgentRegistry, AgentSession, DispatchRecord } from '../../actors/a
 import type { SharedAgents } from '../../actors/agents/shared-agents.ts';
 import { coerceError } from '../../lib/errors.ts';
 import type { IncomingRunEvent, Supervisor } from '../../actors/runs/supervisor.ts';
-import type { JobContext } from '../../machines/job.setup.ts';
-import type { PersistedMachineSnapshot } from '../../machines/projection.ts';
 import type { CompiledConfig } from '../config/index.ts';
 import { validateAgentToken } from '../db/agent-tokens.ts';
 import type { AgentTokenRecord } from '../db/agent-tokens.ts';
@@ -74,8 +72,8 @@ export function createAgentGateway(deps: GatewayDeps) {
  * lives on until the owner reclaims it or the window passes (protocol.md §10.2, §12).
  */
 function isRecovering(supervisor: Supervisor, record: DispatchRecord, dispatchId: string): boolean {
-  const job = supervisor.snapshotOf(record.runId)?.children?.[record.jobKey]?.snapshot as PersistedMachineSnapshot<JobContext> | undefined;
-  return job?.value === 'recovering' && job.context.assignment?.dispatchId === dispatchId;
+  const { runId, jobKey } = record;
+  return supervisor.jobHasTag(runId, jobKey, 'awaits-reclaim') && supervisor.jobContext(runId, jobKey)?.assignment?.dispatchId === dispatchId;
 }
 
 type ReclaimDeps = GatewayDeps & { lookupDispatch: (dispatchId: string) => Promise<DispatchRecord | undefined> | DispatchRecord | undefined };

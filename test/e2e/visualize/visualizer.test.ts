@@ -90,7 +90,7 @@ describe('the visualizer in a real browser (Debian chromium, real coordinator pr
     assert.equal(await page.locator('#scalerAgent-chart svg g.node').count(), 7, 'scaler agent chart states');
     assert.equal(await page.locator('#scalerAgent-chart svg g.node.final').count(), 2, 'destroyed and spawnFailed are final');
     assert.equal(await page.locator(`#runs button[data-run-id="${runId}"]`).count(), 1);
-    assert.equal(await page.locator('#run-chart g.node.current[data-id="run.pending"]').count(), 1);
+    assert.equal(await page.locator('#run-chart g.node.current[data-id="run.active.pending"]').count(), 1);
     assert.equal(await text(page, '#jobs-body tr[data-job="build"] .job-state'), 'waiting.agent');
     assert.match((await text(page, '#jobs-body tr[data-job="build"] .job-waiting')) ?? '', /no_matching_agent: needs an agent that can execute run steps; none connected with labels label-nobody-has/);
     assert.match((await text(page, '#jobs-body tr[data-job="test"] .job-waiting')) ?? '', /needs: waiting for upstream jobs: build/);
@@ -116,7 +116,7 @@ describe('the visualizer in a real browser (Debian chromium, real coordinator pr
   it('scrubs the timeline back to an earlier state', async () => {
     await page.locator('#event-list li[data-seq="0"]').click();
     await page.waitForSelector('#timeline-label[data-seq="0"]');
-    assert.equal(await page.locator('#run-chart g.node.current[data-id="run.pending"]').count(), 1);
+    assert.equal(await page.locator('#run-chart g.node.current[data-id="run.active.pending"]').count(), 1);
     assert.equal(await page.locator('#run-chart g.node.active[data-id="run.cancelled"]').count(), 0);
     assert.equal(await text(page, '#jobs-body tr[data-job="build"] .job-state'), 'queued');
     assert.match((await text(page, '#step-details h4')) ?? '', /run\.created/);

@@ -68,7 +68,7 @@ describe('replay, history, machines and observe endpoints (external Postgres)', 
       assert.equal(replay.exact, true);
       assert.equal(replay.steps.length, history.events.length);
       const partial = (await (await http.get(`/api/v1/runs/${run.runId}/replay?to=0`)).json()) as { to: number; snapshot: { value: unknown } };
-      assert.deepEqual([partial.to, partial.snapshot.value], [0, 'pending']);
+      assert.deepEqual([partial.to, partial.snapshot.value], [0, { active: 'pending' }]);
       assert.equal((await http.get(`/api/v1/runs/${run.runId}/replay?to=99`)).status, 400);
       assert.equal((await http.get(`/api/v1/runs/${run.runId}/replay?to=x`)).status, 400);
       assert.equal((await http.get('/api/v1/runs/nope/replay')).status, 404);

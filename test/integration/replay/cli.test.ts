@@ -57,7 +57,7 @@ describe('switchyard replay and visualize against the database (external Postgre
     const text = io();
     assert.equal(await runReplayCommand([runId], env, text.io), 0, text.out.stderr);
     assert.match(text.out.stdout, /^seq 0 {2}\S+ {2}run\.created {2}workflowName=wf/m);
-    assert.match(text.out.stdout, /run {6}pending → cancelled/);
+    assert.match(text.out.stdout, /run {6}active\.pending → cancelled/);
     assert.match(text.out.stdout, /end state equals the stored snapshot/);
     assert.match(text.out.stdout, /result: exact/);
     const json = io();
@@ -68,7 +68,7 @@ describe('switchyard replay and visualize against the database (external Postgre
     const partial = io();
     assert.equal(await runReplayCommand([runId, '--to', '0', '--export', file], env, partial.io), 0);
     const snapshot = JSON.parse(await readFile(file, 'utf8')) as { value: unknown; children: Record<string, unknown> };
-    assert.equal(snapshot.value, 'pending');
+    assert.deepEqual(snapshot.value, { active: 'pending' });
     assert.deepEqual(Object.keys(snapshot.children).sort(), ['build', 'test']);
   });
 

@@ -30,7 +30,7 @@ async function recordRequeueAndRecovery(db: Kysely<Schema>): Promise<RunDriver> 
   await run.grant(tester);
   await run.start(tester);
   await run.send({ type: 'agent.disconnected', agentId: tester.agentId, jobKey: 'test' });
-  await run.until('test', 'recovering');
+  await run.until('test', { recovering: 'afterStart' });
   await run.send({ type: 'agent.job.reclaim', ...tester });
   await run.until('test', { assigned: { running: 'started' } });
   await run.send({ type: 'agent.job.status', state: 'success', ...tester });
@@ -51,7 +51,7 @@ async function recordTakeover(db: Kysely<Schema>): Promise<RunDriver> {
   run.runtime = await startTestRuntime(db, 'coord-b');
   await eventually(() => run.runtime.supervisor.owns(run.runId), 5000, 'coord-b to adopt the run');
   await run.send({ type: 'agent.disconnected', agentId: owner.agentId, jobKey: 'build' });
-  await run.until('build', 'recovering');
+  await run.until('build', { recovering: 'afterStart' });
   await run.send({ type: 'agent.job.reclaim', ...owner });
   await run.until('build', { assigned: { running: 'started' } });
   await run.send({ type: 'agent.job.status', state: 'success', ...owner });
@@ -85,7 +85,7 @@ for (const kind of DATABASE_KINDS) {
         assert.equal(timeout?.deadlines.fired, timeout?.event['deadlineId']);
         assert.ok(timeout?.intents.some((intent) => intent.type === 'requestPlacement'), 'the requeue asks for a placement again');
         const lost = report.steps.find((step) => step.type === 'agent.disconnected');
-        assert.equal(lost?.after.jobs['test'], 'recovering');
+        assert.deepEqual(lost?.after.jobs['test'], { recovering: 'afterStart' });
         assert.ok(lost?.deadlines.armed.some((deadline) => deadline.kind === 'recovery'));
         assert.equal(report.steps.at(-1)?.after.run, 'success');
       });

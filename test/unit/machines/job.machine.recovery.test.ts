@@ -22,14 +22,14 @@ const HOUR = 60 * 60_000;
 describe('job machine: static agent loss and recovery', () => {
   it('disconnect while running → recovering: lease disarmed, slot released, recovery deadline armed for 120 s', () => {
     const [recovering, intents] = stepJob(startedJob(), disconnected(5_000));
-    assert.equal(recovering.value, 'recovering');
+    assert.deepEqual(recovering.value, { recovering: 'afterStart' });
     assert.deepEqual(recovering.context.assignment, { ...OWNER, agentKind: 'static' });
     assert.deepEqual(intents, [intent.disarm('lease'), intent.releaseSlot(), intent.arm('recovery', 5_000 + 120_000)]);
   });
 
   it('disconnect while dispatched → recovering, the ack deadline disarmed', () => {
     const [recovering, intents] = stepJob(dispatchedJob(), disconnected(3_000));
-    assert.equal(recovering.value, 'recovering');
+    assert.deepEqual(recovering.value, { recovering: 'beforeStart' });
     assert.deepEqual(intents, [intent.disarm('ack'), intent.releaseSlot(), intent.arm('recovery', 3_000 + 120_000)]);
   });
 
@@ -46,7 +46,6 @@ describe('job machine: static agent loss and recovery', () => {
     const [recovering] = stepJob(acceptedJob(), disconnected(5_000));
     const [running] = stepJob(recovering, reclaim(8_000));
     assert.deepEqual(running.value, { assigned: { running: 'accepted' } });
-    assert.equal(running.context.everStarted, false);
   });
 
   it('reclaim by another agent or another dispatch is refused', () => {
@@ -56,7 +55,7 @@ describe('job machine: static agent loss and recovery', () => {
       { agentId: OWNER.agentId, dispatchId: 'dispatch-0' },
     ]) {
       const [same, intents] = stepJob(recovering, reclaim(8_000, owner));
-      assert.equal(same.value, 'recovering');
+      assert.deepEqual(same.value, { recovering: 'afterStart' });
       assert.deepEqual(same.context, recovering.context);
       assert.deepEqual(intents, []);
     }
@@ -76,7 +75,7 @@ describe('job machine: static agent loss and recovery', () => {
     const [running] = stepJob(first, reclaim(6_000));
     const [second] = stepJob(running, disconnected(50_000));
     const [same, intents] = stepJob(second, stale);
-    assert.equal(same.value, 'recovering');
+    assert.deepEqual(same.value, { recovering: 'afterStart' });
     assert.deepEqual(intents, []);
   });
 
@@ -91,7 +90,7 @@ describe('job machine: static agent loss and recovery', () => {
   it('heartbeats while recovering change nothing (the agent must reclaim first)', () => {
     const [recovering] = stepJob(startedJob(), disconnected(5_000));
     const [same, intents] = stepJob(recovering, heartbeat(6_000));
-    assert.equal(same.value, 'recovering');
+    assert.deepEqual(same.value, { recovering: 'afterStart' });
     assert.deepEqual(intents, []);
   });
 });

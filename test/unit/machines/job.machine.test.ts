@@ -136,13 +136,11 @@ describe('job machine: placement and dispatch', () => {
     const [snapshot, intents] = stepJob(dispatchedJob(), ack(T.ack));
     assert.deepEqual(snapshot.value, { assigned: { running: 'accepted' } });
     assert.deepEqual(intents, [intent.disarm('ack'), intent.arm('lease', T.ack + 120_000)]);
-    assert.equal(snapshot.context.everStarted, false);
   });
 
   it('job.status running straight from dispatched → running.started', () => {
     const [snapshot, intents] = stepJob(dispatchedJob(), status('running', T.running));
     assert.deepEqual(snapshot.value, { assigned: { running: 'started' } });
-    assert.equal(snapshot.context.everStarted, true);
     assert.deepEqual(intents, [intent.disarm('ack'), intent.arm('lease', T.running + 120_000)]);
   });
 
@@ -157,7 +155,6 @@ describe('job machine: placement and dispatch', () => {
   it('ack then running: accepted → started, and the running status renews the lease', () => {
     const [started, intents] = stepJob(acceptedJob(), status('running', 30_000));
     assert.deepEqual(started.value, { assigned: { running: 'started' } });
-    assert.equal(started.context.everStarted, true);
     assert.deepEqual(intents, [intent.arm('lease', 30_000 + 120_000)]);
   });
 });

@@ -109,7 +109,7 @@ describe('run machine: workflow deadline (TMO-1)', () => {
     const h = mixedRun(60_000);
     h.send({ type: 'timer.workflow.expired', deadlineId: WORKFLOW.id, dueAt: 1, at: 60_000 });
     h.send({ type: 'timer.workflow.expired', deadlineId: 'run#other', dueAt: WORKFLOW.at, at: 60_000 });
-    assert.equal(h.snapshot.value, 'running');
+    assert.deepEqual(h.snapshot.value, { active: 'running' });
   });
 
   it('is disarmed when the run ends', () => {

@@ -16,7 +16,7 @@ function heldRun(workflowTimeoutMs: number | null = null): RunHarness {
 describe('run machine: approval hold', () => {
   it('held: every job waits with reason approval, nothing is placed, the approval deadline is armed', () => {
     const h = heldRun();
-    assert.equal(h.snapshot.value, 'held');
+    assert.deepEqual(h.snapshot.value, { active: 'held' });
     assert.deepEqual(h.jobStates(), { a: 'waiting.gated', b: 'waiting.gated' });
     assert.deepEqual(h.child('a').context.waiting, approvalGate);
     assert.deepEqual(h.take(), [{ by: 'run', type: 'armDeadline', params: { id: APPROVAL.id, kind: 'approval', at: APPROVAL.at } }]);
@@ -26,7 +26,7 @@ describe('run machine: approval hold', () => {
     const h = heldRun();
     h.take();
     h.send({ type: 'run.approval', decision: 'approved', by: 'alice', at: 500 });
-    assert.equal(h.snapshot.value, 'pending');
+    assert.deepEqual(h.snapshot.value, { active: 'pending' });
     assert.deepEqual(h.jobStates(), { a: 'queued', b: 'waiting.gated' });
     assert.deepEqual(h.child('b').context.waiting, { kind: 'needs', message: 'waiting for upstream jobs: a' });
     const intents = h.take();
@@ -51,7 +51,7 @@ describe('run machine: approval hold', () => {
   it('expiry → every job cancelled → run cancelled; a stale firing is ignored', () => {
     const h = heldRun();
     h.send({ type: 'timer.approval.expired', deadlineId: APPROVAL.id, dueAt: 7, at: 7 });
-    assert.equal(h.snapshot.value, 'held');
+    assert.deepEqual(h.snapshot.value, { active: 'held' });
     h.send({ type: 'timer.approval.expired', deadlineId: APPROVAL.id, dueAt: APPROVAL.at, at: APPROVAL.at });
     assert.equal(h.snapshot.value, 'cancelled');
     assert.equal(h.child('b').context.outcome, 'approval expired');
@@ -154,7 +154,7 @@ describe('run machine: persistence round trip', () => {
     const before = { run: h.snapshot.context, a: h.child('a').context, b: h.child('b').context };
 
     const restored = h.restore().watchDag7();
-    assert.equal(restored.snapshot.value, 'running');
+    assert.deepEqual(restored.snapshot.value, { active: 'running' });
     assert.deepEqual(restored.jobStates(), { a: 'assigned.running.started', b: 'waiting.gated' });
     assert.deepEqual(restored.snapshot.context, before.run);
     assert.deepEqual(restored.child('a').context, before.a);
@@ -181,7 +181,7 @@ describe('run machine: persistence round trip', () => {
 
   it('a held run restores held with its approval deadline', () => {
     const restored = heldRun().restore();
-    assert.equal(restored.snapshot.value, 'held');
+    assert.deepEqual(restored.snapshot.value, { active: 'held' });
     restored.send({ type: 'timer.approval.expired', deadlineId: APPROVAL.id, dueAt: APPROVAL.at, at: APPROVAL.at });
     assert.equal(restored.snapshot.value, 'cancelled');
   });

@@ -11,16 +11,16 @@ function placed(intents: readonly RecordedIntent[]): string[] {
 describe('run machine: needs DAG', () => {
   it('a → b: b waits naming a, is released when a succeeds, and the run ends success', () => {
     const h = RunHarness.start([jobPlan('a'), jobPlan('b', { needs: [need('a')] })]).watchDag7();
-    assert.equal(h.snapshot.value, 'pending');
+    assert.deepEqual(h.snapshot.value, { active: 'pending' });
     assert.deepEqual(h.jobStates(), { a: 'queued', b: 'waiting.gated' });
     assert.deepEqual(h.child('b').context.waiting, { kind: 'needs', message: 'waiting for upstream jobs: a' });
     assert.deepEqual(placed(h.take()), ['a']);
 
     h.dispatch('a', 10);
     h.fromOwner('a', (o) => ack(11, o));
-    assert.equal(h.snapshot.value, 'pending');
+    assert.deepEqual(h.snapshot.value, { active: 'pending' });
     h.fromOwner('a', (o) => status('running', 12, o));
-    assert.equal(h.snapshot.value, 'running');
+    assert.deepEqual(h.snapshot.value, { active: 'running' });
     assert.equal(h.snapshot.context.startedAt, 12);
     h.fromOwner('a', (o) => status('success', 13, o));
     assert.deepEqual(h.jobStates(), { a: 'success', b: 'queued' });
@@ -146,7 +146,7 @@ describe('run machine: waves', () => {
       'shard (3)': 'skipped',
       'shard (4)': 'skipped',
     });
-    assert.equal(h.snapshot.value, 'running');
+    assert.deepEqual(h.snapshot.value, { active: 'running' });
     h.fromOwner('shard (0)', (o) => status('success', 30, o));
     assert.equal(h.jobState('shard (0)'), 'success');
     assert.equal(h.snapshot.value, 'failed');

@@ -50,7 +50,7 @@ describe('replay engine', () => {
     assert.equal(timeout?.deadlines.fired, 'build#ack');
     assert.ok(timeout?.deadlines.disarmed.includes('build#ack'));
     assert.equal(report.steps[3]?.waiting['build']?.message, 'every agent is busy');
-    assert.equal(report.steps[11]?.after.jobs['test'], 'recovering');
+    assert.deepEqual(report.steps[11]?.after.jobs['test'], { recovering: 'afterStart' });
     assert.ok(report.steps[11]?.deadlines.armed.some((d) => d.id === 'test#recovery'));
   });
 
@@ -59,7 +59,7 @@ describe('replay engine', () => {
     const report = await replayRecordedRun(recorded, { to: 4 });
     assert.equal(report.steps.length, 5);
     assert.equal(report.to, 4);
-    assert.deepEqual(report.snapshot.value, 'pending');
+    assert.deepEqual(report.snapshot.value, { active: 'pending' });
     assert.deepEqual(report.snapshot.children?.['build']?.snapshot.value, { assigned: 'dispatched' });
     assert.equal((report.snapshot.children?.['build']?.snapshot.context as { attempt: number }).attempt, 2);
     assert.equal(report.snapshotCheck.compared, false);
@@ -71,7 +71,7 @@ describe('replay engine', () => {
     const recorded = recordedRun();
     const record = recorded.journal[6];
     assert.ok(record);
-    record.stateAfter = { run: 'running', jobs: { build: 'failed', test: { waiting: 'gated' } } };
+    record.stateAfter = { run: { active: 'running' }, jobs: { build: 'failed', test: { waiting: 'gated' } } };
     const report = await replayRecordedRun(recorded);
     assert.equal(report.divergence?.seq, 6);
     assert.deepEqual(report.divergence?.differences.map((d) => d.path), ['jobs.build']);

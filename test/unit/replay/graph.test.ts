@@ -32,6 +32,7 @@ describe('machine graphs', () => {
       'job.assigned.dispatched',
       'job.assigned.running.accepted',
       'job.created',
+      'job.recovering.beforeStart',
       'job.waiting.gated',
     ]);
     assert.match(byId.get('job.recovering')?.description ?? '', /reclaim/);
@@ -44,10 +45,10 @@ describe('machine graphs', () => {
       ackTimeout && { source: ackTimeout.source, target: ackTimeout.target, guard: ackTimeout.guard, kind: ackTimeout.kind },
       { source: 'job.assigned.dispatched', target: 'job.requeued', guard: 'isCurrentDeadline', kind: 'external' },
     );
-    const reclaim = job.edges.filter((e) => e.source === 'job.recovering' && e.event === 'agent.job.reclaim');
-    assert.deepEqual(reclaim.map((e) => [e.target, e.guard]), [
-      ['job.assigned.running.started', 'fromAssignedAfterStart'],
-      ['job.assigned.running.accepted', 'fromAssignedAgent'],
+    const reclaim = job.edges.filter((e) => e.source.startsWith('job.recovering') && e.event === 'agent.job.reclaim');
+    assert.deepEqual(reclaim.map((e) => [e.source, e.target, e.guard]), [
+      ['job.recovering.beforeStart', 'job.assigned.running.accepted', 'fromAssignedAgent'],
+      ['job.recovering.afterStart', 'job.assigned.running.started', 'fromAssignedAgent'],
     ]);
     const requeued = job.edges.filter((e) => e.source === 'job.requeued');
     assert.deepEqual(requeued.map((e) => [e.event, e.target, e.guard, e.kind]), [
@@ -72,10 +73,17 @@ describe('machine graphs', () => {
     assert.ok(scaler.edges.some((e) => e.event === 'scaler.agent.ended' && e.source === 'scaler.active'));
   });
 
-  it('covers the run chart: cancel from every open state, and the forwarding of job events as internal edges', () => {
+  it('covers the run chart: cancel and the workflow deadline once on the open states\' parent, and the forwarding of job events as internal edges', () => {
     const run = graph('run');
-    const cancels = run.edges.filter((e) => e.event === 'run.cancel' && e.kind === 'external').map((e) => e.source).sort();
-    assert.deepEqual(cancels, ['run.held', 'run.pending', 'run.running']);
+    const cancels = run.edges.filter((e) => e.event === 'run.cancel').map((e) => [e.source, e.target, e.kind]);
+    assert.deepEqual(cancels, [
+      ['run.active', 'run.cancelling', 'external'],
+      ['run.cancelling', 'run.cancelling', 'internal'],
+    ]);
+    const expiries = run.edges.filter((e) => e.event === 'timer.workflow.expired').map((e) => e.source);
+    assert.deepEqual(expiries, ['run.active']);
+    const open = run.nodes.filter((n) => n.parent === 'run.active').map((n) => n.id).sort();
+    assert.deepEqual(open, ['run.active.held', 'run.active.pending', 'run.active.running']);
     const forwarded = run.edges.filter((e) => e.source === 'run' && e.kind === 'internal');
     assert.ok(forwarded.some((e) => e.event === 'agent.job.ack' && e.guard === 'targetsOpenJob'));
   });
