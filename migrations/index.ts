@@ -1,4 +1,4 @@
-import type { Migration } from 'kysely/migration';
+import type { Migration } from 'kysely';
 import * as core001 from './001_core.ts';
 import * as jsonJournal002 from './002_json_journal.ts';
 import * as inboxAndGroups003 from './003_inbox_and_groups.ts';

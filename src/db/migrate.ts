@@ -1,5 +1,5 @@
 import type { Kysely } from 'kysely';
-import { Migrator, type MigrationProvider } from 'kysely/migration';
+import { Migrator, type MigrationProvider } from 'kysely';
 import type { Logger } from 'pino';
 import { MIGRATIONS } from '../../migrations/index.ts';
 
