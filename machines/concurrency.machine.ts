@@ -3,7 +3,7 @@ import type { EventFrom, ParameterizedObject, SnapshotFrom } from 'xstate';
 import type { ConcurrencyPolicy } from './types.ts';
 
 export const CONCURRENCY_MACHINE_ID = 'concurrency';
-/** Bump when a change makes stored group snapshots unreadable (DESIGN.md §5). */
+/** Bump when a change makes stored group snapshots unreadable (docs/architecture.md#ownership-leases-epochs-fencing-and-adoption). */
 export const CONCURRENCY_MACHINE_VERSION = 1;
 
 /** Who asks for a group: a job (`jobKey` set) or a whole run (`jobKey` null), CONC-1. */
@@ -100,7 +100,7 @@ const concurrencySetup = setup({
     input: {} as ConcurrencyInput,
   },
   actions: {
-    // Host-provided intents (DESIGN.md §4). The defaults do nothing: machines perform no I/O.
+    // Host-provided intents (docs/architecture.md#time-durable-deadlines). The defaults do nothing: machines perform no I/O.
     grant: (_, _params: GroupParty) => {},
     queued: (_, _params: GroupParty & { position: number }) => {},
     supersede: (_, _params: GroupParty & { reason: string }) => {},

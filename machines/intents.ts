@@ -16,7 +16,7 @@ export interface DispatchedJob {
  * Adding an intent here makes every table that must handle it fail to compile until it does.
  */
 export interface IntentParams {
-  /** Deadlines are stored with the snapshot and fired by the timer service (DESIGN.md §4). */
+  /** Deadlines are stored with the snapshot and fired by the timer service (docs/architecture.md#time-durable-deadlines). */
   armDeadline: DeadlineSpec;
   disarmDeadline: { id: string; jobKey: string | null };
   requestPlacement: { jobKey: string; requirements: AgentRequirements; attempt: number };

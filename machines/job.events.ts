@@ -20,7 +20,7 @@ interface Timed {
 }
 interface FromAgent extends Timed {
   agentId: string;
-  /** The wire `jobId` of one dispatch attempt (protocol.md §9.3). */
+  /** The wire `jobId` of one dispatch attempt (docs/protocol.md#jobdispatch). */
   dispatchId: string;
 }
 interface JobScoped {
@@ -49,7 +49,7 @@ export interface JobConcurrency {
   policy: ConcurrencyPolicy;
 }
 
-/** One step result of a terminal `job.status` (protocol.md §9.4). */
+/** One step result of a terminal `job.status` (docs/protocol.md#status-handling). */
 export interface StepResult {
   name: string;
   status: string;
@@ -62,7 +62,7 @@ export interface JobStatusData {
   durationMs?: number;
   outputs?: JobOutputs;
   stepResults?: StepResult[];
-  /** An init job's result (lockfile.md §7); a failed init arrives as state `failed`. */
+  /** An init job's result (docs/lockfile.md#init-jobs); a failed init arrives as state `failed`. */
   initResult?: InitResult;
 }
 
@@ -156,9 +156,9 @@ export interface JobInput {
   concurrency: JobConcurrency | null;
   initFailure: InitFailure | null;
   createdAt: number;
-  /** Set for an init job: the job it evaluates dynamic fields for (lockfile.md §7). */
+  /** Set for an init job: the job it evaluates dynamic fields for (docs/lockfile.md#init-jobs). */
   initFor?: InitTarget | null;
-  /** Set for a matrix child: its values and place in the fan-out (lockfile.md §5). */
+  /** Set for a matrix child: its values and place in the fan-out (docs/lockfile.md#jobs). */
   matrix?: MatrixPlace | null;
 }
 

@@ -2,14 +2,14 @@ import type { EventFrom, SnapshotFrom } from 'xstate';
 import { endAsReported, jobSetup } from './job.setup.ts';
 
 export const JOB_MACHINE_ID = 'job';
-/** Bump when a change makes stored job snapshots unreadable (DESIGN.md §5). */
+/** Bump when a change makes stored job snapshots unreadable (docs/architecture.md#ownership-leases-epochs-fencing-and-adoption). */
 export const JOB_MACHINE_VERSION = 3;
 
 const LOST_AFTER_START = 'agent restarted without the job';
 const LOST_BEFORE_START = 'agent restarted without the job before starting it';
 
 /**
- * The dispatch lifecycle of one job (orchestration.md §5). Deadlines are armed and disarmed
+ * The dispatch lifecycle of one job (docs/architecture.md#one-delivery-from-webhook-to-finished-run). Deadlines are armed and disarmed
  * by name and arrive as `timer.*.expired` events; a firing that is not the armed one is ignored.
  */
 export const jobMachine = jobSetup.createMachine({

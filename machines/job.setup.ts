@@ -100,7 +100,7 @@ type Ev = JobEvent;
  */
 export type JobTag = JobStatusTag | 'waits-for-agent' | 'holds-slot' | 'awaits-reclaim';
 
-/** Intents a job records (machines/intents.ts); the host provides their implementations (DESIGN.md §4). */
+/** Intents a job records (machines/intents.ts); the host provides their implementations (docs/architecture.md#time-durable-deadlines). */
 export type JobIntent = Intent<JobIntentKind>;
 
 type Params = ParameterizedObject['params'] | undefined;
@@ -137,7 +137,7 @@ function isLostScalerAgent(context: JobContext, event: Ev): boolean {
 
 const TERMINAL_REPORTS = ['success', 'failed', 'cancelled', 'skipped', 'drift_dropped', 'timed_out_stale'] as const;
 
-/** A terminal `job.status` from the agent that owns the attempt ends the job as reported (protocol.md §11). */
+/** A terminal `job.status` from the agent that owns the attempt ends the job as reported (docs/protocol.md#status-handling). */
 export const endAsReported = TERMINAL_REPORTS.map((state) => ({
   guard: { type: 'assignedReports' as const, params: { state } },
   target: `#job.${state}`,
@@ -152,7 +152,7 @@ const jobBase = setup({
     tags: {} as JobTag,
   },
   actions: {
-    // Host-provided intents (DESIGN.md §4). The slots do nothing: machines perform no I/O.
+    // Host-provided intents (docs/architecture.md#time-durable-deadlines). The slots do nothing: machines perform no I/O.
     ...intentSlots(JOB_INTENTS),
   },
   guards: {

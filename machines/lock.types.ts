@@ -2,7 +2,7 @@ import type { TerminalJobStatus } from './status.ts';
 import type { LabelMatcher } from './types.ts';
 
 /**
- * The parts of a KiCI schema-29 lock file that run planning reads (lockfile.md §2–§7).
+ * The parts of a KiCI schema-29 lock file that run planning reads (docs/lockfile.md#top-level).
  * Plain types: the parser validates the JSON against them; unknown fields are ignored.
  */
 export interface LockFile {
@@ -33,7 +33,7 @@ export interface LockWorkflow {
   approval?: LockApproval;
 }
 
-/** Branch, tag and repo pattern (lockfile.md §4); globs use picomatch semantics. */
+/** Branch, tag and repo pattern (docs/lockfile.md#triggers); globs use picomatch semantics. */
 export interface LockPattern {
   type: 'glob' | 'regex';
   pattern: string;
@@ -159,7 +159,7 @@ export interface LockUnmatchedTrigger {
   _type: 'kici_event' | 'workflow_complete' | 'job_complete' | 'lifecycle';
 }
 
-/** `max` and `cancelInProgress` are the policy of job-level groups too (lockfile.md §7.2). */
+/** `max` and `cancelInProgress` are the policy of job-level groups too (docs/architecture.md#concurrency-groups). */
 export interface LockWorkflowConcurrency {
   hasGroup: boolean;
   /** @default true */
@@ -176,7 +176,7 @@ export interface LockApproval {
   when: 'always' | 'drift';
 }
 
-/** The verbatim source of a pure arrow function, evaluated by Switchyard (lockfile.md §7). */
+/** The verbatim source of a pure arrow function, evaluated by Switchyard (docs/lockfile.md#init-jobs). */
 export interface LockInlineValue {
   _type: 'inline';
   expression: string;
@@ -202,7 +202,7 @@ export interface LockHostFanout {
   exclude: LabelMatcher[];
 }
 
-/** A rule the stock agent evaluates before running a job or step (lockfile.md §5). */
+/** A rule the stock agent evaluates before running a job or step (docs/lockfile.md#jobs). */
 export interface LockDynamicRule {
   _type: 'dynamic';
   label: string;
@@ -282,7 +282,7 @@ export interface LockSequentialStep {
   hasOutputs: boolean;
   continueOnError?: boolean;
   timeout?: number;
-  /** Extension (lockfile.md §6): a shell command for the reference agent. */
+  /** Extension (docs/lockfile.md#steps-and-the-run-extension): a shell command for the reference agent. */
   run?: string;
   shell?: string;
   env?: Record<string, string>;

@@ -6,7 +6,7 @@ import type { InitFailure, InitResult } from './types.ts';
 export type Expansion = { ok: true; plans: JobPlan[] } | { ok: false; failure: InitFailure };
 
 /**
- * The children of a dynamic-matrix job from its init job's `matrixValues` (lockfile.md §5, §7):
+ * The children of a dynamic-matrix job from its init job's `matrixValues` (docs/lockfile.md#jobs):
  * the same rules as a static matrix — 1 to 256 combinations, child names unique.
  */
 export function expandTemplate(template: JobPlan, init: InitResult): Expansion {

@@ -13,7 +13,7 @@ import type { Intent, RunIntentKind } from './intents.ts';
 import type { InitFailure, InitResult } from './types.ts';
 
 export const RUN_MACHINE_ID = 'run';
-/** Bump when a change makes stored run snapshots unreadable (DESIGN.md §5). */
+/** Bump when a change makes stored run snapshots unreadable (docs/architecture.md#ownership-leases-epochs-fencing-and-adoption). */
 export const RUN_MACHINE_VERSION = 3;
 
 const DEFAULT_APPROVAL_TIMEOUT_MS = 24 * 60 * 60_000;
@@ -28,7 +28,7 @@ export interface RunContext {
   toSpawn: JobInput[];
   /** Decisions sent once the first jobs are spawned; empty afterwards. */
   initialDecisions: GateDecision[];
-  /** Dynamic-matrix jobs waiting for their init job's result, by key (lockfile.md §7). */
+  /** Dynamic-matrix jobs waiting for their init job's result, by key (docs/lockfile.md#init-jobs). */
   templates: Record<string, JobPlan>;
   /** Templates already fanned out: their keys name no job any more. */
   fannedOut: string[];

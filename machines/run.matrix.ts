@@ -1,6 +1,6 @@
 import type { LockMatrixEntry, LockMatrixScalar, LockStaticMatrix } from './lock.types.ts';
 
-/** More combinations than this fail the job with `matrix_expansion` (lockfile.md §5). */
+/** More combinations than this fail the job with `matrix_expansion` (docs/lockfile.md#jobs). */
 export const MAX_MATRIX_COMBINATIONS = 256;
 
 /**
@@ -30,7 +30,7 @@ export function matrixChildName(baseName: string, combination: MatrixCombination
 }
 
 /**
- * Expands a static matrix (lockfile.md §5): the map form is the cartesian product in key order,
+ * Expands a static matrix (docs/lockfile.md#jobs): the map form is the cartesian product in key order,
  * the array form lists combinations (a scalar `v` is `{value: v}`); `exclude` removes every
  * combination agreeing on all of an entry's keys, then `include` entries are appended; duplicates
  * are dropped. Zero combinations or more than 256 is a failure, never a throw.

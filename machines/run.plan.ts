@@ -39,7 +39,7 @@ const CANCEL_BACKSTOP_MS = 30_000;
 const DEFAULT_APPROVAL_TIMEOUT_S = 86_400;
 const MAX_INIT_FAILURE_MESSAGE = 2000;
 const INIT_RUNNER_LABEL: LabelMatcher = { kind: 'exact', value: 'kici:role:init-runner' };
-/** The `timeoutMs` an init job's jobConfig carries (lockfile.md §7). */
+/** The `timeoutMs` an init job's jobConfig carries (docs/lockfile.md#init-jobs). */
 export const INIT_JOB_TIMEOUT_MS = 60_000;
 
 /**
@@ -114,7 +114,7 @@ function planTargets(job: LockStaticJob, options: PlanRunOptions, extra: { initJ
 
 /**
  * Fields only the job's own TypeScript can compute (an impure function stores no expression, or a
- * dynamic matrix): an init job evaluates them on a KiCI agent first (lockfile.md §7).
+ * dynamic matrix): an init job evaluates them on a KiCI agent first (docs/lockfile.md#init-jobs).
  */
 export function initFlagsOf(job: LockStaticJob): InitFlags | null {
   const flags: InitFlags = {
@@ -214,7 +214,7 @@ function requirementsOf(job: LockStaticJob): AgentRequirements {
   };
 }
 
-/** A job with any `run` step goes to an agent that executes run steps; other steps are TypeScript (lockfile.md §6). */
+/** A job with any `run` step goes to an agent that executes run steps; other steps are TypeScript (docs/lockfile.md#steps-and-the-run-extension). */
 export function executorOf(steps: readonly LockStep[]): StepExecutor {
   if (steps.length === 0) return 'any';
   return steps.some(hasRunStep) ? 'run-steps' : 'kici';

@@ -26,7 +26,7 @@ export interface JobPlan {
   timeouts: JobTimeouts;
   concurrency: { key: string; policy: ConcurrencyPolicy } | null;
   initFailure: InitFailure | null;
-  /** The init job that evaluates this job's dynamic fields first (lockfile.md §7, DAG-6). */
+  /** The init job that evaluates this job's dynamic fields first (docs/lockfile.md#init-jobs, DAG-6). */
   initJob?: string;
   /** A dynamic-matrix job: a template with no actor until its init job's result fans it out. */
   template?: boolean;

@@ -66,7 +66,7 @@ const retire = enqueueActions<ScalerAgentContext, ScalerAgentEvent, Retirement, 
 });
 
 /**
- * One scaler agent's lifecycle (orchestration.md §15, SCL-6/7/8), a child of the scaler machine.
+ * One scaler agent's lifecycle (docs/architecture.md#the-scaler, SCL-6/7/8), a child of the scaler machine.
  * Its spawn and idle deadlines are delayed transitions computed from the absolute deadlines in
  * context. Every change is reported to the scaler, which keeps the record for caps and placement.
  */

@@ -283,7 +283,7 @@ function only<T extends ScalerEvent['type']>(type: T, fn: (context: ScalerContex
 }
 
 /**
- * The scaler manager (orchestration.md §15): every backend's reservations in one mailbox, so the
+ * The scaler manager (docs/architecture.md#the-scaler): every backend's reservations in one mailbox, so the
  * global and per-backend caps are checked and reserved in one transition (SCL-5). Each agent's
  * lifecycle and deadlines are its own `scalerAgent` child; backend I/O happens outside, as intents.
  */

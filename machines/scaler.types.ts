@@ -1,4 +1,4 @@
-/** The vocabulary the scaler machine and its agent children share (orchestration.md §15). */
+/** The vocabulary the scaler machine and its agent children share (docs/architecture.md#the-scaler). */
 
 export interface Resources {
   cpu: number;
@@ -98,7 +98,7 @@ export interface SpawnFailureIntent {
   message: string;
 }
 
-/** Intents the host performs after the snapshot that caused them is stored (DESIGN.md §4). */
+/** Intents the host performs after the snapshot that caused them is stored (docs/architecture.md#time-durable-deadlines). */
 export type ScalerIntent =
   | { type: 'spawnAgent'; params: SpawnIntent }
   /** A reservation ended with its resource: jobs refused "at capacity" ask again (no registry change announces it). */

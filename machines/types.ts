@@ -1,6 +1,6 @@
 import type { TerminalJobStatus } from './status.ts';
 
-/** A label matcher as written in the lock file (lockfile.md §5). */
+/** A label matcher as written in the lock file (docs/lockfile.md#jobs). */
 export type LabelMatcher = { kind: 'exact'; value: string } | { kind: 'regex'; source: string; flags: string };
 
 /** Why a job is not running yet (G-5). `message` is what a user reads. */
@@ -32,7 +32,7 @@ export const INIT_FAILURE_CATEGORIES = [
 ] as const;
 export type InitFailureCategory = (typeof INIT_FAILURE_CATEGORIES)[number];
 
-/** "Never executed a step" (orchestration.md §13). */
+/** "Never executed a step" (docs/architecture.md#init-jobs-and-dynamic-fan-out). */
 export interface InitFailure {
   scope: 'run' | 'job';
   category: InitFailureCategory;
@@ -46,7 +46,7 @@ export interface InitFailure {
  */
 export type StepExecutor = 'run-steps' | 'kici' | 'any';
 
-/** What an agent must offer to take a job (protocol.md §6, §14). */
+/** What an agent must offer to take a job (docs/protocol.md#labels-executors-and-matching). */
 export interface AgentRequirements {
   runsOn: LabelMatcher[];
   excludeLabels: LabelMatcher[];
@@ -89,7 +89,7 @@ export interface NeedEdge {
   runOn: TerminalJobStatus[];
 }
 
-/** A durable deadline as the machines arm it; the host stores and fires it (DESIGN.md §4). */
+/** A durable deadline as the machines arm it; the host stores and fires it (docs/architecture.md#time-durable-deadlines). */
 export interface DeadlineSpec {
   id: string;
   kind: DeadlineKind;
@@ -105,7 +105,7 @@ export function isDeadlineKind(kind: string): kind is DeadlineKind {
   return (DEADLINE_KINDS as readonly string[]).includes(kind);
 }
 
-/** `step.status.state` (protocol.md §9.4); `pending`/`cancelled` are for parallel-group children. */
+/** `step.status.state` (docs/protocol.md#status-handling); `pending`/`cancelled` are for parallel-group children. */
 export const STEP_STATES = ['running', 'success', 'failed', 'skipped', 'pending', 'cancelled'] as const;
 export type StepState = (typeof STEP_STATES)[number];
 
@@ -131,7 +131,7 @@ export interface UpstreamResults {
   outputs: Record<string, JobOutputs>;
 }
 
-/** Which fields of its target an init job evaluates (lockfile.md §7). */
+/** Which fields of its target an init job evaluates (docs/lockfile.md#init-jobs). */
 export interface InitFlags {
   dynamicEnvironment: boolean;
   dynamicEnv: boolean;

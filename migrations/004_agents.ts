@@ -2,7 +2,7 @@ import { sql } from 'kysely';
 import type { Kysely } from 'kysely';
 
 /**
- * `agent_tokens`: only the SHA-256 of each token and its display prefix (protocol.md §3.2).
+ * `agent_tokens`: only the SHA-256 of each token and its display prefix (docs/protocol.md#tokens).
  * `job_logs`: redacted `log.chunk` lines, read back per job and step in arrival order.
  * `agent_sessions`: one row per live agent session, written by the coordinator holding the socket.
  */

@@ -2,7 +2,7 @@ import { sql } from 'kysely';
 import type { Kysely } from 'kysely';
 
 /**
- * Webhook intake (orchestration.md §2): every accepted delivery is a row before it is answered;
+ * Webhook intake (docs/architecture.md#one-delivery-from-webhook-to-finished-run): every accepted delivery is a row before it is answered;
  * workers claim rows with a lease. Repositories and generic sources are the registrations the
  * pipeline reads lock files and verifies signatures with.
  */

@@ -366,7 +366,7 @@ function adminRoutes(deps: { db: Database['db']; config: CompiledConfig; clock: 
   return router;
 }
 
-/** The scaler manager (orchestration.md §15), its API, and the sweep of expired agent tokens (protocol.md §3.2). */
+/** The scaler manager (docs/architecture.md#the-scaler), its API, and the sweep of expired agent tokens (docs/protocol.md#tokens). */
 async function attachScalers(deps: { config: CompiledConfig; db: Database['db']; clock: Clock; log: Logger; registry: Registry; runtime: Runtime; router: Router }) {
   const { config, clock, runtime } = deps;
   const scalers = await createScalerManager({

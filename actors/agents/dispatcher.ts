@@ -19,7 +19,7 @@ export interface PlacementRequest {
   attempt: number;
 }
 
-/** A scaler consulted when no connected agent can take a job (orchestration.md §15); optional. */
+/** A scaler consulted when no connected agent can take a job (docs/architecture.md#the-scaler); optional. */
 export interface ScalerPort {
   /** Asks for an agent for the job; the answer is its waiting reason, or null to keep the dispatcher's own. */
   requestAgent(request: PlacementRequest): WaitingReason | null;

@@ -92,7 +92,7 @@ export class AgentEffects {
   /**
    * The ack deadline passed. A silent agent is closed (4031) and kept from new jobs until it
    * reconnects; one that sent any frame within the ack window is slow, not gone, and keeps its
-   * socket: the chart still requeues its attempt and cancels it on the agent (protocol.md §10.5).
+   * socket: the chart still requeues its attempt and cancels it on the agent (docs/protocol.md#reconnect-reclaim-and-lost-attempts).
    */
   async closeAgentConnection(effect: Effect<'closeAgentConnection'>): Promise<void> {
     const { agentId, code, reason } = effect.payload;

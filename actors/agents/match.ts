@@ -1,6 +1,6 @@
 import type { AgentRequirements, LabelMatcher, StepExecutor } from '../../machines/types.ts';
 
-/** What matching needs to know about a connected agent (protocol.md §6). */
+/** What matching needs to know about a connected agent (docs/protocol.md#labels-executors-and-matching). */
 export interface AgentOffer {
   agentId: string;
   labels: readonly string[];
@@ -9,7 +9,7 @@ export interface AgentOffer {
   properties: Readonly<Record<string, string | number | boolean>>;
 }
 
-/** The reference agent declares it executes `run:` steps (protocol.md §14). */
+/** The reference agent declares it executes `run:` steps (docs/protocol.md#labels-executors-and-matching). */
 export const RUN_STEPS_PROPERTY = 'switchyard.runSteps';
 /** Declared by an agent that executes both kinds; without it, a run-steps agent runs no TypeScript. */
 export const TYPESCRIPT_STEPS_PROPERTY = 'switchyard.typescriptSteps';
@@ -45,7 +45,7 @@ function requiredLabels(requirements: AgentRequirements): Set<string> {
   return new Set(requirements.runsOn.flatMap((m) => (m.kind === 'exact' ? [m.value] : [])));
 }
 
-/** Label, exclusion, taint and run-step rules of protocol.md §6 and §14 (slots are checked elsewhere). */
+/** Label, exclusion, taint and run-step rules of docs/protocol.md#labels-executors-and-matching (slots are checked elsewhere). */
 export function agentCanTake(requirements: AgentRequirements, agent: AgentOffer): boolean {
   if (!requirements.runsOn.every((matcher) => agent.labels.some((label) => matches(matcher, label)))) return false;
   if (requirements.excludeLabels.some((matcher) => agent.labels.some((label) => matches(matcher, label)))) return false;

@@ -13,7 +13,7 @@ export interface SlotHolder {
   jobKey: string;
 }
 
-/** Who an attempt's wire `jobId` belongs to: O's own record, never the runId on the wire (§12). */
+/** Who an attempt's wire `jobId` belongs to: O's own record, never the runId on the wire (docs/protocol.md#ownership-rule). */
 export interface DispatchRecord extends SlotHolder {
   agentId: string;
   /** The connection the slot was reserved on, when this coordinator reserved it. */
@@ -48,7 +48,7 @@ export interface AgentSession extends AgentOffer {
 
 /**
  * The connected agents of this coordinator and their slots. The registry is the only owner of
- * slot counts (`agent.status` from the agent never overwrites them, protocol.md §6).
+ * slot counts (`agent.status` from the agent never overwrites them, docs/protocol.md#labels-executors-and-matching).
  */
 export class AgentRegistry {
   private readonly sessions = new Map<string, AgentSession>();

@@ -39,7 +39,7 @@ export class RunNotOwnedError extends Error {
   }
 }
 
-/** A stored snapshot was written by a machine version this build cannot read (DESIGN.md §5). */
+/** A stored snapshot was written by a machine version this build cannot read (docs/architecture.md#ownership-leases-epochs-fencing-and-adoption). */
 export class UnknownMachineVersionError extends Error {
   override readonly name = 'UnknownMachineVersionError';
   constructor(

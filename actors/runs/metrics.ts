@@ -1,7 +1,7 @@
 import { Counter, Gauge, Histogram } from 'prom-client';
 import type { Registry } from 'prom-client';
 
-/** Runtime metrics (orchestration.md §18, runtime row), registered once per process. */
+/** Runtime metrics (docs/http-api.md#metrics, runtime row), registered once per process. */
 export function createRuntimeMetrics(registry: Registry) {
   const registers = [registry];
   return {

@@ -15,7 +15,7 @@ export interface StoredEffect {
 }
 
 /**
- * Everything one batch of accepted events writes, per run, in one transaction (DESIGN.md §5). The store
+ * Everything one batch of accepted events writes, per run, in one transaction (docs/architecture.md#ownership-leases-epochs-fencing-and-adoption). The store
  * takes any rows; the runtime builds `RunCommit`, whose deadlines and effects are of known kinds.
  */
 export interface CommitEntry<Effects extends StoredEffect = StoredEffect, Kind extends string = string> {

@@ -92,7 +92,7 @@ function restoreActor(machine: RuntimeRunMachine, snapshot: unknown, runId: stri
 /**
  * Owns the run actors of this coordinator. Every accepted event is journaled with the
  * snapshot, timer changes and effects it produced in one group-committed transaction;
- * timers are armed and effects run only after that commit (DESIGN.md §4–§5).
+ * timers are armed and effects run only after that commit (docs/architecture.md#time-durable-deadlines).
  */
 export class Supervisor {
   private readonly runs = new Map<string, RunHandle>();

@@ -7,7 +7,7 @@ import { coerceError } from '../../lib/errors.ts';
 import type { IncomingRunEvent } from '../runs/supervisor.ts';
 import type { Clock } from '../clock.ts';
 
-/** A token minted for exactly one agent id and label set (protocol.md §3.2). */
+/** A token minted for exactly one agent id and label set (docs/protocol.md#tokens). */
 export interface MintedToken {
   token: string;
   tokenId: string;
@@ -36,7 +36,7 @@ export interface ScalerEffectsDeps {
   log: Logger;
 }
 
-/** Never shorter than the bound job's timeout plus 10 min (protocol.md §3.2). */
+/** Never shorter than the bound job's timeout plus 10 min (docs/protocol.md#tokens). */
 const TOKEN_MARGIN_MS = 10 * 60_000;
 const DESTROY_ATTEMPTS = 3;
 const RETRY_BASE_MS = 2_000;

@@ -1,4 +1,4 @@
-/** One spawn failure as the tracker keeps it (orchestration.md SCL-9). */
+/** One spawn failure as the tracker keeps it (SCL-9, docs/requirements.md). */
 export interface SpawnFailure {
   backendName: string;
   backendType: string;

@@ -68,7 +68,7 @@ function suffix(): string {
 }
 
 /**
- * Runs the scaler machine (orchestration.md §15) on the coordinator's clock: persists its snapshot
+ * Runs the scaler machine (docs/architecture.md#the-scaler) on the coordinator's clock: persists its snapshot
  * before any backend I/O it or an agent's deadline asks for, feeds it what happens to agents
  * (sessions, exits) and answers the dispatcher when no connected agent can take a job.
  */
@@ -167,7 +167,7 @@ export class ScalerManager implements ScalerPort {
     return this.chain;
   }
 
-  /** Stores the snapshot, then runs the intents it covers (DESIGN.md §4: nothing leaves before it is durable). */
+  /** Stores the snapshot, then runs the intents it covers (docs/architecture.md#time-durable-deadlines: nothing leaves before it is durable). */
   private async flush(): Promise<void> {
     if (!this.actor || this.fenced || (this.changed === this.saved && this.intents.length === 0)) return;
     const intents = this.intents.splice(0);

@@ -1,7 +1,7 @@
 import { Counter, Gauge } from 'prom-client';
 import type { Registry } from 'prom-client';
 
-/** Scaler metrics (orchestration.md SCL-9 and §18), registered once per coordinator. */
+/** Scaler metrics (SCL-9; docs/http-api.md#metrics, docs/requirements.md), registered once per coordinator. */
 export function createScalerMetrics(registry: Registry) {
   const registers = [registry];
   return {

@@ -12,7 +12,7 @@ export interface BackendLabels {
 
 /**
  * SCL-2: the backend label sets whose agents could take the job — the same label, exclusion,
- * taint and run-step rules as a connected agent (protocol.md §6), applied to the labels the
+ * taint and run-step rules as a connected agent (docs/protocol.md#labels-executors-and-matching), applied to the labels the
  * spawned agent will register with. Order: backends as configured, then label sets.
  */
 export function candidatesFor(requirements: AgentRequirements, backends: readonly BackendLabels[]): Candidate[] {

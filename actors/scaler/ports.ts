@@ -1,4 +1,4 @@
-/** The kinds of scaler backend (orchestration.md SCL-1). */
+/** The kinds of scaler backend (SCL-1, docs/requirements.md). */
 export type ScalerType = 'bare-metal' | 'container';
 
 /** Resources reserved for one agent (SCL-5); 0 means "not counted". */
@@ -63,7 +63,7 @@ export interface SpawnCredentials {
 export type ExitListener = (agentId: string, detail: string) => void;
 
 /**
- * A way to start agents (orchestration.md SCL-1). Implementations do I/O only; every decision
+ * A way to start agents (SCL-1, docs/requirements.md). Implementations do I/O only; every decision
  * (caps, binding, timeouts) is the scaler machine's. `destroy` and `shutdownAll` are idempotent.
  */
 export interface ScalerBackend {

@@ -25,12 +25,12 @@ export type AgentLaunch = { kind: 'reference' } | KiciLaunch;
 
 export const REFERENCE_AGENT: AgentLaunch = { kind: 'reference' };
 
-/** Set by the scaler for each spawned KiCI agent (protocol.md §1, §3, §6). */
+/** Set by the scaler for each spawned KiCI agent (docs/protocol.md#endpoints-and-transport). */
 export const KICI_CONTRACT_VARIABLES = ['KICI_ORCHESTRATOR_URL', 'KICI_AGENT_TOKEN', 'KICI_AGENT_ID', 'KICI_LABELS'] as const;
 
 /**
  * The `KICI_*` names the stock agent reads, as its configuration reference lists them. It refuses
- * to start with any other `KICI_*` variable in its environment (protocol.md §15).
+ * to start with any other `KICI_*` variable in its environment (docs/protocol.md#facts-about-the-stock-agent-that-switchyard-lives-with).
  */
 export const KNOWN_KICI_VARIABLES: ReadonlySet<string> = new Set([
   ...KICI_CONTRACT_VARIABLES,
@@ -135,7 +135,7 @@ export function compileAgentLaunch(raw: z.output<typeof bareMetalAgentSchema> | 
 }
 
 /**
- * The labels the agent registers with by itself (protocol.md §6): os and arch, the host where it
+ * The labels the agent registers with by itself (docs/protocol.md#labels-executors-and-matching): os and arch, the host where it
  * is known (a container's hostname is random), and for a KiCI agent its `KICI_ROLES` roles.
  */
 export function selfReportedLabels(agent: AgentLaunch, host: string | null): string[] {
@@ -159,7 +159,7 @@ export interface KiciSpawn {
 }
 
 /**
- * The stock agent's environment (protocol.md §15): the configured `env`, then the contract
+ * The stock agent's environment (docs/protocol.md#facts-about-the-stock-agent-that-switchyard-lives-with): the configured `env`, then the contract
  * variables. `KICI_LABELS` is left out when there are none rather than sent empty.
  */
 export function kiciContractEnv(agent: KiciLaunch, spawn: KiciSpawn): Record<string, string> {

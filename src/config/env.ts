@@ -73,7 +73,7 @@ export const envSchema = z.object({
   LOG_LEVEL: optional(z.enum(LOG_LEVELS, { message: `must be one of ${LOG_LEVELS.join(', ')}` })),
   LOG_FORMAT: optional(z.enum(LOG_FORMATS, { message: `must be one of ${LOG_FORMATS.join(', ')}` })),
   SWITCHYARD_AGENT_AUTH: optional(z.enum(['token', 'none'], { message: 'must be token or none' })),
-  // Scalers (orchestration.md §15); compiled by src/scaler/config.ts.
+  // Scalers (docs/architecture.md#the-scaler); compiled by src/scaler/config.ts.
   SWITCHYARD_SCALERS: text,
   SWITCHYARD_SCALERS_FILE: text,
   SWITCHYARD_SCALER_LABELS: text,

@@ -122,7 +122,7 @@ export function compileScalerDefinitions(raw: unknown, host: string = hostname()
   });
 }
 
-/** The embedded default (DESIGN.md §6): one bare-metal backend on this host. */
+/** The embedded default (docs/architecture.md#start-and-stop): one bare-metal backend on this host. */
 export function defaultScalerDefinitions(extraLabels: string[], host: string = hostname()): ScalerDefinition[] {
   return compileScalerDefinitions([{ type: 'bare-metal', name: 'bare-metal', labels: extraLabels }], host);
 }

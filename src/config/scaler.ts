@@ -5,7 +5,7 @@ import { ConfigError } from './errors.ts';
 import { compileScalerDefinitions, defaultScalerDefinitions, passedHostEnv } from './scaler-definitions.ts';
 import type { ScalerDefinition } from './scaler-definitions.ts';
 
-/** Scaler configuration (orchestration.md §15), compiled once with the rest of `CompiledConfig`. */
+/** Scaler configuration (docs/architecture.md#the-scaler), compiled once with the rest of `CompiledConfig`. */
 export interface ScalerSettings {
   /**
    * Backends: a JSON array in `SWITCHYARD_SCALERS` or the file `SWITCHYARD_SCALERS_FILE`; `none` turns

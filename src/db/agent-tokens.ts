@@ -3,7 +3,7 @@ import type { Kysely, Selectable } from 'kysely';
 import { toJson } from './json.ts';
 import type { AgentTokensTable, Schema } from './schema.ts';
 
-/** `kat_` and 64 lowercase hex characters: 32 random bytes (protocol.md §3.2). */
+/** `kat_` and 64 lowercase hex characters: 32 random bytes (docs/protocol.md#tokens). */
 export const TOKEN_PATTERN = /^kat_[0-9a-f]{64}$/;
 
 /** Length of the display prefix kept next to the hash (`kat_` and 8 hex characters). */

@@ -24,7 +24,7 @@ const str = (value: string | null): string => (value === null ? 'null' : toJson(
 const num = (value: number | null): string => (value === null || !Number.isFinite(value) ? 'null' : String(value));
 
 /**
- * Serializes every free-form value of an entry once (DESIGN.md §5): the journal and outbox rows,
+ * Serializes every free-form value of an entry once (docs/architecture.md#ownership-leases-epochs-fencing-and-adoption): the journal and outbox rows,
  * the snapshot, the projections. A value JSON cannot hold throws UnstorableEntryError naming it.
  */
 export function serializeEntry(entry: CommitEntry): SerializedEntry {

@@ -6,7 +6,7 @@ export interface LogChunkInput {
   runId: string;
   jobKey: string;
   dispatchId: string;
-  /** -1 for job-level runner lines (protocol.md §9.2). */
+  /** -1 for job-level runner lines (docs/protocol.md#messages-from-the-agent). */
   stepIndex: number;
   /** Already redacted (SEC-4): stored exactly as given. */
   lines: readonly string[];

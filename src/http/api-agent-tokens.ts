@@ -8,7 +8,7 @@ import type { RouteContext, Router } from './router.ts';
 export interface AgentTokenApiDeps {
   db: Kysely<Schema>;
   now: () => number;
-  /** Kicks every live socket on the token (protocol.md §3.2). Called after the revoke is stored; must not throw. */
+  /** Kicks every live socket on the token (docs/protocol.md#tokens). Called after the revoke is stored; must not throw. */
   onRevoked: (record: AgentTokenRecord) => void;
 }
 
@@ -38,7 +38,7 @@ function parse<T>(schema: z.ZodType<T>, value: unknown): T {
   throw new HttpError(400, 'invalid request', `${issue?.path.join('.') || 'body'}: ${issue?.message ?? 'invalid'}`);
 }
 
-/** `GET/POST /api/v1/agent-tokens`, `DELETE /api/v1/agent-tokens/:id` (orchestration.md §19). */
+/** `GET/POST /api/v1/agent-tokens`, `DELETE /api/v1/agent-tokens/:id` (docs/http-api.md#routes). */
 export function registerAgentTokenRoutes(router: Router, deps: AgentTokenApiDeps): void {
   router
     .on('POST', '/api/v1/agent-tokens', (ctx) => createRoute(deps, ctx))

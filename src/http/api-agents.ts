@@ -32,7 +32,7 @@ export interface AgentView {
 
 const DISCONNECT_REASON = 'disconnected by an administrator';
 
-/** Agent sessions (orchestration.md §19): every coordinator's, from the shared table; disconnect one of ours. */
+/** Agent sessions (docs/http-api.md#routes): every coordinator's, from the shared table; disconnect one of ours. */
 export function registerAgentRoutes(router: Router, deps: AgentApiDeps): void {
   router
     .on('GET', '/api/v1/agents', async ({ res }) => sendJson(res, 200, { agents: await listAgents(deps) }))

@@ -12,7 +12,7 @@ export interface LogApiDeps {
 
 const MAX_CHUNK_LIMIT = 10_000;
 
-/** Job logs (orchestration.md §19): JSON chunks, or plain text lines with `Accept: text/plain`. */
+/** Job logs (docs/http-api.md#routes): JSON chunks, or plain text lines with `Accept: text/plain`. */
 export function registerLogRoutes(router: Router, deps: LogApiDeps): void {
   router
     .on('GET', '/api/v1/runs/:id/logs', (ctx) => logsRoute(deps, ctx, ctx.url.searchParams.get('job') ?? undefined))

@@ -12,7 +12,7 @@ export interface HttpServerOptions {
   log: Logger;
 }
 
-/** Paths under these prefixes need the admin bearer token (orchestration.md §19). */
+/** Paths under these prefixes need the admin bearer token (docs/http-api.md#routes). */
 const ADMIN_PREFIX = '/api/v1/';
 const PUBLIC_API = new Set(['/api/v1/capabilities']);
 

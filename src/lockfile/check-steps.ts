@@ -3,7 +3,7 @@ import type { LockProblem } from './errors.ts';
 
 const RUN_ONLY_FIELDS = ['shell', 'env', 'workingDirectory'] as const;
 
-/** The `run` extension rules (lockfile.md §6, rule 8) over a job's steps, parallel children included. */
+/** The `run` extension rules (docs/lockfile.md#steps-and-the-run-extension, rule 8) over a job's steps, parallel children included. */
 export function stepsProblem(steps: readonly LockStep[], path: readonly PropertyKey[]): LockProblem | null {
   for (const [index, step] of steps.entries()) {
     if (step.kind === 'parallel') {

@@ -7,7 +7,7 @@ import type { LockProblem } from './errors.ts';
 type Path = readonly PropertyKey[];
 
 /**
- * Rules 5–8 of lockfile.md §8 over a structurally valid lock file, in document order:
+ * Rules 5–8 of docs/lockfile.md#what-counts-as-corrupt over a structurally valid lock file, in document order:
  * per workflow its name, triggers, then per job its name, matchers, needs, inline values and steps,
  * and last the workflow's `needs` cycles.
  */

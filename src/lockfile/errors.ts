@@ -1,4 +1,4 @@
-/** Which rule of lockfile.md §8 a corrupt lock file breaks. */
+/** Which rule of docs/lockfile.md#what-counts-as-corrupt a corrupt lock file breaks. */
 export type LockCorruptRule =
   | 'file'
   | 'schema_version'
@@ -10,7 +10,7 @@ export type LockCorruptRule =
   | 'run_step';
 
 /**
- * The lock file is corrupt (lockfile.md §8). Nothing is dispatched: the delivery becomes
+ * The lock file is corrupt (docs/lockfile.md#what-counts-as-corrupt). Nothing is dispatched: the delivery becomes
  * `lockfile_corrupt` and one failed run carries this message as its `lock_resolution` init failure.
  */
 export class LockFileParseError extends Error {

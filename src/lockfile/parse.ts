@@ -7,7 +7,7 @@ import type { LockProblem } from './errors.ts';
 import { formatJsonPath } from './json-path.ts';
 import { lockFileSchema } from './schema.ts';
 
-/** Lock files above this size are corrupt, for every provider (lockfile.md §1). */
+/** Lock files above this size are corrupt, for every provider (docs/lockfile.md#where-the-file-is-read). */
 export const MAX_LOCK_FILE_BYTES = 5 * 1024 * 1024;
 
 /** The only lock file schema Switchyard reads. */
@@ -18,7 +18,7 @@ export type LockParseResult = { ok: true; lock: LockFile } | { ok: false; error:
 const RECOMPILE = 'recompile with `kici compile`';
 
 /**
- * Validates a `.kici/kici.lock.json` against lockfile.md §8 and returns the lock file, or the first
+ * Validates a `.kici/kici.lock.json` against docs/lockfile.md#what-counts-as-corrupt and returns the lock file, or the first
  * problem with its JSON path. Never throws.
  */
 export function parseLockFile(input: string | Buffer): LockParseResult {

@@ -9,7 +9,7 @@ export const stringMap = z.record(z.string(), z.string());
 
 export const sourceRef = z.looseObject({ file: z.string(), export: z.string() });
 
-/** `{type:"glob"|"regex", pattern, flags?}` (lockfile.md §4). */
+/** `{type:"glob"|"regex", pattern, flags?}` (docs/lockfile.md#triggers). */
 export const pattern = z.looseObject({
   type: z.enum(['glob', 'regex']),
   pattern: z.string(),
@@ -33,7 +33,7 @@ export const labelMatcher = z.discriminatedUnion(
   },
 );
 
-/** The verbatim source of a pure arrow function (lockfile.md §7). */
+/** The verbatim source of a pure arrow function (docs/lockfile.md#init-jobs). */
 export const inlineValue = z.looseObject({ _type: z.literal('inline'), expression: z.string() });
 
 export const approval = z.looseObject({

@@ -13,7 +13,7 @@ const need = z.union(
   { error: 'a need must be a job name, {name, runOn} or {group, runOn}' },
 );
 
-/** An ordinary step, with the `run` extension fields (lockfile.md §6; their rules are checked after parsing). */
+/** An ordinary step, with the `run` extension fields (docs/lockfile.md#steps-and-the-run-extension; their rules are checked after parsing). */
 const sequentialStep = z.looseObject({
   kind: z
     .literal('sequential', { error: 'a step in a parallel group must be sequential (groups do not nest)' })

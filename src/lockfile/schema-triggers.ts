@@ -103,7 +103,7 @@ const lifecycle = z.looseObject({
   description: z.string().optional(),
 });
 
-/** One `triggers[]` entry (lockfile.md §4); `null` entries are kept and skipped by matching. */
+/** One `triggers[]` entry (docs/lockfile.md#triggers); `null` entries are kept and skipped by matching. */
 export const trigger = z
   .discriminatedUnion(
     '_type',

@@ -6,7 +6,7 @@ import { trigger } from './schema-triggers.ts';
 
 const flag = z.boolean().optional();
 
-/** One `workflows[]` entry (lockfile.md §3). Unknown fields are kept and ignored. */
+/** One `workflows[]` entry (docs/lockfile.md#workflows). Unknown fields are kept and ignored. */
 export const workflowSchema = z.looseObject({
   name: z.string(),
   source: sourceRef,
@@ -38,7 +38,7 @@ export const workflowSchema = z.looseObject({
   hasOnFailure: flag,
 });
 
-/** A schema-29 lock file (lockfile.md §2). `schemaVersion` is checked before this runs. */
+/** A schema-29 lock file (docs/lockfile.md#top-level). `schemaVersion` is checked before this runs. */
 export const lockFileSchema = z.looseObject({
   schemaVersion: z.literal(29),
   source: sourceRef,

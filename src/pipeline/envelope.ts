@@ -1,4 +1,4 @@
-/** Every `type` an envelope can carry (lockfile.md §10–§11). */
+/** Every `type` an envelope can carry (docs/lockfile.md#the-event-envelope). */
 export const EVENT_TYPES = [
   'push',
   'tag',
@@ -26,7 +26,7 @@ export type EventType = (typeof EVENT_TYPES)[number];
 export type EventProvider = 'github' | 'local' | 'generic';
 
 /**
- * The normalized event (lockfile.md §10): what triggers match against, the only binding of inline
+ * The normalized event (docs/lockfile.md#the-event-envelope): what triggers match against, the only binding of inline
  * expressions, `jobConfig.event` in dispatches and `ctx.event` on agents.
  */
 export interface EventEnvelope {

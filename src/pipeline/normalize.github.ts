@@ -10,7 +10,7 @@ type EnvelopeFields = Pick<
   EventEnvelope,
   'type' | 'action' | 'targetBranch' | 'sourceBranch' | 'baseBranch' | 'isForkPR'
 >;
-/** Where the lock file is read: `sha` null means the default branch head (lockfile.md §11). */
+/** Where the lock file is read: `sha` null means the default branch head (docs/lockfile.md#the-event-envelope). */
 interface CommitRead {
   sha: string | null;
   ref: string;
@@ -129,7 +129,7 @@ function github(p: GitHubCommon, raw: RawBody, fields: EnvelopeFields, at: Commi
   return event;
 }
 
-/** `repository.default_branch`, else `main` (lockfile.md §11). */
+/** `repository.default_branch`, else `main` (docs/lockfile.md#the-event-envelope). */
 function defaultBranch(p: GitHubCommon): string {
   return p.repository.default_branch ?? 'main';
 }

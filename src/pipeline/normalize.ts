@@ -26,7 +26,7 @@ function on<S extends z.ZodType>(
   };
 }
 
-/** GitHub event name (`X-GitHub-Event`) → normalization (lockfile.md §11). */
+/** GitHub event name (`X-GitHub-Event`) → normalization (docs/lockfile.md#the-event-envelope). */
 const GITHUB: ReadonlyMap<string, Handler> = new Map([
   ['push', on(payloads.pushPayload, github.normalizePush)],
   ['pull_request', on(payloads.pullRequestPayload, github.normalizePullRequest)],
@@ -48,7 +48,7 @@ const GITHUB: ReadonlyMap<string, Handler> = new Map([
 ]);
 
 /**
- * Maps a GitHub delivery to an envelope and the commit its lock file is read at (lockfile.md §11),
+ * Maps a GitHub delivery to an envelope and the commit its lock file is read at (docs/lockfile.md#the-event-envelope),
  * or says why it is dropped (`ping`, unknown events, deleted refs, malformed payloads). Parts nested
  * deeper than MAX_PAYLOAD_DEPTH are replaced by a marker (normalize.depth.ts). Never throws.
  */
@@ -63,7 +63,7 @@ export function normalizeGitHubEvent(eventName: string, payload: unknown): Norma
 }
 
 /**
- * `POST /webhooks/generic/:source` (lockfile.md §11): `eventType` comes from the source's event-type
+ * `POST /webhooks/generic/:source` (docs/lockfile.md#the-event-envelope): `eventType` comes from the source's event-type
  * header; `"default"` (or none) leaves `action` unset. The body must be a JSON object; its parts
  * nested too deeply are cut as for GitHub.
  */

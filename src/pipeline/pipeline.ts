@@ -57,7 +57,7 @@ async function normalized(deps: PipelineDeps, delivery: Delivery): Promise<Norma
 }
 
 /**
- * One delivery, from its stored body to started runs (orchestration.md §2–§4): normalize, find
+ * One delivery, from its stored body to started runs (docs/architecture.md#one-delivery-from-webhook-to-finished-run): normalize, find
  * the registered repository, decide trust, resolve the lock file, match and start one run per
  * matched workflow. Transient failures throw TransientDeliveryError and the delivery is retried.
  */

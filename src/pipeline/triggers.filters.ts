@@ -14,7 +14,7 @@ import { payloadMatches, stringAt, valueAt } from './triggers.payload.ts';
 import { anyPatternMatches, glob, listAllows, matchesPattern, pathsMatch, reposMatch } from './triggers.patterns.ts';
 
 /**
- * One trigger against one envelope (lockfile.md §12): the type gate, then every filter (AND); an empty
+ * One trigger against one envelope (docs/lockfile.md#triggers): the type gate, then every filter (AND); an empty
  * filter means "any". May throw {@link TriggerPatternError}; the caller isolates it per workflow.
  */
 export function triggerMatches(trigger: LockTrigger, event: EventEnvelope): boolean {

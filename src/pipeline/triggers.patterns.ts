@@ -78,7 +78,7 @@ export function listAllows(list: readonly string[] | undefined, value: string | 
 }
 
 /**
- * lockfile.md §12 Paths: `!` exclusions are removed first; if nothing remains there is no match; a
+ * docs/lockfile.md#triggers Paths: `!` exclusions are removed first; if nothing remains there is no match; a
  * list of only exclusions matches whatever remains. Non-empty `paths` with no changed files never match.
  */
 export function pathsMatch(paths: readonly string[], changedFiles: readonly string[] | undefined): boolean {
@@ -93,7 +93,7 @@ export function pathsMatch(paths: readonly string[], changedFiles: readonly stri
   return includes.length === 0 || remaining.some((file) => includes.some((included) => included(file)));
 }
 
-/** lockfile.md §12 Repos: exclusions first; non-empty `repos` with no `sourceRepo` fails. */
+/** docs/lockfile.md#triggers Repos: exclusions first; non-empty `repos` with no `sourceRepo` fails. */
 export function reposMatch(repos: readonly LockPattern[] | undefined, sourceRepo: string | undefined): boolean {
   if (repos === undefined || repos.length === 0) return true;
   if (sourceRepo === undefined) return false;

@@ -13,7 +13,7 @@ export type WorkflowMatchOutcome =
   | { workflow: LockWorkflow; outcome: 'no_match' }
   | { workflow: LockWorkflow; outcome: 'error'; error: Error };
 
-/** The trigger types Switchyard v1 matches (lockfile.md §4); the parser accepts the others too. */
+/** The trigger types Switchyard v1 matches (docs/lockfile.md#triggers); the parser accepts the others too. */
 export const MATCHED_TRIGGER_TYPES: ReadonlySet<string> = new Set([
   'push',
   'tag',
@@ -37,7 +37,7 @@ export const MATCHED_TRIGGER_TYPES: ReadonlySet<string> = new Set([
 
 /**
  * Triggers are OR'd, first match wins; `null` entries are skipped; no triggers never matches
- * (lockfile.md §12). Throws when a trigger cannot be evaluated; {@link matchWorkflows} isolates that.
+ * (docs/lockfile.md#triggers). Throws when a trigger cannot be evaluated; {@link matchWorkflows} isolates that.
  */
 export function matchWorkflow(workflow: LockWorkflow, envelope: EventEnvelope): TriggerMatch {
   for (const [index, trigger] of (workflow.triggers ?? []).entries()) {
@@ -58,7 +58,7 @@ export function matchWorkflows(workflows: readonly LockWorkflow[], envelope: Eve
   });
 }
 
-/** Changed files are computed only when some trigger has `paths` (lockfile.md §12). */
+/** Changed files are computed only when some trigger has `paths` (docs/lockfile.md#triggers). */
 export function workflowNeedsChangedFiles(workflow: LockWorkflow): boolean {
   return (workflow.triggers ?? []).some(
     (trigger) => (trigger?._type === 'push' || trigger?._type === 'pr') && trigger.paths.length > 0,

@@ -38,7 +38,7 @@ export type AgentLifecycle = 'running' | 'draining' | 'stopping' | 'stopped';
 const dispatchIds = z.object({ runId: z.string().min(1), jobId: z.string().min(1) });
 
 /**
- * The reference agent (protocol.md §14): owns the job slots, the outbox and the connection, and
+ * The reference agent (docs/protocol.md#labels-executors-and-matching): owns the job slots, the outbox and the connection, and
  * routes each orchestrator message to the job it concerns.
  */
 export class Agent {
@@ -269,7 +269,7 @@ export class Agent {
   private onDisconnected(): void {
     if (this.registeredOnce) this.disconnectedAt ??= Date.now();
     this.outbox.disconnected();
-    // A pending approval does not survive the connection (protocol.md §10.1).
+    // A pending approval does not survive the connection (docs/protocol.md#facts-about-the-stock-agent-that-switchyard-lives-with).
     for (const resolve of this.approvals.values()) resolve('rejected');
     this.approvals.clear();
   }

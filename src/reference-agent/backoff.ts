@@ -1,6 +1,6 @@
 /**
  * Delay before reconnect attempt `attempt` (0-based): base × 1.5^attempt × (1 + random·0.5),
- * capped (protocol.md §10.1). The attempt counter is reset on `register.ack`.
+ * capped (docs/protocol.md#facts-about-the-stock-agent-that-switchyard-lives-with). The attempt counter is reset on `register.ack`.
  */
 export function reconnectDelayMs(attempt: number, baseMs: number, capMs: number, random: () => number): number {
   const delay = baseMs * 1.5 ** attempt * (1 + random() * 0.5);

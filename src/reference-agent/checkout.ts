@@ -22,7 +22,7 @@ export interface CheckoutPlan {
 }
 
 /**
- * Clones `repoUrl` at `ref` (shallow) and makes HEAD equal `sha` (protocol.md §9.3). Secrets reach
+ * Clones `repoUrl` at `ref` (shallow) and makes HEAD equal `sha` (docs/protocol.md#jobdispatch). Secrets reach
  * git through GIT_ASKPASS or GIT_SSH_COMMAND files and variables, never through the URL or argv.
  */
 export async function checkoutRepository(plan: CheckoutPlan): Promise<string> {

@@ -32,13 +32,13 @@ export interface ConnectionHooks {
   /** A frame that failed its schema; `job.dispatch` failures are worth answering. */
   onInvalidMessage(raw: string, reason: string, type: string | undefined): void;
   onDisconnected(): void;
-  /** `auth.failure` or close 4010: the agent must never reconnect (protocol.md §2). */
+  /** `auth.failure` or close 4010: the agent must never reconnect (docs/protocol.md#close-codes). */
   onPermanentFailure(reason: string): void;
 }
 
 /**
  * The agent's socket: authenticate, register, heartbeat while registered, reconnect with backoff
- * (protocol.md §4, §8, §10.1). It holds no job state; the agent reacts through the hooks.
+ * (docs/protocol.md#handshake). It holds no job state; the agent reacts through the hooks.
  */
 export class AgentConnection implements Link {
   private socket: WebSocket | undefined;

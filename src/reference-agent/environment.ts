@@ -3,7 +3,7 @@ import { MASK, type SecretMasker } from './masking.ts';
 
 export type Env = Record<string, string>;
 
-/** The agent's own environment as a step sees it: every `KICI_*` and `SWITCHYARD_*` removed (§14). */
+/** The agent's own environment as a step sees it: every `KICI_*` and `SWITCHYARD_*` removed (docs/protocol.md#labels-executors-and-matching). */
 export function stepBaseEnv(agentEnv: NodeJS.ProcessEnv): Env {
   const env: Env = {};
   for (const [name, value] of Object.entries(agentEnv)) {
@@ -28,7 +28,7 @@ const SENSITIVE_NAME = /TOKEN|SECRET|PASSWORD|KEY|CREDENTIAL/i;
 const AGENT_TOKEN = /kat_[0-9a-f]{64}/g;
 
 /**
- * The env list of `job.context`, redacted as protocol.md §15 asks the coordinator to: sensitive
+ * The env list of `job.context`, redacted as docs/protocol.md#facts-about-the-stock-agent-that-switchyard-lives-with asks the coordinator to: sensitive
  * names, agent tokens and dispatched secret values never leave the agent.
  */
 export function contextEnvVars(base: Env, dispatch: JobDispatch, masker: SecretMasker): ContextEnvVar[] {

@@ -28,13 +28,13 @@ export interface JobRunnerResources {
   baseEnv: Env;
 }
 
-/** `gracePeriod` default of lockfile.md §5, in seconds. */
+/** `gracePeriod` default of docs/lockfile.md#jobs, in seconds. */
 const DEFAULT_GRACE_SECONDS = 30;
 const DEFAULT_MAX_LOG_BYTES = 10 * 1024 * 1024;
 
 export type JobPhase = 'starting' | 'checkout' | 'steps' | 'teardown' | 'finished';
 
-/** One dispatched job from `job.ack` to its terminal `job.status` (protocol.md §10.7, §14). */
+/** One dispatched job from `job.ack` to its terminal `job.status` (docs/protocol.md#the-job-from-the-agents-side). */
 export class JobRunner {
   private readonly stop = new AbortController();
   private readonly processGroups = new Set<number>();

@@ -21,11 +21,11 @@ export interface JobChannel {
   direct(message: AgentMessage): void;
   buffered(message: AgentMessage): void;
   terminal(message: JobStatusMessage): void;
-  /** Resolves `rejected` when the connection is lost while waiting (protocol.md §10.1). */
+  /** Resolves `rejected` when the connection is lost while waiting (docs/protocol.md#facts-about-the-stock-agent-that-switchyard-lives-with). */
   requestApproval(request: ApprovalRequest): Promise<ApprovalOutcome>;
 }
 
-/** A step with its index in the flattened order the wire uses (lockfile.md §6). */
+/** A step with its index in the flattened order the wire uses (docs/lockfile.md#steps-and-the-run-extension). */
 export interface PlannedStep {
   index: number;
   step: SequentialStep;

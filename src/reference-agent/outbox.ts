@@ -19,11 +19,11 @@ interface Backlogged {
   terminal: boolean;
 }
 
-/** A little under the coordinator's per-connection limits (protocol.md §1): a replay uses only what live frames leave. */
+/** A little under the coordinator's per-connection limits (docs/protocol.md#endpoints-and-transport): a replay uses only what live frames leave. */
 const BUDGET = { messages: 160, messagesPerSecond: 80, bytes: 1536 * 1024, bytesPerSecond: 400 * 1024 };
 
 /**
- * The agent's send paths (protocol.md §10.1, §14):
+ * The agent's send paths (docs/protocol.md#facts-about-the-stock-agent-that-switchyard-lives-with):
  * - buffered (`log.chunk`, `job.heartbeat`, `step.status`): kept in a ring while not registered,
  *   oldest dropped, replayed in order after the next `register.ack`;
  * - direct (everything else): written while registered, dropped otherwise;

@@ -8,7 +8,7 @@ type Group = Extract<PlanItem, { kind: 'group' }>;
 /**
  * Runs a parallel group's children at most `maxParallel` at a time. Children waiting for a slot are
  * reported `pending`; with `failFast`, the first failure stops the running siblings and cancels
- * the ones not started (protocol.md §9.4).
+ * the ones not started (docs/protocol.md#status-handling).
  */
 export async function runGroup(scope: JobScope, group: Group, jobSignal: AbortSignal): Promise<StepOutcome[]> {
   const stopGroup = new AbortController();

@@ -19,7 +19,7 @@ export function findOnPath(name: string, path: string | undefined): string | und
 }
 
 /**
- * `[shell, "-e", "-c", run]`, with `-o pipefail` for bash (protocol.md §14). Without `shell` the
+ * `[shell, "-e", "-c", run]`, with `-o pipefail` for bash (docs/protocol.md#labels-executors-and-matching). Without `shell` the
  * step runs in bash when the PATH has it, else in sh.
  */
 export function shellArgv(run: string, shell: string | undefined, path: string | undefined): [string, ...string[]] {

@@ -48,7 +48,7 @@ function walk(expected: unknown, actual: unknown, path: string, out: JsonDiffere
   if (!Object.is(expected, actual)) out.push({ path: path || '(root)', expected, actual });
 }
 
-/** What replay compares of a run snapshot: status, value, context and each child's (DESIGN.md §5). */
+/** What replay compares of a run snapshot: status, value, context and each child's (docs/architecture.md#ownership-leases-epochs-fencing-and-adoption). */
 export function comparableSnapshot(snapshot: PersistedMachineSnapshot<unknown>): unknown {
   const children: Record<string, unknown> = {};
   for (const [key, child] of Object.entries(snapshot.children ?? {})) {

@@ -34,7 +34,7 @@ export function configuredLabels(labelSet: LabelSet): string[] {
   return labelSet.labels.filter((label) => !label.startsWith('kici:'));
 }
 
-/** The `kici:` labels an agent registers by itself: a KiCI agent adds its roles (protocol.md §6). */
+/** The `kici:` labels an agent registers by itself: a KiCI agent adds its roles (docs/protocol.md#labels-executors-and-matching). */
 const SELF_REPORTED: Record<AgentKind, RegExp> = {
   reference: /^kici:(os|arch|host):/,
   kici: /^kici:((os|arch|host):|role:(builder|init-runner)$)/,

@@ -55,7 +55,7 @@ class AgentSpawnError extends Error {
 
 /**
  * Runs an agent (the reference agent, or a configured KiCI agent command) as a child process in
- * its own process group on this host (orchestration.md SCL-13). Destroy: SIGTERM to the group,
+ * its own process group on this host (SCL-13, docs/requirements.md). Destroy: SIGTERM to the group,
  * `killGraceMs`, then SIGKILL.
  */
 export class BareMetalBackend implements ScalerBackend {
@@ -128,7 +128,7 @@ export class BareMetalBackend implements ScalerBackend {
   }
 
   /**
-   * The configured command with the stock agent's environment contract (protocol.md §15). Each
+   * The configured command with the stock agent's environment contract (docs/protocol.md#facts-about-the-stock-agent-that-switchyard-lives-with). Each
    * agent gets its own health port unless one is configured: the stock default (8080) would be
    * shared by every agent on this host, and is Switchyard's own default port too.
    */

@@ -44,7 +44,7 @@ const OWNER_LABEL = 'switchyard.owner';
 const AGENT_LABEL = 'switchyard.agent-id';
 const LOG_TAIL_LINES = 20;
 
-/** Starts each agent as a container through the Docker API (orchestration.md SCL-13). */
+/** Starts each agent as a container through the Docker API (SCL-13, docs/requirements.md). */
 export class ContainerBackend implements ScalerBackend {
   readonly type = 'container' as const;
   private sets: LabelSet[];

@@ -43,7 +43,7 @@ function checkAddress(value: string, what: string, cidr: boolean): string {
 }
 
 /**
- * The nftables rules that isolate one agent (orchestration.md SCL-12), as ops for table
+ * The nftables rules that isolate one agent (SCL-12, docs/requirements.md), as ops for table
  * `ip switchyard`, chain `forward`. The chain is shared and first-match-wins, and the host may
  * already hold wildcard drops, so accepts are inserted at the head and drops appended at the tail.
  */

@@ -4,7 +4,7 @@ export const MASK = '***';
 /** Secret values shorter than this are left alone: they would blank out ordinary words (SEC-4). */
 export const MIN_SECRET_LENGTH = 4;
 
-/** Variable names whose values are always masked (protocol.md §15). */
+/** Variable names whose values are always masked (docs/protocol.md#facts-about-the-stock-agent-that-switchyard-lives-with). */
 export const SENSITIVE_NAME = /TOKEN|SECRET|PASSWORD|KEY|CREDENTIAL/i;
 
 const AGENT_TOKEN = /kat_[0-9a-fA-F]{64}/g;

@@ -30,7 +30,7 @@ export interface GatewayDeps {
   onLogBytesStored: (bytes: number) => void;
 }
 
-/** The wiring from agent sockets to run actors: job messages in, reclaim after a reconnect (§9, §10, §12). */
+/** The wiring from agent sockets to run actors: job messages in, reclaim after a reconnect (docs/protocol.md#messages-from-the-agent, docs/protocol.md#reconnect-reclaim-and-lost-attempts, docs/protocol.md#ownership-rule). */
 export function createAgentGateway(deps: GatewayDeps) {
   const { db, registry, supervisor, log } = deps;
   const lookupDispatch = (dispatchId: string) => {
@@ -57,7 +57,7 @@ export function createAgentGateway(deps: GatewayDeps) {
     onViolation: deps.onViolation,
     onAgentMetrics: deps.onAgentMetrics,
   };
-  /** Revocation kicks every live socket on the token (protocol.md §3.2). */
+  /** Revocation kicks every live socket on the token (docs/protocol.md#tokens). */
   const kickToken = (record: AgentTokenRecord) => {
     for (const session of registry.all().filter((s) => s.tokenId === record.id)) {
       session.link.send({ type: 'auth.failure', reason: 'Token revoked' });
@@ -69,7 +69,7 @@ export function createAgentGateway(deps: GatewayDeps) {
 
 /**
  * A job in `recovering` gave its slot back, which stamps the attempt's `endedAt`, yet the attempt
- * lives on until the owner reclaims it or the window passes (protocol.md §10.2, §12).
+ * lives on until the owner reclaims it or the window passes (docs/protocol.md#reconnect-reclaim-and-lost-attempts).
  */
 function isRecovering(supervisor: Supervisor, record: DispatchRecord, dispatchId: string): boolean {
   const { runId, jobKey } = record;
@@ -79,7 +79,7 @@ function isRecovering(supervisor: Supervisor, record: DispatchRecord, dispatchId
 type ReclaimDeps = GatewayDeps & { lookupDispatch: (dispatchId: string) => Promise<DispatchRecord | undefined> | DispatchRecord | undefined };
 
 /**
- * `inFlightJobs` of a (re)registering agent (protocol.md §10.2): each attempt the agent still
+ * `inFlightJobs` of a (re)registering agent (docs/protocol.md#reconnect-reclaim-and-lost-attempts): each attempt the agent still
  * runs goes back to its job actor as `agent.job.reclaim`; one the actor refuses is cancelled.
  * An attempt of this agent that it does not list lost its status with the agent's restart.
  */
@@ -105,7 +105,7 @@ async function reclaimInFlight(deps: ReclaimDeps, session: AgentSession, inFligh
 }
 
 /**
- * protocol.md §10.1: the stock agent drops statuses it cannot send, so an attempt it no longer lists
+ * docs/protocol.md#facts-about-the-stock-agent-that-switchyard-lives-with: the stock agent drops statuses it cannot send, so an attempt it no longer lists
  * ended unseen. Its job is settled now (requeued or failed) instead of after the recovery window.
  * Attempts reserved on this very connection are new, not lost.
  */

@@ -49,7 +49,7 @@ function samplesOf(metric: ReportedMetric): Sample[] {
 
 /**
  * The last `agent.metrics` report of each connected agent, re-exported as `switchyard_agent_*`
- * gauges labelled by agent (orchestration.md §18). A family's label names are fixed by its first
+ * gauges labelled by agent (docs/http-api.md#metrics). A family's label names are fixed by its first
  * sample; a later sample with other label names is left out rather than breaking the family.
  */
 export class AgentMetricsExport {

@@ -14,7 +14,7 @@ import { ConnectionLimits, ViolationWindow, frameClassOf } from './rate-limit.ts
 export interface ConnectionDeps extends JobMessageDeps {
   authMode: 'token' | 'none';
   validateToken: (token: string) => Promise<TokenInfo | null>;
-  /** Reclaims the agent's in-flight jobs (§10.2); runs after register.ack. */
+  /** Reclaims the agent's in-flight jobs (docs/protocol.md#reconnect-reclaim-and-lost-attempts); runs after register.ack. */
   reclaim: (session: AgentSession, inFlight: { jobId: string; runId: string }[]) => Promise<void>;
   onUnknownType: (type: string) => void;
   /** An informational frame failed its schema (`switchyard_ws_invalid_informational_total{type}`). */
@@ -40,12 +40,12 @@ const LOG_BACKLOG_HIGH = 8 * 1024 * 1024;
 const LOG_BACKLOG_LOW = 2 * 1024 * 1024;
 /** Routine close codes; any other close of an agent's socket is logged as a warning. */
 const QUIET_CLOSES: ReadonlySet<number> = new Set([CLOSE_CODES.NORMAL, CLOSE_CODES.GOING_AWAY]);
-/** Job messages a reconnecting stock agent sends before its register.ack (§5). */
+/** Job messages a reconnecting stock agent sends before its register.ack (docs/protocol.md#register-gates). */
 const HOLDABLE = new Set(['job.status', 'step.status']);
 
 /**
  * One agent socket: handshake, register gates, liveness and routing. It holds no run state;
- * each job message becomes one event for the owning run actor (protocol.md §1, §4, §5, §8).
+ * each job message becomes one event for the owning run actor (docs/protocol.md#endpoints-and-transport).
  */
 export class AgentConnection {
   readonly connectionId = randomUUID();
@@ -101,7 +101,7 @@ export class AgentConnection {
   }
 
   /**
-   * The rate limit (protocol.md §1): a frame that settles a job, answers a request or belongs to
+   * The rate limit (docs/protocol.md#endpoints-and-transport): a frame that settles a job, answers a request or belongs to
    * the handshake is never dropped: it is taken and the socket stops reading until the debt is paid.
    */
   private admit(parsed: ParseResult<AgentMessage>, size: number, now: number): boolean {
@@ -251,7 +251,7 @@ export class AgentConnection {
 
   private otherMessage(message: AgentMessage): void {
     if (message.type === 'job.concurrency.report') {
-      // Groups are resolved before dispatch (§13.2); a workflow-level group is not enforced in v1.
+      // Groups are resolved before dispatch (docs/architecture.md#concurrency-groups); a workflow-level group is not enforced in v1.
       this.send({ type: 'job.concurrency.ack', requestId: message.messageId, action: 'proceed', runId: message.runId, jobId: message.jobId });
       return;
     }

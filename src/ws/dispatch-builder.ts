@@ -23,7 +23,7 @@ function lockJobOf(workflow: LockWorkflow, baseName: string): LockStaticJob | un
 }
 
 /**
- * Builds `job.dispatch` from the run's frozen source (protocol.md §9.3) and validates it with our
+ * Builds `job.dispatch` from the run's frozen source (docs/protocol.md#jobdispatch) and validates it with our
  * own copy of the agent's schema: a dispatch the agent would silently drop fails here instead.
  */
 export function buildDispatch(source: RunSource, target: DispatchTarget, now: number): BuiltDispatch {
@@ -85,7 +85,7 @@ function jobConfigOf(source: RunSource, target: DispatchTarget, lockJob: LockSta
   };
 }
 
-/** An init job evaluates its target's dynamic fields in the workflow's TypeScript (lockfile.md §7). */
+/** An init job evaluates its target's dynamic fields in the workflow's TypeScript (docs/lockfile.md#init-jobs). */
 function initJobConfig(source: RunSource, init: InitTarget) {
   const { flags } = init;
   return {

@@ -2,7 +2,7 @@ import type { AgentSession } from '../../actors/agents/registry.ts';
 import { CLOSE_CODES } from './messages.ts';
 import type { AgentMessageOf } from './messages.ts';
 
-/** What the connection knows about the token it authenticated with (protocol.md §3.2). */
+/** What the connection knows about the token it authenticated with (docs/protocol.md#tokens). */
 export interface TokenInfo {
   id: string;
   agentType: 'static' | 'ephemeral';
@@ -17,7 +17,7 @@ const PRIVILEGED = 'kici:privileged:root';
 const SELF_REPORTED = /^kici:(os|arch|host):/;
 
 /**
- * Register gates G0–G3 (protocol.md §5), run on every `agent.register` of a socket. A failed
+ * Register gates G0–G3 (docs/protocol.md#register-gates), run on every `agent.register` of a socket. A failed
  * credential gate is a permanent 4010; an agentId held by another token is 4003.
  */
 export function checkRegisterGates(

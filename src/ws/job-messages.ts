@@ -26,7 +26,7 @@ export const JOB_SCOPED_TYPES = new Set<string>([
 ]);
 
 /**
- * Why a job message was refused (§12): the attempt is another agent's (`other_agent`, the only
+ * Why a job message was refused (docs/protocol.md#ownership-rule): the attempt is another agent's (`other_agent`, the only
  * cause that counts towards a disconnect), this agent's but over or superseded (`ended`), or not
  * known at all (`unknown`). The last two are what an honest agent replays after a reconnect.
  */
@@ -51,7 +51,7 @@ const REFUSED_MEMORY = 10_000;
 
 /**
  * The job-scoped frames of one connection. Each becomes exactly one event for the job's run actor
- * (or one log write), from the agent that owns the attempt only (protocol.md §12). Events are put
+ * (or one log write), from the agent that owns the attempt only (docs/protocol.md#ownership-rule). Events are put
  * in the mailbox in frame order without waiting for them to be durable; a terminal `job.status`
  * waits (with the later events of its run) until the attempt's log lines are stored.
  */

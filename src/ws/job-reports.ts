@@ -33,7 +33,7 @@ export interface JobStatusReport {
 
 /**
  * A `job.status` as the job actor takes it. An init job that reports `initFailed` failed whatever
- * its state says (lockfile.md §7), and outputs over the limit fail the job instead of being kept.
+ * its state says (docs/lockfile.md#init-jobs), and outputs over the limit fail the job instead of being kept.
  */
 export function jobStatusReportOf(message: AgentMessageOf<'job.status'>): JobStatusReport {
   const wire = message.data;

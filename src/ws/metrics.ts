@@ -6,7 +6,7 @@ import type { OwnershipCause } from './job-messages.ts';
 import { AgentMetricsExport } from './agent-metrics-export.ts';
 import type { ReportedMetric } from './agent-metrics-export.ts';
 
-/** Agent-side metrics of orchestration.md §18. */
+/** Agent-side metrics of docs/http-api.md#metrics. */
 export function createAgentMetrics(registry: Registry, agents: AgentRegistry) {
   const registers = [registry];
   const reported = new AgentMetricsExport(registry);

@@ -66,7 +66,7 @@ export type RateVerdict =
   | { kind: 'close' };
 
 /**
- * Per-connection limits of protocol.md §1. Every frame but a heartbeat draws on the shared buckets;
+ * Per-connection limits of docs/protocol.md#endpoints-and-transport. Every frame but a heartbeat draws on the shared buckets;
  * a kept frame may overdraw them (backpressure), a droppable one is dropped when they are short.
  * Only droppable frames that alone exceed the limit for over 5 s close the socket.
  */
@@ -106,7 +106,7 @@ export class ConnectionLimits {
   }
 }
 
-/** Sliding count of ownership violations: five within 60 s close the socket 4003 (§12). */
+/** Sliding count of ownership violations: five within 60 s close the socket 4003 (docs/protocol.md#ownership-rule). */
 export class ViolationWindow {
   private readonly times: number[] = [];
 

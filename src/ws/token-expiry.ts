@@ -11,12 +11,12 @@ export interface TokenExpiryDeps {
   registry: AgentRegistry;
   now: () => number;
   log: Logger;
-  /** @default 60000 (protocol.md §3.2) */
+  /** @default 60000 (docs/protocol.md#tokens) */
   everyMs?: number;
 }
 
 /**
- * Expiry (protocol.md §3.2): a session whose token expired is closed with 4010 once it holds no
+ * Expiry (docs/protocol.md#tokens): a session whose token expired is closed with 4010 once it holds no
  * job — never while it runs one, which would fail long scaler jobs as "disconnected
  * mid-execution". Expired ephemeral rows are then deleted; a session whose row is gone counts as expired.
  */

@@ -2,7 +2,7 @@ import { LockFileParseError } from '../errors.ts';
 import { MAX_LOCK_FILE_BYTES, parseLockFile } from '../parse.ts';
 import type { LockFetchOutcome } from './types.ts';
 
-/** Validates fetched bytes: `found` or `corrupt` (lockfile.md §8); the parser enforces the 5 MiB cap. */
+/** Validates fetched bytes: `found` or `corrupt` (docs/lockfile.md#what-counts-as-corrupt); the parser enforces the 5 MiB cap. */
 export function outcomeOf(content: Buffer): LockFetchOutcome {
   const parsed = parseLockFile(content);
   if (!parsed.ok) return { kind: 'corrupt', error: parsed.error };

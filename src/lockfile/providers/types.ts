@@ -1,7 +1,7 @@
 import type { LockFile } from '../../../machines/lock.types.ts';
 import type { LockFileParseError } from '../errors.ts';
 
-/** Where every provider reads the lock file (lockfile.md §1). */
+/** Where every provider reads the lock file (docs/lockfile.md#where-the-file-is-read). */
 export const LOCK_FILE_PATH = '.kici/kici.lock.json';
 
 /**

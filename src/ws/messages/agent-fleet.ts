@@ -41,7 +41,7 @@ export const agentLogSchema = z.object({
   lines: z.array(z.string()),
 });
 
-/** The request types of §9.5. Their payloads are stripped: Switchyard only answers them. */
+/** The request types of docs/protocol.md#refused-requests. Their payloads are stripped: Switchyard only answers them. */
 export const REFUSED_REQUEST_TYPES = [
   'cache.upload.request',
   'provenance.upload.request',

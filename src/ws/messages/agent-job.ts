@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { id, jobState, stepState, timestamp } from './common.ts';
 
-/** Agent → orchestrator messages about one job (protocol.md §9.2, §9.4). All carry `jobId`. */
+/** Agent → orchestrator messages about one job (docs/protocol.md#messages-from-the-agent). All carry `jobId`. */
 
 export const jobAckSchema = z.object({
   type: z.literal('job.ack'),
@@ -114,7 +114,7 @@ export const jobHeartbeatSchema = z.object({
 
 /**
  * A runtime summary, informational only: every field of `context` is optional (the stock agent
- * 0.1.24 sends no `labels`). `envVars` carries the agent's environment in clear (protocol.md §15);
+ * 0.1.24 sends no `labels`). `envVars` carries the agent's environment in clear (docs/protocol.md#facts-about-the-stock-agent-that-switchyard-lives-with);
  * absent, it parses as `[]` so that redaction always has a list to walk.
  */
 export const jobContextSchema = z.object({
@@ -134,7 +134,7 @@ export const jobContextSchema = z.object({
 });
 
 /**
- * The `run.event` types the stock agent 0.1.24 sends (protocol.md §9.2). The schema takes any
+ * The `run.event` types the stock agent 0.1.24 sends (docs/protocol.md#messages-from-the-agent). The schema takes any
  * non-empty `eventType`, so a newer agent's events still reach the run timeline.
  */
 export const RUN_EVENT_TYPES = [

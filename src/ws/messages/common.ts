@@ -1,14 +1,14 @@
 import { z } from 'zod';
 import { JOB_STATUSES } from '../../../machines/status.ts';
 
-/** Protocol version this side speaks, and the lowest one the coordinator accepts (protocol.md §7). */
+/** Protocol version this side speaks, and the lowest one the coordinator accepts (docs/protocol.md#handshake). */
 export const PROTOCOL_VERSION = 1;
 export const MIN_PROTOCOL_VERSION = 1;
 
-/** Frame cap in both directions, decompressed (protocol.md §1). */
+/** Frame cap in both directions, decompressed (docs/protocol.md#endpoints-and-transport). */
 export const MAX_FRAME_BYTES = 25 * 1024 * 1024;
 
-/** WebSocket close codes of protocol.md §2. Only `AUTH_FAILED` is permanent for the agent. */
+/** WebSocket close codes of docs/protocol.md#close-codes. Only `AUTH_FAILED` is permanent for the agent. */
 export const CLOSE_CODES = {
   NORMAL: 1000,
   GOING_AWAY: 1001,
@@ -23,7 +23,7 @@ export const CLOSE_CODES = {
 } as const;
 export type CloseCode = (typeof CLOSE_CODES)[keyof typeof CLOSE_CODES];
 
-/** Close reasons are truncated to 123 UTF-8 bytes (protocol.md §2). */
+/** Close reasons are truncated to 123 UTF-8 bytes (docs/protocol.md#close-codes). */
 export function truncateCloseReason(reason: string): string {
   const bytes = Buffer.from(reason, 'utf8');
   if (bytes.length <= 123) return reason;
@@ -33,7 +33,7 @@ export function truncateCloseReason(reason: string): string {
   return bytes.subarray(0, end).toString('utf8');
 }
 
-/** `job.status.state` may carry any job status (protocol.md §9.4). */
+/** `job.status.state` may carry any job status (docs/protocol.md#status-handling). */
 export const WIRE_JOB_STATES = JOB_STATUSES;
 export type WireJobState = (typeof WIRE_JOB_STATES)[number];
 
@@ -41,7 +41,7 @@ export type WireJobState = (typeof WIRE_JOB_STATES)[number];
 export const AGENT_TERMINAL_JOB_STATES = ['success', 'failed', 'cancelled'] as const;
 export type AgentTerminalJobState = (typeof AGENT_TERMINAL_JOB_STATES)[number];
 
-/** `step.status.state` (protocol.md §9.4); `pending`/`cancelled` are for parallel-group children. */
+/** `step.status.state` (docs/protocol.md#status-handling); `pending`/`cancelled` are for parallel-group children. */
 export const WIRE_STEP_STATES = ['running', 'success', 'failed', 'skipped', 'pending', 'cancelled'] as const;
 export type WireStepState = (typeof WIRE_STEP_STATES)[number];
 
@@ -52,7 +52,7 @@ export function isTerminalStepState(state: string): state is TerminalStepState {
   return (TERMINAL_STEP_STATES as readonly string[]).includes(state);
 }
 
-/** Hook step types carried in `step_type` (protocol.md §9.4). */
+/** Hook step types carried in `step_type` (docs/protocol.md#status-handling). */
 export const HOOK_STEP_TYPES = [
   'hook:onCancel',
   'hook:cleanup',

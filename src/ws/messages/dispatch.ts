@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { id, stringMap, timestamp } from './common.ts';
 
-/** `job.dispatch` (protocol.md §9.3) and the lock steps it carries (lockfile.md §6). */
+/** `job.dispatch` (docs/protocol.md#jobdispatch) and the lock steps it carries (docs/lockfile.md#steps-and-the-run-extension). */
 
 const retrySchema = z.object({
   maxAttempts: z.number().int().positive(),
@@ -73,7 +73,7 @@ export const jobConfigSchema = z
     workflowName: z.string().optional(),
     name: z.string().optional(),
     baseJobName: z.string().optional(),
-    /** `{file, export}` for a job; a build-only dispatch names no export, an init job only the file (lockfile.md §7). */
+    /** `{file, export}` for a job; a build-only dispatch names no export, an init job only the file (docs/lockfile.md#init-jobs). */
     source: z.union([z.string(), z.object({ file: z.string(), export: z.string().optional() })]).optional(),
     contentHash: z.string().optional(),
     resolvedHashFiles: z.unknown().optional(),

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { id, timestamp } from './common.ts';
 
-/** Handshake and liveness messages (protocol.md §3, §4, §8). */
+/** Handshake and liveness messages (docs/protocol.md#authentication). */
 
 export const authRequestSchema = z.object({
   type: z.literal('auth.request'),

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { id } from './common.ts';
 
-/** Orchestrator → agent messages other than the handshake and `job.dispatch` (protocol.md §9.1, §9.5). */
+/** Orchestrator → agent messages other than the handshake and `job.dispatch` (docs/protocol.md#messages-to-the-agent). */
 
 export const jobCancelSchema = z.object({
   type: z.literal('job.cancel'),
@@ -43,7 +43,7 @@ export const rateLimitWarningSchema = z.object({
   retryAfterMs: z.number().nonnegative(),
 });
 
-/** Refusals of §9.5: `requestId` is the request's `messageId` (or its `requestId`). */
+/** Refusals of docs/protocol.md#refused-requests: `requestId` is the request's `messageId` (or its `requestId`). */
 export const cacheUploadResponseSchema = z.object({
   type: z.literal('cache.upload.response'),
   requestId: id,

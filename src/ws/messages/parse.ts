@@ -69,9 +69,9 @@ export type ParseFailure = {
   reason: string;
   /** The frame's `type` when it had a string one. */
   type?: string;
-  /** The type is not part of protocol v1: ignore and count it, never disconnect (§1). */
+  /** The type is not part of protocol v1: ignore and count it, never disconnect (docs/protocol.md#endpoints-and-transport). */
   unknownType?: boolean;
-  /** Also set with `unknownType` for `*.complete` and `fleet.bundle.*`, which §9.5 says to ignore. */
+  /** Also set with `unknownType` for `*.complete` and `fleet.bundle.*`, which docs/protocol.md#refused-requests says to ignore. */
   ignored?: boolean;
   /** A known informational type failed its schema: warn, count and carry on, never close. */
   informational?: boolean;
@@ -109,7 +109,7 @@ export function parseOrchestratorMessage(raw: string): ParseResult<OrchestratorM
   return parseFrame(raw, ORCHESTRATOR_MESSAGE_SCHEMAS, ORCHESTRATOR_RULES) as ParseResult<OrchestratorMessage>;
 }
 
-/** `*.complete` and `fleet.bundle.*` are known to exist and dropped without a word (§9.5). */
+/** `*.complete` and `fleet.bundle.*` are known to exist and dropped without a word (docs/protocol.md#refused-requests). */
 function isIgnoredAgentType(type: string): boolean {
   return type.endsWith('.complete') || type.startsWith('fleet.bundle.');
 }
@@ -149,7 +149,7 @@ export function describeIssues(error: z.ZodError): string {
   return shown.join('; ') + more;
 }
 
-/** The immediate answer to a request Switchyard v1 does not serve (protocol.md §9.5). */
+/** The immediate answer to a request Switchyard v1 does not serve (docs/protocol.md#refused-requests). */
 export function refusalFor(request: fleet.RefusedRequest): orchestrator.RefusalMessage {
   const requestId = request.requestId ?? request.messageId ?? '';
   switch (request.type) {
