@@ -49,7 +49,7 @@ export async function rerunRunRoute(deps: RunApiDeps, { req, res, params }: Rout
     if (thrown instanceof RunNotStorableError) throw new HttpError(422, 'run not storable', thrown.message);
     throw thrown;
   }
-  sendJson(res, 201, { runId: input.runId, rerunOf: runId, jobs: input.jobs.map((job) => job.key) });
+  sendJson(res, 201, { runId: input.runId, rerunOf: runId, originalRunId: runId, jobs: input.jobs.map((job) => job.key) });
 }
 
 /** The supervisor journals the input it was given; a shape check guards against a foreign row. */

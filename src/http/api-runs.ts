@@ -81,7 +81,9 @@ async function listRunsRoute(deps: RunApiDeps, res: RouteContext['res'], url: UR
 async function getRunRoute(deps: RunApiDeps, res: RouteContext['res'], runId: string) {
   const found = await getRunWithJobs(deps.db, runId);
   if (!found) throw new HttpError(404, 'not found', `no run ${runId}`);
-  sendJson(res, 200, { ...found, rerunOf: rerunOf(found.run.input_summary) });
+  const original = rerunOf(found.run.input_summary);
+  // `originalRunId` is the spec's name for the link (RUN-5); `rerunOf` the one the CLI and runs page read.
+  sendJson(res, 200, { ...found, rerunOf: original, originalRunId: original });
 }
 
 /** Starts a workflow by hand: the same planning and run actor as a webhook run. */

@@ -6,7 +6,7 @@ import { CoordinatorClient, dropDatabase, FakeAgent, runStepsWorkflow, type JobD
 import { ADMIN_TOKEN, after as processCleanups, sharedDatabaseUrl, startCoordinatorProcess, stopProcess } from '../../support/processes.ts';
 import type { CoordinatorProcess } from '../../support/processes.ts';
 
-type RerunView = RunView & { rerunOf: string | null; run: { workflow_name: string; repository: string } };
+type RerunView = RunView & { rerunOf: string | null; originalRunId: string | null; run: { workflow_name: string; repository: string } };
 
 describe('POST /api/v1/runs/:id/rerun', { skip: await skipReason('external') }, () => {
   let databaseUrl: string;
@@ -45,12 +45,12 @@ describe('POST /api/v1/runs/:id/rerun', { skip: await skipReason('external') }, 
     await client.waitForRunStatus(original, 'cancelled');
     const response = await rerun(original);
     assert.equal(response.status, 201);
-    const answer = (await response.json()) as { runId: string; rerunOf: string; jobs: string[] };
+    const answer = (await response.json()) as { runId: string; rerunOf: string; originalRunId: string; jobs: string[] };
     assert.notEqual(answer.runId, original);
-    assert.deepEqual([answer.rerunOf, answer.jobs], [original, ['build', 'test']]);
+    assert.deepEqual([answer.rerunOf, answer.originalRunId, answer.jobs], [original, original, ['build', 'test']]);
     const again = await client.json<RerunView>(`/api/v1/runs/${answer.runId}`);
     const before = await client.json<RerunView>(`/api/v1/runs/${original}`);
-    assert.equal(again.rerunOf, original);
+    assert.deepEqual([again.rerunOf, again.originalRunId], [original, original]);
     assert.equal(before.rerunOf, null);
     assert.deepEqual([again.run.workflow_name, again.run.repository], [before.run.workflow_name, before.run.repository]);
     assert.deepEqual(again.jobs.map((job) => job.job_key), ['build', 'test']);
