@@ -3,9 +3,11 @@ import type { AgentRegistry, AgentSession } from '../../actors/agents/registry.t
 import { coordinatorHttpUrl, listLiveAgentSessions, type AgentSessionRow } from '../db/agent-sessions.ts';
 import { countOpenAttemptsByAgent } from '../db/run-queries.ts';
 import type { Schema } from '../db/schema.ts';
-import { CLOSE_CODES } from '../ws/messages/common.ts';
 import { HttpError, sendJson } from './respond.ts';
 import type { RouteContext, Router } from './router.ts';
+
+/** RFC 6455 normal closure: the agent was asked to go, it did nothing wrong. */
+const NORMAL_CLOSURE = 1000;
 
 export interface AgentApiDeps {
   db: Kysely<Schema>;
@@ -80,7 +82,7 @@ async function disconnectRoute(deps: AgentApiDeps, { res, params }: RouteContext
   const session = deps.agents.get(agentId);
   if (session) {
     deps.agents.markUnusable(agentId, DISCONNECT_REASON);
-    session.link.close(CLOSE_CODES.NORMAL, DISCONNECT_REASON);
+    session.link.close(NORMAL_CLOSURE, DISCONNECT_REASON);
     sendJson(res, 200, { agentId, disconnected: true, coordinatorId: deps.coordinatorId });
     return;
   }

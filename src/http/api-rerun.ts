@@ -5,10 +5,19 @@ import type { RunInput } from '../../machines/run.types.ts';
 import { isTerminalRunStatus } from '../../machines/status.ts';
 import { readCreatedRunInput } from '../db/journal.ts';
 import { readRunRow } from '../db/run-queries.ts';
+import type { Kysely } from 'kysely';
+import type { NewRun } from '../../actors/runs/ports.ts';
+import type { Schema } from '../db/schema.ts';
 import { isRunSource, type RunSource } from '../pipeline/run-source.ts';
-import type { RunApiDeps } from './api-runs.ts';
 import { HttpError, readJson, sendJson } from './respond.ts';
 import type { RouteContext } from './router.ts';
+
+/** What a rerun needs: the run's stored rows, and the runtime's `createRun`. */
+export interface RerunDeps {
+  db: Kysely<Schema>;
+  createRun: (run: NewRun) => Promise<void>;
+  now: () => number;
+}
 
 /** A rerun's source: the original's, with the run it repeats. */
 export type RerunSource = RunSource & { rerunOf?: string };
@@ -25,7 +34,7 @@ export function rerunOf(inputSummary: unknown): string | null {
  * `POST /api/v1/runs/:id/rerun` (RUN-5): a new run from the ended run's frozen input and source, under
  * a new id, created as `POST /api/v1/runs` creates one; its source records `rerunOf`.
  */
-export async function rerunRunRoute(deps: RunApiDeps, { req, res, params }: RouteContext) {
+export async function rerunRunRoute(deps: RerunDeps, { req, res, params }: RouteContext) {
   const runId = params['id'] ?? '';
   const body = rerunSchema.safeParse(await readJson(req, 64 * 1024));
   if (!body.success) {
