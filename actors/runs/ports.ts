@@ -66,17 +66,8 @@ export interface SerializedEntry {
   events: string[];
   effects: string[];
   snapshot: { seq: number; machineId: string; machineVersion: number; status: string; updatedAt: number; json: string };
-  run: {
-    workflowName: string;
-    repository: string | null;
-    status: string;
-    createdAt: number;
-    finishedAt: number | null;
-    failureReason: string | null;
-    initFailure: string;
-    /** Absent: keep what is stored. */
-    inputSummary?: string;
-  };
+  /** The run row, its free-form values as JSON; an absent `inputSummary` keeps what is stored. */
+  run: Omit<CommitEntry['run'], 'initFailure' | 'inputSummary'> & { initFailure: string; inputSummary?: string };
   /** The JSON of each job's projection; equal text means the job did not change. */
   jobs: { jobKey: string; json: string }[];
   removedJobs: string[];

@@ -18,6 +18,17 @@ export function sendJson(res: ServerResponse, status: number, body: unknown): vo
   res.end(text);
 }
 
+/** A static file of the page assets (visualizer, runs page): never cached stale, never sniffed. */
+export function sendAsset(res: ServerResponse, contentType: string, body: Buffer | string): void {
+  res.writeHead(200, {
+    'content-type': contentType,
+    'content-length': Buffer.byteLength(body),
+    'cache-control': 'no-cache',
+    'x-content-type-options': 'nosniff',
+  });
+  res.end(body);
+}
+
 export function sendText(res: ServerResponse, status: number, contentType: string, body: string): void {
   res.writeHead(status, { 'content-type': contentType, 'content-length': Buffer.byteLength(body) });
   res.end(body);

@@ -1,17 +1,6 @@
-import type { ServerResponse } from 'node:http';
 import type { Router } from './router.ts';
-import { HttpError } from './respond.ts';
+import { HttpError, sendAsset } from './respond.ts';
 import { readRunsAsset, runsAssetOf } from '../../visualize/runs-assets.ts';
-
-function send(res: ServerResponse, contentType: string, body: Buffer): void {
-  res.writeHead(200, {
-    'content-type': contentType,
-    'content-length': body.length,
-    'cache-control': 'no-cache',
-    'x-content-type-options': 'nosniff',
-  });
-  res.end(body);
-}
 
 /**
  * `GET /runs` (the runs page, redirected to `/runs/` so its relative asset paths resolve) and its
@@ -27,13 +16,13 @@ export function registerRunsPageRoutes(router: Router): void {
       }
       const page = await readRunsAsset('index.html');
       if (!page) throw new HttpError(500, 'internal error', 'the runs page is missing from the asset list');
-      send(res, 'text/html; charset=utf-8', page);
+      sendAsset(res, 'text/html; charset=utf-8', page);
     })
     .on('GET', '/runs/:file', async ({ res, params }) => {
       const name = params['file'] ?? '';
       const asset = runsAssetOf(name);
       const body = await readRunsAsset(name);
       if (!asset || !body) throw new HttpError(404, 'not found', `no runs page file ${name}`);
-      send(res, asset.contentType, body);
+      sendAsset(res, asset.contentType, body);
     });
 }
