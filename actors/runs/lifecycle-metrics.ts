@@ -30,6 +30,9 @@ const REQUEUE_CAUSES: Record<string, string> = {
   'provision.failed': 'provisioning',
 };
 
+/** Jobs followed at most; a job forgotten early only misses a pickup time or a requeue count. */
+const MAX_TRACKED_JOBS = 100_000;
+
 type Entry = Pick<CommitEntry, 'runId' | 'run' | 'jobs' | 'events' | 'removedJobs'>;
 
 /**
@@ -116,6 +119,8 @@ export class LifecycleMetrics {
     if (!before && job.status === 'queued') seen.queuedAt = at;
     if (isTerminalJobStatus(job.status)) this.jobs.delete(key);
     else this.jobs.set(key, seen);
+    // Jobs of runs that moved to another coordinator never end here: the oldest are forgotten.
+    if (this.jobs.size > MAX_TRACKED_JOBS) this.jobs.delete(this.jobs.keys().next().value as string);
   }
 
   private transition(entry: Entry, job: Entry['jobs'][number], before: SeenJob, after: SeenJob, at: number): void {
