@@ -2,15 +2,16 @@ import { assertEvent, assign, enqueueActions, setup } from 'xstate';
 import type { EventFrom, ParameterizedObject, SnapshotFrom } from 'xstate';
 import { jobMachine } from './job.machine.ts';
 import { JOB_EVENT_TYPES } from './job.events.ts';
-import type { ArmedDeadline, JobEvent, JobInput, JobReport, Release, TimerFields } from './job.events.ts';
+import type { ArmedDeadline, JobEvent, JobInput, JobReport, TimerFields } from './job.events.ts';
 import { NEEDS_GATE, buildGraph } from './run.graph.ts';
 import { settle } from './run.settle.ts';
+import { haltSiblings, haltedGroup, jobInputOf, jobInputs, releaseOf } from './run.jobs.ts';
 import type { ConcurrencyScope, FanoutGroup, GateDecision, JobPlan, RunInput, RunJobNode } from './run.types.ts';
 import { computeRunStatus, countsAsFailure } from './status.ts';
 import type { RunStatusTag, TerminalRunStatus } from './status.ts';
 import { RUN_INTENTS, intentSlots } from './intents.ts';
 import type { Intent, RunIntentKind } from './intents.ts';
-import type { InitFailure, InitResult } from './types.ts';
+import type { InitFailure } from './types.ts';
 
 export const RUN_MACHINE_ID = 'run';
 /** Bump when a change makes stored run snapshots unreadable (docs/architecture.md#ownership-leases-epochs-fencing-and-adoption). */
@@ -71,40 +72,6 @@ function timeOf(context: RunContext, event: { at?: number }): number {
   return typeof event.at === 'number' ? event.at : context.createdAt;
 }
 
-function jobInputOf(plan: JobPlan, run: { runId: string; maxAttempts: number; initFailure: InitFailure | null }, createdAt: number, gate: JobInput['gate']): JobInput {
-  return {
-    runId: run.runId,
-    jobKey: plan.key,
-    baseName: plan.baseName,
-    requirements: plan.requirements,
-    timeouts: plan.timeouts,
-    maxAttempts: run.maxAttempts,
-    gate,
-    concurrency: plan.concurrency,
-    initFailure: plan.initFailure ?? (run.initFailure ? { ...run.initFailure, jobName: plan.key } : null),
-    createdAt,
-    matrix: plan.fanoutIndex === null ? null : { values: plan.matrixValues, index: plan.fanoutIndex, total: plan.fanoutTotal ?? 1 },
-    ...(plan.initFor ? { initFor: plan.initFor } : {}),
-  };
-}
-
-function jobInputs(input: RunInput, gates: Record<string, JobInput['gate']>): JobInput[] {
-  return input.jobs.filter((plan) => !plan.template).map((plan) => jobInputOf(plan, input, input.createdAt, gates[plan.key] ?? null));
-}
-
-/** What a released job is handed: upstream results, and the values its init job resolved. */
-function releaseOf(upstream: Release['upstream'] | null, init: InitResult | null, scope: ConcurrencyScope | null): Release {
-  const release: Release = {};
-  if (upstream) release.upstream = upstream;
-  if (!init) return release;
-  const environment = [...(init.environmentNames ?? [])].reverse().find((name) => name !== '');
-  if (init.env !== undefined || environment !== undefined) {
-    release.resolved = { ...(init.env !== undefined && { env: init.env }), ...(environment !== undefined && { environment }) };
-  }
-  if (init.concurrencyGroup && scope) release.concurrency = { key: `${scope.repository}::${init.concurrencyGroup}`, policy: scope.policy };
-  return release;
-}
-
 function openJobs(context: RunContext): string[] {
   return Object.entries(context.jobs)
     .filter(([, node]) => node.status === null)
@@ -116,23 +83,6 @@ function failureReasonOf(context: RunContext): string | null {
   if (context.initFailure) return context.initFailure.message;
   const failed = Object.entries(context.jobs).filter(([, node]) => node.status !== null && countsAsFailure(node.status));
   return failed.length > 0 ? `Failed jobs: ${failed.map(([key]) => key).join(', ')}` : null;
-}
-
-/** failFast (WAVE-3): the first failed child of a fail-fast fan-out halts the group. */
-function haltedGroup(event: RunEvent, groups: Record<string, FanoutGroup>): FanoutGroup | null {
-  if (event.type !== 'job.finished' || !countsAsFailure(event.status) || event.status === 'drift_dropped') return null;
-  const group = Object.values(groups).find((g) => g.children.includes(event.jobKey));
-  if (!group?.failFast || group.halted) return null;
-  group.halted = true;
-  return group;
-}
-
-/** Siblings already released are told to skip; a job that was dispatched ignores it and runs to completion. */
-function haltSiblings(group: FanoutGroup | null, jobs: Record<string, RunJobNode>, _groups: Record<string, FanoutGroup>): GateDecision[] {
-  if (!group) return [];
-  return group.children
-    .filter((key) => jobs[key]?.decided && jobs[key]?.status === null)
-    .map((key) => ({ jobKey: key, kind: 'skip' as const, reason: 'fail-fast: a sibling failed' }));
 }
 
 export function finalRunStatus(context: RunContext): TerminalRunStatus {
@@ -239,7 +189,7 @@ export const runMachine = runSetup.extend({
       const jobs = structuredClone(context.jobs);
       const groups = structuredClone(context.groups);
       const at = timeOf(context, event);
-      const settled = settle(jobs, groups, context.templates, haltSiblings(haltedGroup(event, groups), jobs, groups));
+      const settled = settle(jobs, groups, context.templates, haltSiblings(haltedGroup(event.type === 'job.finished' ? event : null, groups), jobs, groups));
       for (const plan of settled.spawned) enqueue.spawnChild('job', { id: plan.key, input: jobInputOf(plan, { ...context, initFailure: null }, at, NEEDS_GATE) });
       const templates = Object.fromEntries(Object.entries(context.templates).filter(([key]) => !settled.expanded.includes(key)));
       const fannedOut = settled.expanded.length > 0 ? [...context.fannedOut, ...settled.expanded] : context.fannedOut;

@@ -9,16 +9,21 @@ import type { PersistedMachineSnapshot } from '../../machines/projection.ts';
 import { RunNotOwnedError, RunNotStorableError, SupervisorStoppedError, UnknownMachineVersionError, UnstorableEntryError } from './errors.ts';
 import { coerceError } from '../../lib/errors.ts';
 import { GroupCommitter } from './group-commit.ts';
-import type { CommitRetryPolicy, GiveUp } from './group-commit.ts';
+import type { GiveUp } from './group-commit.ts';
 import { IntentRecorder, runtimeRunMachine } from './intent-recorder.ts';
 import type { Intent, RuntimeRunMachine } from './intent-recorder.ts';
-import type { RuntimeMetrics } from './metrics.ts';
 import type { FencedError } from './errors.ts';
-import type { CommitEntry, Effect, NewRun, RunCommit, RunStore, SerializedEntry, StoredRun } from './ports.ts';
-import type { Clock } from '../clock.ts';
+import type { CommitEntry, NewRun, RunCommit, SerializedEntry, StoredRun } from './ports.ts';
 import { buildCommitEntry, restoredWorkOf, runFailureOf } from './commit-entry.ts';
 import type { ArmedTimer } from './timer-service.ts';
 import { TimerService } from './timer-service.ts';
+import { CommitObservers } from './commit-observers.ts';
+import type { CommittedUpdate } from './commit-observers.ts';
+import { armedDeadlines, persistedOf, restoreActor } from './run-actors.ts';
+import type { RestoreReport, RunHandle, SupervisorOptions } from './supervisor.types.ts';
+
+export type { CommittedUpdate } from './commit-observers.ts';
+export type { RestoreReport, SupervisorOptions } from './supervisor.types.ts';
 
 /** One number for the pair of charts a snapshot holds: the run and its job children. */
 export const SNAPSHOT_VERSION = RUN_MACHINE_VERSION * 1000 + JOB_MACHINE_VERSION;
@@ -26,68 +31,6 @@ export const SNAPSHOT_VERSION = RUN_MACHINE_VERSION * 1000 + JOB_MACHINE_VERSION
 /** An event as callers hand it in; the supervisor stamps the receive time when it is absent. */
 export type IncomingRunEvent = RunEvent extends infer E ? (E extends { at: number } ? Omit<E, 'at'> & { at?: number } : never) : never;
 
-interface RunHandle {
-  actor: Actor<RuntimeRunMachine>;
-  seq: number;
-  log: Logger;
-  /** Job projections as last written, so an event rewrites only the jobs it changed. */
-  written: Map<string, string>;
-  /** Finished or failing: it takes no more events and leaves memory once its last entry settles. */
-  closing: boolean;
-}
-
-export interface SupervisorOptions {
-  store: RunStore;
-  clock: Clock;
-  log: Logger;
-  metrics: RuntimeMetrics;
-  maxBatch: number;
-  batching: boolean;
-  /** Runs committed effects (dispatches, cancels, placement requests). */
-  executeEffects: (effects: Effect[]) => void;
-  /** Called once when a write finds this coordinator fenced; the supervisor has already stopped. */
-  onFenced: (error: FencedError) => void;
-  /** Told of every entry once it is durable (run and dispatch metrics). */
-  onCommitted?: (entry: RunCommit) => void;
-  /** Bound of transient commit retries; the default suits production. */
-  commitRetry?: CommitRetryPolicy;
-}
-
-/** What observers (the visualizer's live stream) see after each committed event. */
-export interface CommittedUpdate {
-  runId: string;
-  seq: number;
-  event: unknown;
-  receivedAt: number;
-  stateAfter: unknown;
-  status: string;
-}
-
-export interface RestoreReport {
-  restored: string[];
-  refused: { runId: string; error: Error }[];
-}
-
-/** The JSON form of a run actor's state; XState types it loosely as `Snapshot<unknown>`. */
-function persistedOf(actor: Actor<RuntimeRunMachine>): PersistedMachineSnapshot<RunContext> {
-  return actor.getPersistedSnapshot() as unknown as PersistedMachineSnapshot<RunContext>;
-}
-
-/** Deadline id → due time of every deadline the run and its jobs hold armed right now. */
-function armedDeadlines(snapshot: PersistedMachineSnapshot<RunContext>): Map<string, number> {
-  const armed = new Map<string, number>();
-  const add = (deadlines: Record<string, { id: string; at: number } | undefined>) => {
-    for (const deadline of Object.values(deadlines)) if (deadline) armed.set(deadline.id, deadline.at);
-  };
-  add(snapshot.context.deadlines);
-  for (const child of Object.values(snapshot.children ?? {})) add((child.snapshot.context as JobContext).deadlines);
-  return armed;
-}
-
-/** Input is only read on creation; a restored actor takes everything from its snapshot. */
-function restoreActor(machine: RuntimeRunMachine, snapshot: unknown, runId: string): Actor<RuntimeRunMachine> {
-  return createActor(machine, { snapshot: snapshot as never, input: undefined, id: runId });
-}
 
 /**
  * Owns the run actors of this coordinator. Every accepted event is journaled with the
@@ -102,7 +45,7 @@ export class Supervisor {
   private readonly committer: GroupCommitter;
   private fenced: FencedError | null = null;
   private halted = false;
-  private readonly observers = new Set<(update: CommittedUpdate) => void>();
+  private readonly observers: CommitObservers;
   private deferTimers = false;
   private readonly deferredTimers = new Map<string, Omit<ArmedTimer, 'runId'>[]>();
   /** Runs released after the database refused their writes: restored here after the next commit that succeeds. */
@@ -110,6 +53,7 @@ export class Supervisor {
 
   constructor(private readonly options: SupervisorOptions) {
     this.machine = runtimeRunMachine(this.recorder.sink);
+    this.observers = new CommitObservers(options.log);
     this.timers = new TimerService(options.clock, (timer) => this.deliverTimer(timer));
     this.committer = new GroupCommitter({
       commit: (entries) => options.store.commit(entries),
@@ -139,8 +83,7 @@ export class Supervisor {
 
   /** Calls `listener` after every committed event; returns the unsubscribe function. */
   observe(listener: (update: CommittedUpdate) => void): () => void {
-    this.observers.add(listener);
-    return () => this.observers.delete(listener);
+    return this.observers.add(listener);
   }
 
   owns(runId: string): boolean {
@@ -356,20 +299,7 @@ export class Supervisor {
     this.options.metrics.timersArmed.set(this.timers.size);
     if (entry.effects.length > 0) this.options.executeEffects(entry.effects.map((effect) => ({ ...effect, runId })));
     this.options.onCommitted?.(entry);
-    if (this.observers.size > 0) this.notify(entry);
-  }
-
-  private notify(entry: Pick<CommitEntry, 'runId' | 'events'> & { run: { status: string } }): void {
-    for (const event of entry.events) {
-      const update = { runId: entry.runId, seq: event.seq, event: event.event, receivedAt: event.receivedAt, stateAfter: event.stateAfter, status: entry.run.status };
-      for (const observer of this.observers) {
-        try {
-          observer(update);
-        } catch (thrown) {
-          this.options.log.warn({ err: coerceError(thrown) }, 'observer failed');
-        }
-      }
-    }
+    this.observers.notify(entry);
   }
 
   /** A finished or failing run takes no more events and arms no more deadlines (G-2). */
@@ -406,7 +336,7 @@ export class Supervisor {
       log.error({ reason: error.reason }, 'run failed: its state could not be stored');
       this.options.metrics.commitGiveUps.inc({ outcome: 'failed' });
       const event = { type: 'run.storage.failed', reason: error.reason };
-      this.notify({ runId, events: [{ seq: handle?.seq ?? -1, event, receivedAt: this.options.clock.now(), stateAfter: null }], run: { status: 'failed' } });
+      this.observers.notify({ runId, events: [{ seq: handle?.seq ?? -1, event, receivedAt: this.options.clock.now(), stateAfter: null }], run: { status: 'failed' } });
     } else {
       log.error({ err: error.cause, restorable: error.restorable }, 'run released: its writes were given up and it stays at its last durable state');
       this.options.metrics.commitGiveUps.inc({ outcome: 'released' });

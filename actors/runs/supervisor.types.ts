@@ -1,0 +1,41 @@
+import type { Actor } from 'xstate';
+import type { Logger } from 'pino';
+import type { Clock } from '../clock.ts';
+import type { FencedError } from './errors.ts';
+import type { CommitRetryPolicy } from './group-commit.ts';
+import type { RuntimeRunMachine } from './intent-recorder.ts';
+import type { RuntimeMetrics } from './metrics.ts';
+import type { Effect, RunCommit, RunStore } from './ports.ts';
+
+/** One run actor owned here, with what its commits need to remember. */
+export interface RunHandle {
+  actor: Actor<RuntimeRunMachine>;
+  seq: number;
+  log: Logger;
+  /** Job projections as last written, so an event rewrites only the jobs it changed. */
+  written: Map<string, string>;
+  /** Finished or failing: it takes no more events and leaves memory once its last entry settles. */
+  closing: boolean;
+}
+
+export interface SupervisorOptions {
+  store: RunStore;
+  clock: Clock;
+  log: Logger;
+  metrics: RuntimeMetrics;
+  maxBatch: number;
+  batching: boolean;
+  /** Runs committed effects (dispatches, cancels, placement requests). */
+  executeEffects: (effects: Effect[]) => void;
+  /** Called once when a write finds this coordinator fenced; the supervisor has already stopped. */
+  onFenced: (error: FencedError) => void;
+  /** Told of every entry once it is durable (run and dispatch metrics). */
+  onCommitted?: (entry: RunCommit) => void;
+  /** Bound of transient commit retries; the default suits production. */
+  commitRetry?: CommitRetryPolicy;
+}
+
+export interface RestoreReport {
+  restored: string[];
+  refused: { runId: string; error: Error }[];
+}
