@@ -6,6 +6,7 @@ import { AgentEffects } from '../actors/agents/effects.ts';
 import type { AgentEffectsDeps } from '../actors/agents/effects.ts';
 import { Dispatcher } from '../actors/agents/dispatcher.ts';
 import { drainAgents } from '../actors/agents/drain.ts';
+import { ackExpiryHold } from '../actors/agents/ack-hold.ts';
 import type { DrainOptions } from '../actors/agents/drain.ts';
 import { PeerSync } from '../actors/agents/peer-sync.ts';
 import type { ListenForPeers } from '../actors/agents/peer-sync.ts';
@@ -29,6 +30,7 @@ import { reattachRuns } from '../actors/runs/reattach.ts';
 import { Supervisor } from '../actors/runs/supervisor.ts';
 import type { CompiledConfig } from './config/index.ts';
 import { jobTimeoutsOf } from './config/timeouts.ts';
+import { reachableAddress } from './config/coordinator-target.ts';
 import type { AgentTokenRecord } from './db/agent-tokens.ts';
 import { updateConcurrencyGroup } from './db/concurrency-groups.ts';
 import { openDatabase } from './db/database.ts';
@@ -41,7 +43,7 @@ import { getRepository } from './db/repositories.ts';
 import { readRunInputSummary } from './db/run-queries.ts';
 import { createRunStore } from './db/run-store.ts';
 import type { Schema } from './db/schema.ts';
-import { clearSessionsOf, placementStoreOf, sharedAgentStoreOf } from './db/shared-agents.ts';
+import { agentHolderLease, clearSessionsOf, placementStoreOf, sharedAgentStoreOf } from './db/shared-agents.ts';
 import { loadAdminTokenHash } from './http/admin-token.ts';
 import { registerAgentRoutes } from './http/api-agents.ts';
 import { registerAgentTokenRoutes } from './http/api-agent-tokens.ts';
@@ -128,7 +130,7 @@ export async function startCoordinator(config: CompiledConfig, log: Logger, cloc
   const agents = attachAgentServer(server, gateway.connection, log);
   const observers = attachObserveServer(server, { observe: (listener) => runtime.supervisor.observe(listener), adminTokenHash, log });
   const port = await listen(server, config.port, config.host);
-  scaler.setOrchestratorUrl(config.scaler.orchestratorUrl ?? agentUrl(config.host, port));
+  scaler.setOrchestratorUrl(config.scaler.orchestratorUrl ?? `ws://${reachableAddress(config.host, port)}/ws/agent`);
   log.info({ port, host: config.host, coordinatorId: config.coordinatorId, database: database.kind }, 'coordinator listening');
   let closing: Promise<void> | null = null;
   async function close(options: CloseOptions = {}): Promise<void> {
@@ -178,6 +180,7 @@ export function createRuntime(deps: RuntimeDeps) {
     executeEffects: (effects) => executor.execute(effects),
     onFenced: deps.onFenced,
     onCommitted: (entry) => lifecycle.observe(entry),
+    holdTimer: (timer, heldMs) => sharing.holdAckExpiry(timer, heldMs),
   });
   const lifecycle = new LifecycleMetrics(deps.registry, liveRunsOf(supervisor));
   const router = new EventRouter({
@@ -244,11 +247,10 @@ function createOwnership(deps: RuntimeDeps, parts: { store: OwnershipStore; metr
 
 /** Agents shared with peer coordinators on the same database (FO-3): sessions, offered jobs, commands. */
 function createSharing(deps: RuntimeDeps, parts: { supervisor: Supervisor; registry: AgentRegistry; dispatcher: Dispatcher; deliver: EventRouter['deliver']; wakeInbox: () => void; pollMs: number }) {
-  const { db, clock, log } = deps;
+  const { db, clock, log, config } = deps;
   const { supervisor, registry, dispatcher, deliver } = parts;
-  const me = deps.config.coordinatorId;
-  const now = () => clock.now();
-  const shared = new SharedAgents(me, sharedAgentStoreOf(db, me, now), registry, log.child({ component: 'shared-agents' }), deps.config.dispatchAckTimeoutMs);
+  const [me, now] = [config.coordinatorId, () => clock.now()];
+  const shared = new SharedAgents(me, sharedAgentStoreOf(db, me, now), registry, log.child({ component: 'shared-agents' }), config.dispatchAckTimeoutMs);
   const exchange = new PlacementExchange(placementStoreOf(db, me, now), registry, (job) => dispatcher.findFor(job), deliver, log.child({ component: 'exchange' }));
   dispatcher.attachExchange(exchange, (runId, jobKey) => supervisor.jobHasTag(runId, jobKey, 'waits-for-agent'));
   const peers = new PeerSync({
@@ -257,7 +259,11 @@ function createSharing(deps: RuntimeDeps, parts: { supervisor: Supervisor; regis
     agentLost: async (job) => void (await deliver(job.runId, { type: 'agent.disconnected', jobKey: job.jobKey, agentId: job.agentId, cause: 'coordinator' })),
     clearOwnSessions: () => clearSessionsOf(db, me),
   });
-  return { shared, exchange, peers };
+  const holdAckExpiry = ackExpiryHold({
+    ...{ agentOf: (runId, jobKey) => supervisor.jobContext(runId, jobKey)?.assignment?.agentId ?? null, isLocal: (agentId) => registry.get(agentId) !== undefined },
+    ...{ holderLease: (agentId) => agentHolderLease(db, agentId), now, leaseTtlMs: config.leaseTtlMs, leaseRenewMs: config.leaseRenewMs, log },
+  });
+  return { shared, exchange, peers, holdAckExpiry };
 }
 
 /** Dispatch, cancel, close and slot release, with dispatches built from the run's frozen source. */
@@ -391,10 +397,4 @@ async function attachScalers(deps: { config: CompiledConfig; db: Database['db'];
       await scalers.manager.stop(options);
     },
   };
-}
-
-/** Where spawned agents reach this coordinator: a wildcard bind address is reached on loopback. */
-function agentUrl(host: string, port: number): string {
-  const reachable = host === '0.0.0.0' || host === '::' ? '127.0.0.1' : host;
-  return `ws://${reachable.includes(':') ? `[${reachable}]` : reachable}:${port}/ws/agent`;
 }

@@ -360,7 +360,17 @@ export class Supervisor {
     }
   }
 
-  private deliverTimer(timer: ArmedTimer): void {
+  private deliverTimer(timer: ArmedTimer, heldSince = this.options.clock.now()): void {
+    if (!this.runs.has(timer.runId)) return;
+    const held = this.options.holdTimer?.(timer, this.options.clock.now() - heldSince) ?? null;
+    if (held === null) return this.sendTimer(timer);
+    held.then(
+      (waitMs) => (waitMs === null ? this.sendTimer(timer) : void this.options.clock.setTimeout(() => this.deliverTimer(timer, heldSince), waitMs)),
+      () => this.sendTimer(timer),
+    );
+  }
+
+  private sendTimer(timer: ArmedTimer): void {
     if (!this.runs.has(timer.runId)) return;
     const event = {
       type: `timer.${timer.kind}.expired`,

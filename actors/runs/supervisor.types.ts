@@ -6,6 +6,7 @@ import type { CommitRetryPolicy } from './group-commit.ts';
 import type { RuntimeRunMachine } from './intent-recorder.ts';
 import type { RuntimeMetrics } from './metrics.ts';
 import type { Effect, RunCommit, RunStore } from './ports.ts';
+import type { ArmedTimer } from './timer-service.ts';
 
 /** One run actor owned here, with what its commits need to remember. */
 export interface RunHandle {
@@ -31,6 +32,11 @@ export interface SupervisorOptions {
   onFenced: (error: FencedError) => void;
   /** Told of every entry once it is durable (run and dispatch metrics). */
   onCommitted?: (entry: RunCommit) => void;
+  /**
+   * Asked before a deadline is delivered: null delivers it now, a number asks again after that many
+   * ms (`heldMs` is how long it has been held). A hook may answer null at once for kinds it ignores.
+   */
+  holdTimer?: (timer: ArmedTimer, heldMs: number) => Promise<number | null> | null;
   /** Bound of transient commit retries; the default suits production. */
   commitRetry?: CommitRetryPolicy;
 }

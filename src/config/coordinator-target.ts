@@ -21,9 +21,13 @@ export function coordinatorUrl(env: NodeJS.ProcessEnv, override?: string): URL {
   if (override !== undefined) return parseUrl('--url', override);
   const raw = parseEnvWith(targetSchema, env);
   if (raw.SWITCHYARD_URL !== undefined) return parseUrl('SWITCHYARD_URL', raw.SWITCHYARD_URL);
-  const host = raw.HOST ?? DEFAULT_HOST;
+  return parseUrl('HOST', `http://${reachableAddress(raw.HOST ?? DEFAULT_HOST, raw.PORT ?? DEFAULT_PORT)}`);
+}
+
+/** `host:port` as a client reaches a server bound there: a wildcard bind address is reached on loopback. */
+export function reachableAddress(host: string, port: number): string {
   const reachable = host === '0.0.0.0' || host === '::' ? '127.0.0.1' : host;
-  return parseUrl('HOST', `http://${reachable.includes(':') ? `[${reachable}]` : reachable}:${raw.PORT ?? DEFAULT_PORT}`);
+  return `${reachable.includes(':') ? `[${reachable}]` : reachable}:${port}`;
 }
 
 /** The coordinator's URL and the admin token from its data dir (see `readAdminToken`). Throws `ConfigError`. */

@@ -178,3 +178,14 @@ export function placementStoreOf(db: Kysely<Schema>, me: string, now: () => numb
     withdraw: (runId, jobKey, attempt) => withdrawPlacementRequests(db, { runId, ...(jobKey !== undefined && { jobKey }), ...(attempt !== undefined && { attempt }) }),
   };
 }
+
+/** The lease of the coordinator holding the agent's socket, if any session of the agent is recorded. */
+export async function agentHolderLease(db: Kysely<Schema>, agentId: string): Promise<{ coordinatorId: string; leaseUntil: number } | null> {
+  const row = await db
+    .selectFrom('agent_sessions as s')
+    .innerJoin('coordinators as c', 'c.id', 's.coordinator_id')
+    .select(['s.coordinator_id', 'c.lease_until'])
+    .where('s.agent_id', '=', agentId)
+    .executeTakeFirst();
+  return row ? { coordinatorId: row.coordinator_id, leaseUntil: Number(row.lease_until) } : null;
+}
