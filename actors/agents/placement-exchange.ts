@@ -27,6 +27,11 @@ export interface PlacementExchangeStore {
 export type FindAgent = (job: OfferedJob) => { session: AgentSession } | { none: string };
 
 const BATCH = 100;
+const PUBLISH_RETRY_CAP_MS = 5_000;
+
+function publishKey(job: OfferedJob): string {
+  return `${job.runId}\u0000${job.jobKey}\u0000${job.attempt}`;
+}
 
 /**
  * Any agent serves any run (FO-3): a job no agent of its owner can take is published, and every
@@ -36,6 +41,8 @@ const BATCH = 100;
 export class PlacementExchange {
   private offering: Promise<void> | null = null;
   private offerAgain = false;
+  /** Requests being written (or waiting to be written again), by run, job and attempt. */
+  private readonly publishing = new Map<string, OfferedJob>();
 
   constructor(
     private readonly store: PlacementExchangeStore,
@@ -45,8 +52,22 @@ export class PlacementExchange {
     private readonly log: Logger,
   ) {}
 
-  publish(job: OfferedJob): void {
-    this.store.publish(job).catch((thrown: unknown) => this.log.warn({ err: coerceError(thrown), runId: job.runId, jobKey: job.jobKey }, 'publishing a placement request failed'));
+  /**
+   * A request that could not be written is written again, with a capped backoff, until it is or the
+   * job is withdrawn: the job is published once per attempt, so a lost write would leave it waiting
+   * for this coordinator's agents alone.
+   */
+  publish(job: OfferedJob, tries = 0): void {
+    const key = publishKey(job);
+    this.publishing.set(key, job);
+    this.store.publish(job).then(
+      () => this.publishing.delete(key),
+      (thrown: unknown) => {
+        this.log.warn({ err: coerceError(thrown), runId: job.runId, jobKey: job.jobKey }, 'publishing a placement request failed; trying again');
+        const retry = setTimeout(() => this.publishing.get(key) === job && this.publish(job, tries + 1), Math.min(PUBLISH_RETRY_CAP_MS, 250 * 2 ** tries));
+        retry.unref();
+      },
+    );
   }
 
   claim(job: OfferedJob): Promise<boolean> {
@@ -54,6 +75,9 @@ export class PlacementExchange {
   }
 
   withdraw(runId: string, jobKey?: string, attempt?: number): void {
+    for (const [key, job] of this.publishing) {
+      if (job.runId === runId && (jobKey === undefined || job.jobKey === jobKey) && (attempt === undefined || job.attempt === attempt)) this.publishing.delete(key);
+    }
     this.store.withdraw(runId, jobKey, attempt).catch((thrown: unknown) => this.log.warn({ err: coerceError(thrown), runId }, 'withdrawing a placement request failed'));
   }
 

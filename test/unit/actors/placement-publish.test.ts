@@ -1,0 +1,52 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { pino } from 'pino';
+import { PlacementExchange } from '../../../actors/agents/placement-exchange.ts';
+import type { OfferedJob, PlacementExchangeStore } from '../../../actors/agents/placement-exchange.ts';
+import { AgentRegistry } from '../../../actors/agents/registry.ts';
+import { eventually } from '../../support/runtime.ts';
+
+/** A store whose first `failures` writes fail, as a reset database connection does. */
+function flakyStore(failures: number) {
+  const written: OfferedJob[] = [];
+  let calls = 0;
+  const store: PlacementExchangeStore = {
+    publish: (job) => {
+      calls += 1;
+      if (calls <= failures) return Promise.reject(new Error('terminating connection due to administrator command'));
+      written.push(job);
+      return Promise.resolve();
+    },
+    open: () => Promise.resolve([]),
+    claim: () => Promise.resolve(true),
+    withdraw: () => Promise.resolve(),
+  };
+  return { store, written, calls: () => calls };
+}
+
+const job: OfferedJob = { runId: 'r1', jobKey: 'build', attempt: 1, requirements: { runsOn: [], excludeLabels: [], runsOnPick: 'any', executor: 'any' } };
+
+function exchangeOn(store: PlacementExchangeStore): PlacementExchange {
+  return new PlacementExchange(store, new AgentRegistry(), () => ({ none: 'none' }), () => Promise.resolve(), pino({ level: 'silent' }));
+}
+
+describe('a placement request whose write fails is written again', () => {
+  it('until it is stored: a job is published once per attempt, so a lost write would strand it', async () => {
+    const flaky = flakyStore(2);
+    exchangeOn(flaky.store).publish(job);
+    await eventually(() => flaky.written.length === 1, 5_000, 'the request to be written on the third try');
+    assert.equal(flaky.calls(), 3);
+  });
+
+  it('not once the job is withdrawn', async () => {
+    const flaky = flakyStore(100);
+    const exchange = exchangeOn(flaky.store);
+    exchange.publish(job);
+    await eventually(() => flaky.calls() >= 1, 1_000, 'the first write');
+    exchange.withdraw(job.runId, job.jobKey);
+    const calls = flaky.calls();
+    await new Promise((resolve) => setTimeout(resolve, 700));
+    assert.ok(flaky.calls() <= calls + 1, 'at most a retry already under way');
+    assert.deepEqual(flaky.written, []);
+  });
+});
