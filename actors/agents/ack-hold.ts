@@ -22,23 +22,32 @@ export interface AckHoldPorts {
  * agent while the cancel for the first waits in a dead peer's outbox. So the expiry is held until
  * the question settles: the peer renews (the ack is really missing: deliver), or its lease runs out
  * (its agents' jobs go recovering, and the agent can reclaim from here). Returns how long to wait
- * before asking again, or null to deliver now; never holds longer than two lease lifetimes.
+ * before asking again, or null to deliver now; never holds longer than three lease lifetimes.
  */
 export function ackExpiryHold(ports: AckHoldPorts) {
   const held = new Set<string>();
+  const settling = new Set<string>();
   return (timer: ArmedTimer, heldMs: number): Promise<number | null> | null => {
     if (timer.kind !== 'ack' || timer.jobKey === null) return null;
-    if (heldMs > 2 * ports.leaseTtlMs) {
+    if (heldMs > 3 * ports.leaseTtlMs) {
       held.delete(timer.deadlineId);
+      settling.delete(timer.deadlineId);
       return null;
     }
     const agentId = ports.agentOf(timer.runId, timer.jobKey);
     if (agentId === null || ports.isLocal(agentId)) return null;
     return ports.holderLease(agentId).then(
       (lease) => {
+        // A held deadline whose agent's session was just cleared (the peer's lease ran out) waits one
+        // interval more, so the agent.disconnected sent for that job reaches it first.
+        if (lease === null && held.has(timer.deadlineId) && !settling.has(timer.deadlineId)) {
+          settling.add(timer.deadlineId);
+          return ports.leaseRenewMs;
+        }
         const renewing = lease === null || lease.leaseUntil - ports.now() > ports.leaseTtlMs - 2 * ports.leaseRenewMs;
         if (renewing) {
           held.delete(timer.deadlineId);
+          settling.delete(timer.deadlineId);
           return null;
         }
         if (!held.has(timer.deadlineId)) ports.log.warn({ runId: timer.runId, jobKey: timer.jobKey, agentId, peer: lease.coordinatorId }, "ack deadline held: the agent's coordinator is not renewing its lease");

@@ -34,11 +34,23 @@ describe("an ack deadline whose agent is reached through a peer that stopped ren
     assert.equal(await hold({ id: 'a', local: false }, null)(ack, 0), null);
   });
 
-  it('is held, asking again each renew interval, while the peer misses renewals; at most two lease lifetimes', async () => {
+  it('is held, asking again each renew interval, while the peer misses renewals; at most three lease lifetimes', async () => {
     const frozen = hold({ id: 'a', local: false }, { leaseUntil: NOW + 200 });
     assert.equal(await frozen(ack, 0), RENEW);
-    assert.equal(await frozen(ack, 2 * TTL), RENEW);
-    assert.equal(frozen(ack, 2 * TTL + 1), null);
+    assert.equal(await frozen(ack, 3 * TTL), RENEW);
+    assert.equal(frozen(ack, 3 * TTL + 1), null);
+  });
+
+  it("once held, waits one interval more when the peer's sessions are cleared, so the disconnect reaches the job first", async () => {
+    let lease: { leaseUntil: number } | null = { leaseUntil: NOW + 200 };
+    const settling = ackExpiryHold({
+      ...{ agentOf: () => 'a', isLocal: () => false, now: () => NOW, leaseTtlMs: TTL, leaseRenewMs: RENEW, log: pino({ level: 'silent' }) },
+      holderLease: () => Promise.resolve(lease && { coordinatorId: 'coord-a', ...lease }),
+    });
+    assert.equal(await settling(ack, 0), RENEW);
+    lease = null;
+    assert.equal(await settling(ack, RENEW), RENEW);
+    assert.equal(await settling(ack, 2 * RENEW), null);
   });
 
   it('is delivered when the peer cannot be asked', async () => {
