@@ -2,8 +2,6 @@ import type { Server } from 'node:http';
 import type { Kysely } from 'kysely';
 import type { Logger } from 'pino';
 import { Registry, collectDefaultMetrics } from 'prom-client';
-import { AgentEffects } from '../actors/agents/effects.ts';
-import type { AgentEffectsDeps } from '../actors/agents/effects.ts';
 import { Dispatcher } from '../actors/agents/dispatcher.ts';
 import { drainAgents } from '../actors/agents/drain.ts';
 import { ackExpiryHold } from '../actors/agents/ack-hold.ts';
@@ -15,7 +13,6 @@ import { AgentRegistry } from '../actors/agents/registry.ts';
 import { SharedAgents } from '../actors/agents/shared-agents.ts';
 import { systemClock } from '../actors/clock.ts';
 import type { Clock } from '../actors/clock.ts';
-import { ConcurrencyGroups } from '../actors/concurrency/groups.ts';
 import { EffectExecutor } from '../actors/runs/effect-executor.ts';
 import type { FencedError } from '../actors/runs/errors.ts';
 import { EventRouter } from '../actors/runs/event-router.ts';
@@ -25,16 +22,15 @@ import { createRuntimeMetrics } from '../actors/runs/metrics.ts';
 import type { RuntimeMetrics } from '../actors/runs/metrics.ts';
 import { Ownership } from '../actors/runs/ownership.ts';
 import type { OwnershipStore } from '../actors/runs/ownership.ts';
-import type { EffectHandlers, NewRun } from '../actors/runs/ports.ts';
+import type { NewRun } from '../actors/runs/ports.ts';
 import { reattachRuns } from '../actors/runs/reattach.ts';
 import { Supervisor } from '../actors/runs/supervisor.ts';
 import type { CompiledConfig } from './config/index.ts';
 import { jobTimeoutsOf } from './config/timeouts.ts';
 import { reachableAddress } from './config/coordinator-target.ts';
-import type { AgentTokenRecord } from './db/agent-tokens.ts';
-import { updateConcurrencyGroup } from './db/concurrency-groups.ts';
 import { openDatabase } from './db/database.ts';
 import type { Database } from './db/database.ts';
+import type { Router } from './http/router.ts';
 import { countDeadDeliveries } from './db/deliveries.ts';
 import { genericSourceRepository } from './db/generic-sources.ts';
 import { runInboxOf } from './db/inbox.ts';
@@ -44,20 +40,12 @@ import { readRunInputSummary } from './db/run-queries.ts';
 import { createRunStore } from './db/run-store.ts';
 import type { Schema } from './db/schema.ts';
 import { agentHolderLease, clearSessionsOf, placementStoreOf, sharedAgentStoreOf } from './db/shared-agents.ts';
+import { effectHandlers } from './effect-handlers.ts';
+import { adminRoutes } from './http/admin-routes.ts';
 import { loadAdminTokenHash } from './http/admin-token.ts';
-import { registerAgentRoutes } from './http/api-agents.ts';
-import { registerAgentTokenRoutes } from './http/api-agent-tokens.ts';
-import { registerLogRoutes } from './http/api-logs.ts';
-import { registerMachineRoutes } from './http/api-machines.ts';
-import { registerReplayRoutes } from './http/api-replay.ts';
-import { registerRunRoutes } from './http/api-runs.ts';
 import { registerScalerRoutes } from './http/api-scalers.ts';
 import { registerSourceRoutes } from './http/api-sources.ts';
-import { registerHealthRoutes } from './http/health.ts';
-import { Router } from './http/router.ts';
 import { createHttpServer, listen } from './http/server.ts';
-import { registerVisualizerRoutes } from './http/visualizer.ts';
-import { registerRunsPageRoutes } from './http/runs-page.ts';
 import { registerGithubWebhook } from './http/webhooks.ts';
 import type { WebhookDeps } from './http/webhooks.ts';
 import { registerGenericWebhook } from './http/webhooks-generic.ts';
@@ -72,7 +60,6 @@ import { EmbeddedDeliveryQueue } from './queue/embedded-queue.ts';
 import { IsolatedVmSandbox } from './sandbox/index.ts';
 import { createScalerManager } from './scaler/index.ts';
 import { createAgentGateway } from './ws/agent-gateway.ts';
-import { buildDispatch } from './ws/dispatch-builder.ts';
 import { connectionCounters, createAgentMetrics } from './ws/metrics.ts';
 import { attachObserveServer } from './ws/observe.ts';
 import { attachAgentServer } from './ws/server.ts';
@@ -116,7 +103,7 @@ export async function startCoordinator(config: CompiledConfig, log: Logger, cloc
     log,
     ...connectionCounters(agentMetrics),
   });
-  const router = adminRoutes({ db, config, clock, registry, runtime, kickToken: gateway.kickToken });
+  const router = adminRoutes({ db, config, timeouts: jobTimeoutsOf(config), now: () => clock.now(), metrics: registry, runtime, kickToken: gateway.kickToken });
   const intake = createIntake({ db, config, registry, createRun: (run) => runtime.createRun(run), now: () => clock.now(), log });
   registerGithubWebhook(router, intake.webhooks);
   registerGenericWebhook(router, intake.webhooks);
@@ -266,37 +253,6 @@ function createSharing(deps: RuntimeDeps, parts: { supervisor: Supervisor; regis
   return { shared, exchange, peers, holdAckExpiry };
 }
 
-/** Dispatch, cancel, close and slot release, with dispatches built from the run's frozen source. */
-function createAgentEffects(deps: RuntimeDeps, parts: Pick<AgentEffectsDeps, 'registry' | 'shared' | 'deliver'> & { sources: RunSources }): AgentEffects {
-  const { clock } = deps;
-  return new AgentEffects({
-    ...{ registry: parts.registry, shared: parts.shared, deliver: parts.deliver, aliveWindowMs: deps.config.dispatchAckTimeoutMs, now: () => clock.now() },
-    log: deps.log.child({ component: 'agent-effects' }),
-    buildDispatch: async (target) => {
-      const source = await parts.sources.of(target.runId);
-      if (!source) return { ok: false, reason: `run ${target.runId} has no stored source to build a dispatch from` };
-      return buildDispatch(source, target, clock.now());
-    },
-  });
-}
-
-/** Every effect kind and who carries it out: a kind without a handler here does not compile. */
-function effectHandlers(deps: RuntimeDeps, parts: Pick<AgentEffectsDeps, 'registry' | 'shared' | 'deliver'> & { sources: RunSources; dispatcher: Dispatcher }): EffectHandlers {
-  const { db, clock } = deps;
-  const { dispatcher, deliver } = parts;
-  const agents = createAgentEffects(deps, parts);
-  const groups = new ConcurrencyGroups((key, change) => updateConcurrencyGroup(db, key, clock.now(), change), deliver, clock);
-  return {
-    requestPlacement: (effect) => dispatcher.requestPlacement(effect),
-    sendDispatch: (effect) => agents.sendDispatch(effect),
-    sendCancel: (effect) => agents.sendCancel(effect),
-    closeAgentConnection: (effect) => agents.closeAgentConnection(effect),
-    releaseSlot: (effect) => agents.releaseSlot(effect),
-    requestConcurrency: (effect) => groups.request(effect),
-    releaseConcurrency: (effect) => groups.release(effect),
-  };
-}
-
 // ---- intake: durable deliveries, their queue and the pipeline behind it ----
 
 interface IntakeWiring {
@@ -352,25 +308,6 @@ function createIntake(wiring: IntakeWiring) {
 }
 
 // ---- HTTP routes, scalers, drain ----
-
-/** Health, runs, jobs, logs, agent tokens, machines, replay and the visualizer. */
-function adminRoutes(deps: { db: Database['db']; config: CompiledConfig; clock: Clock; registry: Registry; runtime: Runtime; kickToken: (record: AgentTokenRecord) => void }): Router {
-  const { db, config, clock, runtime } = deps;
-  const router = new Router();
-  registerHealthRoutes(router, { db, registry: deps.registry, leaseHeld: () => runtime.ownership.held, coordinatorId: config.coordinatorId });
-  registerRunRoutes(router, {
-    ...{ db, createRun: (run: NewRun) => runtime.createRun(run), deliver: runtime.deliver },
-    ...{ timeouts: jobTimeoutsOf(config), maxAttempts: config.maxDispatchAttempts, now: () => clock.now() },
-  });
-  registerAgentTokenRoutes(router, { db, now: () => clock.now(), onRevoked: deps.kickToken });
-  registerAgentRoutes(router, { db, coordinatorId: config.coordinatorId, agents: runtime.registry, now: () => clock.now() });
-  registerLogRoutes(router, { db });
-  registerMachineRoutes(router);
-  registerReplayRoutes(router, { db });
-  registerVisualizerRoutes(router);
-  registerRunsPageRoutes(router);
-  return router;
-}
 
 /** The scaler manager (docs/architecture.md#the-scaler), its API, and the sweep of expired agent tokens (docs/protocol.md#tokens). */
 async function attachScalers(deps: { config: CompiledConfig; db: Database['db']; clock: Clock; log: Logger; registry: Registry; runtime: Runtime; router: Router }) {

@@ -1,0 +1,53 @@
+import type { Kysely } from 'kysely';
+import type { Logger } from 'pino';
+import { AgentEffects } from '../actors/agents/effects.ts';
+import type { AgentEffectsDeps } from '../actors/agents/effects.ts';
+import type { Dispatcher } from '../actors/agents/dispatcher.ts';
+import type { Clock } from '../actors/clock.ts';
+import { ConcurrencyGroups } from '../actors/concurrency/groups.ts';
+import type { EffectHandlers } from '../actors/runs/ports.ts';
+import type { CompiledConfig } from './config/index.ts';
+import { updateConcurrencyGroup } from './db/concurrency-groups.ts';
+import type { Schema } from './db/schema.ts';
+import type { RunSources } from './pipeline/run-source.ts';
+import { buildDispatch } from './ws/dispatch-builder.ts';
+
+export interface EffectHandlerDeps {
+  config: CompiledConfig;
+  db: Kysely<Schema>;
+  clock: Clock;
+  log: Logger;
+}
+
+export type EffectHandlerParts = Pick<AgentEffectsDeps, 'registry' | 'shared' | 'deliver'> & { sources: RunSources; dispatcher: Dispatcher };
+
+/** Every effect kind and who carries it out: a kind without a handler here does not compile. */
+export function effectHandlers(deps: EffectHandlerDeps, parts: EffectHandlerParts): EffectHandlers {
+  const { db, clock } = deps;
+  const { dispatcher, deliver } = parts;
+  const agents = createAgentEffects(deps, parts);
+  const groups = new ConcurrencyGroups((key, change) => updateConcurrencyGroup(db, key, clock.now(), change), deliver, clock);
+  return {
+    requestPlacement: (effect) => dispatcher.requestPlacement(effect),
+    sendDispatch: (effect) => agents.sendDispatch(effect),
+    sendCancel: (effect) => agents.sendCancel(effect),
+    closeAgentConnection: (effect) => agents.closeAgentConnection(effect),
+    releaseSlot: (effect) => agents.releaseSlot(effect),
+    requestConcurrency: (effect) => groups.request(effect),
+    releaseConcurrency: (effect) => groups.release(effect),
+  };
+}
+
+/** Dispatch, cancel, close and slot release, with dispatches built from the run's frozen source. */
+function createAgentEffects(deps: EffectHandlerDeps, parts: EffectHandlerParts): AgentEffects {
+  const { clock } = deps;
+  return new AgentEffects({
+    ...{ registry: parts.registry, shared: parts.shared, deliver: parts.deliver, aliveWindowMs: deps.config.dispatchAckTimeoutMs, now: () => clock.now() },
+    log: deps.log.child({ component: 'agent-effects' }),
+    buildDispatch: async (target) => {
+      const source = await parts.sources.of(target.runId);
+      if (!source) return { ok: false, reason: `run ${target.runId} has no stored source to build a dispatch from` };
+      return buildDispatch(source, target, clock.now());
+    },
+  });
+}

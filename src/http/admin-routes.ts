@@ -1,0 +1,55 @@
+import type { Kysely } from 'kysely';
+import type { Registry } from 'prom-client';
+import type { JobTimeouts } from '../../machines/types.ts';
+import type { CompiledConfig } from '../config/index.ts';
+import type { AgentTokenRecord } from '../db/agent-tokens.ts';
+import type { Schema } from '../db/schema.ts';
+import { registerAgentRoutes } from './api-agents.ts';
+import type { AgentApiDeps } from './api-agents.ts';
+import { registerAgentTokenRoutes } from './api-agent-tokens.ts';
+import { registerLogRoutes } from './api-logs.ts';
+import { registerMachineRoutes } from './api-machines.ts';
+import { registerReplayRoutes } from './api-replay.ts';
+import { registerRunRoutes } from './api-runs.ts';
+import type { RunApiDeps } from './api-runs.ts';
+import { registerHealthRoutes } from './health.ts';
+import { Router } from './router.ts';
+import { registerRunsPageRoutes } from './runs-page.ts';
+import { registerVisualizerRoutes } from './visualizer.ts';
+
+/** What the admin routes ask of the actor runtime. */
+export interface AdminRuntime {
+  createRun: RunApiDeps['createRun'];
+  deliver: RunApiDeps['deliver'];
+  registry: AgentApiDeps['agents'];
+  ownership: { readonly held: boolean };
+}
+
+export interface AdminRouteDeps {
+  db: Kysely<Schema>;
+  config: CompiledConfig;
+  timeouts: JobTimeouts;
+  now: () => number;
+  metrics: Registry;
+  runtime: AdminRuntime;
+  kickToken: (record: AgentTokenRecord) => void;
+}
+
+/** Health, runs, jobs, logs, agents, agent tokens, machines, replay and the visualizer (docs/http-api.md#routes). */
+export function adminRoutes(deps: AdminRouteDeps): Router {
+  const { db, config, runtime, now } = deps;
+  const router = new Router();
+  registerHealthRoutes(router, { db, registry: deps.metrics, leaseHeld: () => runtime.ownership.held, coordinatorId: config.coordinatorId });
+  registerRunRoutes(router, {
+    ...{ db, createRun: (run) => runtime.createRun(run), deliver: runtime.deliver },
+    ...{ timeouts: deps.timeouts, maxAttempts: config.maxDispatchAttempts, now },
+  });
+  registerAgentTokenRoutes(router, { db, now, onRevoked: deps.kickToken });
+  registerAgentRoutes(router, { db, coordinatorId: config.coordinatorId, agents: runtime.registry, now });
+  registerLogRoutes(router, { db });
+  registerMachineRoutes(router);
+  registerReplayRoutes(router, { db });
+  registerVisualizerRoutes(router);
+  registerRunsPageRoutes(router);
+  return router;
+}
