@@ -23,6 +23,7 @@ import type { RuntimeMetrics } from '../actors/runs/metrics.ts';
 import { Ownership } from '../actors/runs/ownership.ts';
 import type { OwnershipStore } from '../actors/runs/ownership.ts';
 import type { NewRun } from '../actors/runs/ports.ts';
+import type { InlinePlacement } from '../actors/runs/inline-placement.ts';
 import { reattachRuns } from '../actors/runs/reattach.ts';
 import { Supervisor } from '../actors/runs/supervisor.ts';
 import type { CompiledConfig } from './config/index.ts';
@@ -162,12 +163,14 @@ export function createRuntime(deps: RuntimeDeps) {
   const metrics = createRuntimeMetrics(deps.registry);
   // Read at every write: the epoch ownership holds right now (it changes only by re-claiming).
   const store = createRunStore(db, { coordinatorId: me, epoch: () => ownership.epoch }, clock);
+  const inlinePlacement: InlinePlacement = { place: (runId, request) => dispatcher.placeNow(runId, request), undo: (grant) => dispatcher.undoPlacement(grant) };
   const supervisor = new Supervisor({
     ...{ store, clock, log, metrics, maxBatch: config.commitMaxBatch, batching: config.commitBatching },
     executeEffects: (effects) => executor.execute(effects),
     onFenced: deps.onFenced,
     onCommitted: (entry) => lifecycle.observe(entry),
     holdTimer: (timer, heldMs) => sharing.holdAckExpiry(timer, heldMs),
+    inlinePlacement,
   });
   const lifecycle = new LifecycleMetrics(deps.registry, liveRunsOf(supervisor));
   const router = new EventRouter({

@@ -1,13 +1,14 @@
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { AgentRequirements, LabelMatcher, WaitingReason } from '../../machines/types.ts';
-import { labelsFit } from './match.ts';
+import { agentCanTake, labelsFit } from './match.ts';
 import type { PlacementExchange } from './placement-exchange.ts';
 import type { AgentRegistry } from './registry.ts';
 import { coerceError } from '../../lib/errors.ts';
 import type { Effect } from '../runs/ports.ts';
 import { findHonouringScaler } from '../scaler/placement.ts';
 import type { IncomingRunEvent } from '../runs/supervisor.ts';
+import type { PlacementGrant } from '../runs/inline-placement.ts';
 
 /** Delivers an event to the run that owns a job. */
 export type SendToRun = (runId: string, event: IncomingRunEvent) => Promise<unknown>;
@@ -82,6 +83,27 @@ export class Dispatcher {
     this.waiting.delete(key);
     this.waiting.set(key, { ...request, reason: null });
     await this.tryPlace(key);
+  }
+
+  /**
+   * Places a job while its run's transition is still being recorded, so the grant commits with it
+   * (docs/architecture.md#placement-in-the-same-entry): only on a free static agent here and only when
+   * no job queued before it could take that agent. The slot is reserved in memory; nothing leaves the process.
+   */
+  placeNow(runId: string, request: Omit<PlacementRequest, 'runId'>): PlacementGrant | null {
+    if (this.paused) return null;
+    const found = this.findAgent({ runId, ...request });
+    if ('none' in found || found.session.scalerManaged) return null;
+    // A job queued earlier that this agent could take goes first.
+    for (const waiting of this.waiting.values()) if (agentCanTake(waiting.requirements, found.session)) return null;
+    const dispatchId = randomUUID();
+    this.registry.reserve(found.session.agentId, dispatchId, { runId, jobKey: request.jobKey });
+    return { type: 'placement.granted', jobKey: request.jobKey, agentId: found.session.agentId, dispatchId, agentKind: 'static' };
+  }
+
+  /** A grant made by `placeNow` whose entry was not stored: its slot goes back. */
+  undoPlacement(grant: PlacementGrant): void {
+    this.registry.release(grant.agentId, grant.dispatchId);
   }
 
   /** Offers free capacity to waiting jobs in the order they were queued. */

@@ -8,6 +8,7 @@ import { isDeadlineKind } from '../../machines/types.ts';
 import type { DeadlineKind } from '../../machines/types.ts';
 import type { EffectRow, NewRun, RunCommit, RunFailureRecord, StoredRun, TimerChange } from './ports.ts';
 import type { ArmedTimer } from './timer-service.ts';
+import type { FollowUpEvent } from './inline-placement.ts';
 
 export interface EntryParts {
   runId: string;
@@ -20,6 +21,10 @@ export interface EntryParts {
   firedDeadlineId: string | null;
   isNewRun: boolean;
   newRun?: NewRun;
+  /** Grants answered in the same entry (inline-placement.ts); `seq` is then the last one's. */
+  followUps?: FollowUpEvent[];
+  /** The state `event` left before the follow-ups, when there are any. */
+  firstStateAfter?: unknown;
 }
 
 export function timerChangesOf(intents: Intent[], firedDeadlineId: string | null): TimerChange<DeadlineKind>[] {
@@ -45,6 +50,13 @@ function effectRowOf(intent: Intent<EffectKind>, effectId: string): EffectRow {
   return { effectId, kind: intent.type, payload: intent.params } as EffectRow;
 }
 
+function journaledEvents(parts: EntryParts): RunCommit['events'] {
+  const followUps = parts.followUps ?? [];
+  const first = { seq: parts.seq - followUps.length, event: parts.event, receivedAt: parts.event.at };
+  if (followUps.length === 0) return [{ ...first, stateAfter: stateSummary(parts.snapshot) }];
+  return [{ ...first, stateAfter: parts.firstStateAfter }, ...followUps.map((f) => ({ seq: f.seq, event: f.event, receivedAt: f.event.at, stateAfter: f.stateAfter }))];
+}
+
 /** Everything one accepted event writes: journal row, snapshot, projections, timers, outbox. */
 export function buildCommitEntry(parts: EntryParts): RunCommit {
   const { runId, seq, snapshot } = parts;
@@ -53,7 +65,7 @@ export function buildCommitEntry(parts: EntryParts): RunCommit {
   return {
     runId,
     isNewRun: parts.isNewRun,
-    events: [{ seq, event: parts.event, receivedAt: parts.event.at, stateAfter: stateSummary(snapshot) }],
+    events: journaledEvents(parts),
     snapshot: {
       seq,
       machineId: RUN_MACHINE_ID,

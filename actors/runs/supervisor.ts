@@ -16,7 +16,10 @@ import type { FencedError } from './errors.ts';
 import type { CommitEntry, NewRun, RunCommit, SerializedEntry, StoredRun } from './ports.ts';
 import { buildCommitEntry, restoredWorkOf, runFailureOf } from './commit-entry.ts';
 import type { ArmedTimer } from './timer-service.ts';
+import { answerPlacements } from './inline-placement.ts';
+import type { InlineGrants } from './inline-placement.ts';
 import { TimerService } from './timer-service.ts';
+import { deliverDeadline } from './deadline-delivery.ts';
 import { CommitObservers } from './commit-observers.ts';
 import type { CommittedUpdate } from './commit-observers.ts';
 import { armedDeadlines, persistedOf, restoreActor } from './run-actors.ts';
@@ -54,7 +57,9 @@ export class Supervisor {
   constructor(private readonly options: SupervisorOptions) {
     this.machine = runtimeRunMachine(this.recorder.sink);
     this.observers = new CommitObservers(options.log);
-    this.timers = new TimerService(options.clock, (timer) => this.deliverTimer(timer));
+    this.timers = new TimerService(options.clock, (timer) =>
+      deliverDeadline({ owns: (runId) => this.runs.has(runId), send: (runId, event) => this.send(runId, event), ...options }, timer),
+    );
     this.committer = new GroupCommitter({
       commit: (entries) => options.store.commit(entries),
       failRuns: (records) => options.store.failRuns(records),
@@ -130,12 +135,12 @@ export class Supervisor {
     const log = this.options.log.child({ runId });
     const actor = createActor(this.machine, { input: newRun.input, id: runId });
     this.watch(actor, runId, log);
-    const intents = this.recording(runId, () => actor.start());
+    const recorded = this.recording(runId, () => actor.start());
     const handle: RunHandle = { actor, seq: 0, log, written: new Map(), closing: false };
     this.runs.set(runId, handle);
     const created = { type: 'run.created', input: newRun.input, at: newRun.input.createdAt };
     log.info({ workflow: newRun.input.workflowName, jobs: newRun.input.jobs.length }, 'run created');
-    await this.commit(handle, runId, created, intents, { isNewRun: true, newRun });
+    await this.commit(handle, runId, created, answerPlacements(this.options.inlinePlacement, handle, recorded, created.at, (grant) => this.recording(runId, () => actor.send(grant))), { isNewRun: true, newRun });
   }
 
   /** Delivers one event to the owning run actor; resolves when the event is durable. */
@@ -145,9 +150,9 @@ export class Supervisor {
     if (!handle || handle.closing) throw new RunNotOwnedError(runId);
     const event = { ...incoming, at: incoming.at ?? this.options.clock.now() };
     handle.seq += 1;
-    const intents = this.recording(runId, () => handle.actor.send(event));
+    const recorded = this.recording(runId, () => handle.actor.send(event));
     this.options.metrics.actorEvents.inc();
-    await this.commit(handle, runId, event, intents, { isNewRun: false });
+    await this.commit(handle, runId, event, answerPlacements(this.options.inlinePlacement, handle, recorded, event.at, (grant) => this.recording(runId, () => handle.actor.send(grant))), { isNewRun: false });
   }
 
   /** Restores runs from stored snapshots; a snapshot this build cannot read is refused, not guessed. */
@@ -244,9 +249,15 @@ export class Supervisor {
     handle: RunHandle,
     runId: string,
     event: { type: string; at: number },
-    intents: Intent[],
+    answered: InlineGrants,
     extra: { isNewRun: boolean; newRun?: NewRun },
   ): Promise<void> {
+    const { intents, followUps, firstStateAfter } = answered;
+    // A grant made in this entry gives its slot back if the entry is never stored.
+    const undoGrants = (thrown: unknown) => {
+      for (const grant of answered.grants) this.options.inlinePlacement?.undo(grant);
+      throw thrown;
+    };
     const snapshot = persistedOf(handle.actor);
     const timerEvent = event.type.startsWith('timer.') && 'deadlineId' in event ? String(event.deadlineId) : null;
     const entry = buildCommitEntry({
@@ -257,6 +268,7 @@ export class Supervisor {
       snapshot,
       machineVersion: SNAPSHOT_VERSION,
       firedDeadlineId: timerEvent,
+      ...{ followUps, firstStateAfter },
       ...extra,
     });
     if (snapshot.status === 'done') this.close(runId, handle);
@@ -264,10 +276,10 @@ export class Supervisor {
     if (serialized instanceof UnstorableEntryError) {
       this.close(runId, handle);
       // Rejects with RunNotStorableError once the run is failed in the database.
-      await this.committer.failRun(runFailureOf(entry, `its state could not be stored: ${serialized.message}`, this.options.clock.now()));
+      await this.committer.failRun(runFailureOf(entry, `its state could not be stored: ${serialized.message}`, this.options.clock.now())).catch(undoGrants);
       return;
     }
-    await this.committer.submit(serialized);
+    await this.committer.submit(serialized).catch(undoGrants);
     if (snapshot.status === 'done') this.retire(runId, handle);
     this.afterCommit(runId, entry);
   }
@@ -358,29 +370,6 @@ export class Supervisor {
       for (const runId of runIds) this.released.add(runId);
       this.options.log.warn({ err: coerceError(thrown), runs: runIds.length }, 'restoring released runs failed; retrying after the next commit');
     }
-  }
-
-  private deliverTimer(timer: ArmedTimer, heldSince = this.options.clock.now()): void {
-    if (!this.runs.has(timer.runId)) return;
-    const held = this.options.holdTimer?.(timer, this.options.clock.now() - heldSince) ?? null;
-    if (held === null) return this.sendTimer(timer);
-    held.then(
-      (waitMs) => (waitMs === null ? this.sendTimer(timer) : void this.options.clock.setTimeout(() => this.deliverTimer(timer, heldSince), waitMs)),
-      () => this.sendTimer(timer),
-    );
-  }
-
-  private sendTimer(timer: ArmedTimer): void {
-    if (!this.runs.has(timer.runId)) return;
-    const event = {
-      type: `timer.${timer.kind}.expired`,
-      deadlineId: timer.deadlineId,
-      dueAt: timer.dueAt,
-      ...(timer.jobKey ? { jobKey: timer.jobKey } : {}),
-    } as IncomingRunEvent;
-    this.send(timer.runId, event).catch((thrown: unknown) => {
-      this.options.log.warn({ runId: timer.runId, err: coerceError(thrown) }, 'deadline delivery failed');
-    });
   }
 
   private fence(error: FencedError): void {

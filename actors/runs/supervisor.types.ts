@@ -7,6 +7,7 @@ import type { RuntimeRunMachine } from './intent-recorder.ts';
 import type { RuntimeMetrics } from './metrics.ts';
 import type { Effect, RunCommit, RunStore } from './ports.ts';
 import type { ArmedTimer } from './timer-service.ts';
+import type { InlinePlacement } from './inline-placement.ts';
 
 /** One run actor owned here, with what its commits need to remember. */
 export interface RunHandle {
@@ -37,6 +38,8 @@ export interface SupervisorOptions {
    * ms (`heldMs` is how long it has been held). A hook may answer null at once for kinds it ignores.
    */
   holdTimer?: (timer: ArmedTimer, heldMs: number) => Promise<number | null> | null;
+  /** Grants placement requests within the transition that made them; without it every request is an effect. */
+  inlinePlacement?: InlinePlacement;
   /** Bound of transient commit retries; the default suits production. */
   commitRetry?: CommitRetryPolicy;
 }
