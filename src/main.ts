@@ -51,6 +51,7 @@ import { registerGithubWebhook } from './http/webhooks.ts';
 import type { WebhookDeps } from './http/webhooks.ts';
 import { registerGenericWebhook } from './http/webhooks-generic.ts';
 import { LockFileCache } from './lockfile/cache.ts';
+import { closeObjectReaders } from './lockfile/providers/git-batch.ts';
 import { createDeliveryProcessor } from './pipeline/deliveries.ts';
 import { createIntakeMetrics } from './pipeline/metrics.ts';
 import { RunSources } from './pipeline/run-source.ts';
@@ -306,6 +307,7 @@ function createIntake(wiring: IntakeWiring) {
     async stop() {
       await queue.stop();
       sandbox.dispose();
+      closeObjectReaders();
     },
   };
 }

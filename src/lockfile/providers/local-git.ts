@@ -10,8 +10,7 @@ export type Git = (args: string[], maxBuffer?: number) => Promise<GitResult>;
  * repository at `path` is read, whatever the coordinator's environment holds.
  */
 export function gitIn(path: string): Git {
-  const env: NodeJS.ProcessEnv = { GIT_TERMINAL_PROMPT: '0', LC_ALL: 'C' };
-  for (const [name, value] of Object.entries(process.env)) if (!name.startsWith('GIT_') && name !== 'LC_ALL') env[name] = value;
+  const env = gitEnvironment();
   return (args, maxBuffer = 1024 * 1024) =>
     new Promise((resolve) => {
       execFile('git', ['-C', path, ...args], { encoding: 'buffer', maxBuffer, env }, (error, stdout, stderr) => {
@@ -19,6 +18,13 @@ export function gitIn(path: string): Git {
         else resolve({ ok: false, detail: stderr.toString('utf8').trim() || error.message });
       });
     });
+}
+
+/** The coordinator's environment without inherited `GIT_*` variables, never prompting, in the C locale. */
+export function gitEnvironment(): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = { GIT_TERMINAL_PROMPT: '0', LC_ALL: 'C' };
+  for (const [name, value] of Object.entries(process.env)) if (!name.startsWith('GIT_') && name !== 'LC_ALL') env[name] = value;
+  return env;
 }
 
 /** Why `path` cannot be read as a local repository (the reason of a 400), or null when it can. */

@@ -1,5 +1,6 @@
 import { coerceError } from '../../../lib/errors.ts';
 import { MAX_LOCK_FILE_BYTES } from '../parse.ts';
+import { objectReaderFor, type GitObjectReader } from './git-batch.ts';
 import { gitIn, localPathProblem, type Git } from './local-git.ts';
 import { notAFileOutcome, outcomeOf, oversizeOutcome } from './outcome.ts';
 import { LOCK_FILE_PATH, isObjectId } from './types.ts';
@@ -20,16 +21,17 @@ export interface LocalProviderOptions {
  */
 export function createLocalProvider(options: LocalProviderOptions): LockFileProvider {
   const git = gitIn(options.path);
+  const reader = objectReaderFor(options.path, MAX_LOCK_FILE_BYTES);
   const badPath = localPathProblem(options.path);
   const provider: LockFileProvider = {
     name: `local:${options.repository}`,
     async fetch({ sha }) {
       if (badPath !== null) return { kind: 'invalid', detail: `the registered path of ${options.repository} ${badPath}` };
       try {
-        if (sha !== null) return await readAt(git, options.path, sha);
+        if (sha !== null) return await readAt(git, reader, options.path, sha);
         const head = await provider.defaultBranchHead();
         if ('transient' in head) return { kind: 'transient', detail: head.transient };
-        return await readAt(git, options.path, head.sha);
+        return await readAt(git, reader, options.path, head.sha);
       } catch (thrown) {
         return { kind: 'transient', detail: `reading ${options.path}: ${coerceError(thrown).message}` };
       }
@@ -39,10 +41,23 @@ export function createLocalProvider(options: LocalProviderOptions): LockFileProv
   return provider;
 }
 
-async function readAt(git: Git, path: string, sha: string): Promise<LockFetchOutcome> {
+/**
+ * The commit and the lock file are asked of the repository's running `git cat-file --batch` in one
+ * write; anything but a plain answer (no lock file, a failed reader) is read again with one process
+ * per question, which tells every case apart.
+ */
+async function readAt(git: Git, reader: GitObjectReader, path: string, sha: string): Promise<LockFetchOutcome> {
   if (!isObjectId(sha)) {
     return { kind: 'invalid', detail: `${JSON.stringify(sha)} is not a commit id (40 or 64 hex digits)` };
   }
+  const [commit, lock] = await Promise.all([reader.read(`${sha}^{commit}`), reader.read(`${sha}:${LOCK_FILE_PATH}`)]);
+  if (commit.kind !== 'object' || lock.kind !== 'object') return readWithProcesses(git, path, sha);
+  if (lock.type !== 'blob') return notAFileOutcome(`${LOCK_FILE_PATH} is a ${lock.type}, not a file`);
+  if (lock.content === null || lock.size > MAX_LOCK_FILE_BYTES) return oversizeOutcome(lock.size);
+  return outcomeOf(lock.content);
+}
+
+async function readWithProcesses(git: Git, path: string, sha: string): Promise<LockFetchOutcome> {
   const present = await git(['cat-file', '-e', '--end-of-options', `${sha}^{commit}`]);
   if (!present.ok) return absentOrUnreadable(git, path, sha);
   // ls-tree tells "absent" from "unreadable" by exit status, without parsing git's messages.
