@@ -11,7 +11,7 @@ import { spawnSync } from 'node:child_process';
 import { environment } from './support.ts';
 import { buildSummary, printSummary } from './summary.ts';
 
-const BENCHES = ['runtime', 'commit-batch', 'webhook', 'dispatch', 'takeover', 'burst', 'cross-coordinator'];
+const BENCHES = ['runtime', 'commit-batch', 'webhook', 'dispatch', 'growth', 'takeover', 'burst', 'cross-coordinator'];
 /** The load run a second time with SWITCHYARD_COMMIT_BATCHING=off under --compare. */
 const COMPARED = ['webhook', 'dispatch'];
 

@@ -3,6 +3,7 @@ import type { Logger } from 'pino';
 import type { AgentRequirements, LabelMatcher, WaitingReason } from '../../machines/types.ts';
 import { agentCanTake, labelsFit } from './match.ts';
 import type { PlacementExchange } from './placement-exchange.ts';
+import { WaitingQueue } from './waiting-queue.ts';
 import type { AgentRegistry } from './registry.ts';
 import { coerceError } from '../../lib/errors.ts';
 import type { Effect } from '../runs/ports.ts';
@@ -35,7 +36,7 @@ export interface ScalerPort {
  * first, until a new agent or a freed slot lets one through.
  */
 export class Dispatcher {
-  private readonly waiting = new Map<string, PlacementRequest & { reason: string | null; published?: number }>();
+  private readonly waiting = new WaitingQueue<PlacementRequest & { reason: string | null; published?: number }>();
   private offering = false;
   private offerAgain = false;
   private scaler: ScalerPort | null = null;
@@ -80,7 +81,6 @@ export class Dispatcher {
   async requestPlacement(effect: Effect<'requestPlacement'>): Promise<void> {
     const request = { runId: effect.runId, ...effect.payload };
     const key = keyOf(request.runId, request.jobKey);
-    this.waiting.delete(key);
     this.waiting.set(key, { ...request, reason: null });
     await this.tryPlace(key);
   }
@@ -95,7 +95,7 @@ export class Dispatcher {
     const found = this.findAgent({ runId, ...request });
     if ('none' in found || found.session.scalerManaged) return null;
     // A job queued earlier that this agent could take goes first.
-    for (const waiting of this.waiting.values()) if (agentCanTake(waiting.requirements, found.session)) return null;
+    for (const kind of this.waiting.requirementKinds()) if (agentCanTake(kind.requirements, found.session)) return null;
     const dispatchId = randomUUID();
     this.registry.reserve(found.session.agentId, dispatchId, { runId, jobKey: request.jobKey });
     return { type: 'placement.granted', jobKey: request.jobKey, agentId: found.session.agentId, dispatchId, agentKind: 'static' };
@@ -118,7 +118,7 @@ export class Dispatcher {
         this.offerAgain = false;
         // Each placement reserves its slot, in queue order, before its first await; the grants
         // then commit together instead of one database round trip after another.
-        await Promise.all([...this.waiting.keys()].map((key) => this.tryPlace(key)));
+        await this.offerPass();
       } while (this.offerAgain);
       if (this.exchange) void this.exchange.exchange.offerRemote();
     } catch (thrown) {
@@ -128,9 +128,39 @@ export class Dispatcher {
     }
   }
 
+  /**
+   * Tries the waiting jobs in queue order, each reserving its slot before the next is looked at. With
+   * a scaler every job is tried (the scaler is asked again each time). Without, a job whose kind of
+   * agent has no free slot is tried only when its waiting reason would change, so a pass costs one
+   * lookup per kind of agent wanted rather than one placement attempt per waiting job.
+   */
+  private async offerPass(): Promise<void> {
+    if (this.scaler) {
+      await Promise.all(this.waiting.keys().map((key) => this.tryPlace(key)));
+      return;
+    }
+    const blocked = new Map<string, string>();
+    const tries: Promise<void>[] = [];
+    for (const [key, request] of [...this.waiting.entries()]) {
+      const kind = this.waiting.kindOfKey(key) ?? '';
+      let reason = blocked.get(kind);
+      if (reason === undefined) {
+        const found = this.findAgent(request);
+        if (!('none' in found)) {
+          tries.push(this.tryPlace(key));
+          continue;
+        }
+        reason = (found.none === 'capacity' ? capacityReason(found.matching) : noAgentReason(request.requirements, this.labelsFitSome(request.requirements))).message;
+        blocked.set(kind, reason);
+      }
+      if (request.reason !== reason) tries.push(this.tryPlace(key));
+    }
+    await Promise.all(tries);
+  }
+
   /** Forget jobs of a run that finished or moved to another coordinator. */
   forgetRun(runId: string): void {
-    for (const [key, request] of this.waiting) if (request.runId === runId) this.waiting.delete(key);
+    this.waiting.deleteRun(runId);
     this.exchange?.exchange.withdraw(runId);
   }
 

@@ -1,0 +1,158 @@
+/**
+ * Growth benchmark (issue 15): what live runs cost as their number grows. One coordinator in this
+ * process on a fresh external database; live runs are created in-process (their job waits for a
+ * label no agent has, so each run stays live with a job queued in the dispatcher); at each level
+ * (1k, 10k, 50k live runs; --quick: 1k, 5k) it measures heap per live run and, with 10 agents of
+ * another label, create → `job.dispatch` and dispatch → ack committed for runs created through the
+ * HTTP API one after another, plus one-job runs/s with 64 submitted at a time.
+ *
+ * Run: node --no-node-snapshot --expose-gc --import tsx bench/growth.bench.ts [--quick] [--levels 1000,10000,50000]
+ */
+import { randomBytes, randomUUID } from 'node:crypto';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { pino } from 'pino';
+import { loadConfig } from '../src/config/index.ts';
+import { startCoordinator, type Coordinator } from '../src/main.ts';
+import { CoordinatorClient, FakeAgent, runStepsWorkflow } from '../test/support/fake-agent.ts';
+import { planFor, waitingWorkflow } from '../test/support/runtime.ts';
+import { benchFlags, freshDatabase, percentiles, pool, writeResult, type Percentiles } from './support.ts';
+
+const flags = benchFlags();
+const argv = process.argv.slice(2);
+const levelsArg = argv.indexOf('--levels');
+const LEVELS = levelsArg >= 0 ? (argv[levelsArg + 1] ?? '').split(',').map(Number) : flags.quick ? [1000, 5000] : [1000, 10_000, 50_000];
+const SAMPLES = flags.quick ? 100 : 300;
+const THROUGHPUT_RUNS = flags.quick ? 300 : 1000;
+const LABEL = 'growth';
+
+interface Level {
+  liveRuns: number;
+  heapBytesPerLiveRun: number;
+  createToDispatchMs: Percentiles;
+  dispatchToAckCommittedMs: Percentiles;
+  oneJobRunsPerSecond: number;
+}
+
+const gc = (globalThis as { gc?: () => void }).gc ?? (() => undefined);
+
+/** Live runs whose job waits for a label nobody has, created in-process 1000 at a time. */
+async function addLiveRuns(coordinator: Coordinator, count: number): Promise<void> {
+  const workflow = waitingWorkflow('growth-idle');
+  for (let done = 0; done < count; done += 1000) {
+    const batch = Array.from({ length: Math.min(1000, count - done) }, () => randomUUID());
+    await Promise.all(batch.map((runId) => coordinator.runtime.createRun({ input: planFor(runId, workflow), repository: 'acme/app', inputSummary: { runId } })));
+  }
+  await coordinator.runtime.executor.idle();
+}
+
+function heapUsed(): number {
+  gc();
+  gc();
+  return process.memoryUsage().heapUsed;
+}
+
+async function measureLevel(coordinator: Coordinator, client: CoordinatorClient, watch: Watch, liveRuns: number, heapPerRun: number): Promise<Level> {
+  const workflow = runStepsWorkflow('growth-probe', LABEL, [{ name: 'build', steps: [['s', 'true']] }]);
+  const createToDispatch: number[] = [];
+  const dispatchToAck: number[] = [];
+  for (let i = 0; i < SAMPLES; i++) {
+    const started = performance.now();
+    const runId = await client.createRun(workflow);
+    const timeline = await watch.finished(runId);
+    createToDispatch.push(timeline.dispatched - started);
+    dispatchToAck.push(timeline.ackCommitted - timeline.granted);
+  }
+  const burstStarted = performance.now();
+  await pool(THROUGHPUT_RUNS, 64, async () => void (await watch.finished(await client.createRun(workflow))));
+  const seconds = (performance.now() - burstStarted) / 1000;
+  return {
+    liveRuns,
+    heapBytesPerLiveRun: heapPerRun,
+    createToDispatchMs: percentiles(createToDispatch),
+    dispatchToAckCommittedMs: percentiles(dispatchToAck),
+    oneJobRunsPerSecond: Math.round((THROUGHPUT_RUNS / seconds) * 10) / 10,
+  };
+}
+
+interface Timeline {
+  granted: number;
+  dispatched: number;
+  ackCommitted: number;
+}
+
+/** Commit observer + agent callbacks: when each probe run was granted, dispatched, acked and finished. */
+class Watch {
+  private readonly marks = new Map<string, Partial<Timeline>>();
+  private readonly waiters = new Map<string, (timeline: Timeline) => void>();
+
+  constructor(coordinator: Coordinator) {
+    coordinator.runtime.supervisor.observe((update) => {
+      const type = (update.event as { type: string }).type;
+      if (type === 'placement.granted') this.mark(update.runId, 'granted');
+      if (type === 'agent.job.ack') this.mark(update.runId, 'ackCommitted');
+      if (update.status === 'success') this.waiters.get(update.runId)?.(this.marks.get(update.runId) as Timeline);
+    });
+  }
+
+  mark(runId: string, what: keyof Timeline): void {
+    const marks = this.marks.get(runId) ?? {};
+    marks[what] ??= performance.now();
+    this.marks.set(runId, marks);
+  }
+
+  finished(runId: string): Promise<Timeline> {
+    return new Promise((resolve) => this.waiters.set(runId, (timeline) => {
+      this.waiters.delete(runId);
+      this.marks.delete(runId);
+      resolve(timeline);
+    }));
+  }
+}
+
+async function main(): Promise<void> {
+  const database = await freshDatabase('growth');
+  const dataDir = await mkdtemp(join(tmpdir(), 'sy-bench-growth-'));
+  const adminToken = `sya_bench_${randomBytes(8).toString('hex')}`;
+  const config = loadConfig({ DATABASE_URL: database.url, PORT: '0', SWITCHYARD_DATA_DIR: dataDir, SWITCHYARD_ADMIN_TOKEN: adminToken, SWITCHYARD_COORDINATOR_ID: 'bench-growth', LOG_LEVEL: 'silent' });
+  const coordinator = await startCoordinator(config, pino({ level: 'silent' }));
+  const client = new CoordinatorClient(coordinator.url, adminToken);
+  const watch = new Watch(coordinator);
+  const token = (await client.createToken()).token;
+  const agents = await Promise.all(
+    Array.from({ length: 10 }, (_, i) =>
+      FakeAgent.connect(client.wsUrl, token, {
+        agentId: `growth-${i}`,
+        labels: [LABEL],
+        maxConcurrency: 4,
+        onDispatch: (dispatch, agent) => {
+          watch.mark(dispatch.runId, 'dispatched');
+          agent.runAtOnce(dispatch);
+          agent.received.length = 0;
+        },
+      }),
+    ),
+  );
+  const levels: Level[] = [];
+  try {
+    let live = 0;
+    const baseline = heapUsed();
+    for (const target of LEVELS) {
+      await addLiveRuns(coordinator, target - live);
+      live = target;
+      const heapPerRun = Math.round((heapUsed() - baseline) / live);
+      const level = await measureLevel(coordinator, client, watch, live, heapPerRun);
+      levels.push(level);
+      console.log(`${String(live).padStart(6)} live runs: ${level.heapBytesPerLiveRun} B heap per run; create → dispatch p50 ${level.createToDispatchMs.p50} ms (p99 ${level.createToDispatchMs.p99}); dispatch → ack committed p50 ${level.dispatchToAckCommittedMs.p50} ms; ${level.oneJobRunsPerSecond} one-job runs/s`);
+    }
+    console.log(`results: ${(await writeResult('growth', flags, { setup: { agents: 10, samples: SAMPLES, throughputRuns: THROUGHPUT_RUNS }, levels })).pathname}`);
+  } finally {
+    await Promise.all(agents.map((agent) => agent.close()));
+    await coordinator.close();
+    await database.drop();
+    await rm(dataDir, { recursive: true, force: true });
+  }
+}
+
+await main();

@@ -1,0 +1,98 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { pino } from 'pino';
+import { Dispatcher } from '../../../actors/agents/dispatcher.ts';
+import { AgentRegistry } from '../../../actors/agents/registry.ts';
+import type { AgentSession } from '../../../actors/agents/registry.ts';
+import type { IncomingRunEvent } from '../../../actors/runs/supervisor.ts';
+import type { AgentRequirements } from '../../../machines/types.ts';
+
+const log = pino({ level: 'silent' });
+
+function needs(label: string): AgentRequirements {
+  return { runsOn: [{ kind: 'exact', value: label }], excludeLabels: [], runsOnPick: 'deterministic', executor: 'any' };
+}
+
+function session(agentId: string, label: string, maxConcurrency = 1): AgentSession {
+  return {
+    ...{ agentId, labels: [label], taints: [], properties: { 'switchyard.runSteps': true }, connectionId: `c-${agentId}`, tokenId: null },
+    ...{ maxConcurrency, scalerManaged: false, unusable: null, lastFrameAt: 0, slots: new Map(), sent: new Set<string>() },
+    link: { send: () => undefined, close: () => undefined },
+  };
+}
+
+/** A dispatcher over a real registry; what it tells runs is recorded in order. */
+function setup() {
+  const registry = new AgentRegistry(() => 0);
+  const told: { runId: string; event: IncomingRunEvent }[] = [];
+  const dispatcher = new Dispatcher(registry, (runId, event) => Promise.resolve(void told.push({ runId, event })), log);
+  const request = (runId: string, label: string) => dispatcher.requestPlacement({ runId, kind: 'requestPlacement', effectId: `${runId}:0:0`, payload: { jobKey: 'build', requirements: needs(label), attempt: 1 } });
+  const granted = () => told.filter((t) => t.event.type === 'placement.granted');
+  const reasons = (runId: string) => told.filter((t) => t.runId === runId && t.event.type === 'placement.none').map((t) => (t.event as { reason: { message: string } }).reason.message);
+  return { registry, dispatcher, told, request, granted, reasons };
+}
+
+const settle = () => new Promise((resolve) => setImmediate(resolve));
+
+describe('Dispatcher: the waiting queue', () => {
+  it('a freed slot goes to the job queued first, whatever else waits for other agents', async () => {
+    const { registry, dispatcher, request, granted } = setup();
+    const agent = session('a', 'linux');
+    registry.add(agent);
+    await request('run-1', 'linux');
+    for (let i = 0; i < 50; i++) await request(`gpu-${i}`, 'gpu');
+    await request('run-2', 'linux');
+    await request('run-3', 'linux');
+    assert.deepEqual(granted().map((g) => g.runId), ['run-1']);
+    const [dispatchId] = [...agent.slots.keys()];
+    registry.release('a', dispatchId ?? '');
+    await settle();
+    assert.deepEqual(granted().map((g) => g.runId), ['run-1', 'run-2']);
+    assert.equal(dispatcher.waitingCount, 51);
+  });
+
+  it('a pass over jobs whose kind of agent has no free slot tells no run anything new, but a changed reason is told', async () => {
+    const { registry, dispatcher, told, request, reasons } = setup();
+    registry.add(session('busy', 'linux'));
+    await request('holder', 'linux');
+    for (let i = 0; i < 20; i++) await request(`waiter-${i}`, 'linux');
+    assert.deepEqual(reasons('waiter-0'), ['1 matching agent is busy']);
+    const before = told.length;
+    await dispatcher.offer();
+    assert.equal(told.length, before, 'unchanged reasons are not sent again');
+    registry.add(session('busy-2', 'linux'));
+    await settle();
+    await dispatcher.offer();
+    assert.equal(told.filter((t) => t.event.type === 'placement.granted').length, 2, 'the new agent took one job');
+    assert.deepEqual(reasons('waiter-1').at(-1), 'all 2 matching agents are busy', 'the rest were told the new reason');
+  });
+
+  it('forgetting a run takes only its jobs out of the queue', async () => {
+    const { dispatcher, request } = setup();
+    await request('keep', 'nobody');
+    await request('drop', 'nobody');
+    dispatcher.forgetRun('drop');
+    assert.equal(dispatcher.isWaiting('keep', 'build'), true);
+    assert.equal(dispatcher.isWaiting('drop', 'build'), false);
+  });
+
+  it('placeNow takes a free agent only when no job queued earlier could take it', async () => {
+    const { registry, dispatcher, request } = setup();
+    const linux = session('l', 'linux');
+    registry.add(linux);
+    await request('gpu-waiting', 'gpu');
+    const grant = dispatcher.placeNow('fresh', { jobKey: 'build', requirements: needs('linux'), attempt: 1 });
+    assert.equal(grant?.agentId, 'l', 'a job waiting for another kind of agent does not hold it back');
+    assert.equal(linux.slots.size, 1, 'the slot is reserved at once');
+    dispatcher.undoPlacement(grant);
+    assert.equal(linux.slots.size, 0, 'and given back on undo');
+    registry.add(session('busy', 'mac'));
+    await request('mac-holder', 'mac');
+    await request('mac-waiting', 'mac');
+    // A mac agent whose capacity the dispatcher has not offered yet (the offer runs after the event that freed it).
+    (registry as unknown as { sessions: Map<string, AgentSession> }).sessions.set('mac-2', session('mac-2', 'mac'));
+    assert.equal(dispatcher.placeNow('fresh-mac', { jobKey: 'build', requirements: needs('mac'), attempt: 1 }), null, 'a queued mac job goes first');
+    await dispatcher.offer();
+    assert.equal(dispatcher.isWaiting('mac-waiting', 'build'), false, 'and gets the agent at the next offer');
+  });
+});
