@@ -29,9 +29,12 @@ function isGlob(pattern: string): boolean {
 }
 
 const variableValue = z.string().max(MAX_VALUE, `at most ${MAX_VALUE} characters`);
-const variables = z
-  .record(z.string().regex(VARIABLE_KEY, 'a variable name is letters, digits and _, not starting with a digit, KICI_ or SWITCHYARD_'), variableValue)
-  .refine((vars) => Object.keys(vars).length <= MAX_VARIABLES, `at most ${MAX_VARIABLES} variables`);
+const KEY_RULE = 'a variable name is letters, digits and _, not starting with a digit, KICI_ or SWITCHYARD_';
+const variables = z.record(z.string(), variableValue).superRefine((vars, ctx) => {
+  const keys = Object.keys(vars);
+  if (keys.length > MAX_VARIABLES) ctx.addIssue({ code: 'custom', message: `at most ${MAX_VARIABLES} variables` });
+  for (const key of keys.filter((k) => !VARIABLE_KEY.test(k))) ctx.addIssue({ code: 'custom', path: [key], message: KEY_RULE });
+});
 
 const environmentSchema = z
   .object({
@@ -63,7 +66,7 @@ function nameOf(params: Record<string, string>): string {
 
 function keyOf(params: Record<string, string>): string {
   const key = params['key'] ?? '';
-  if (!VARIABLE_KEY.test(key)) throw new HttpError(400, 'invalid request', 'key: letters, digits and _, not starting with a digit, KICI_ or SWITCHYARD_');
+  if (!VARIABLE_KEY.test(key)) throw new HttpError(400, 'invalid request', `key: ${KEY_RULE}`);
   return key;
 }
 
