@@ -1,4 +1,4 @@
-import { approvalWaiting, gateIdOf } from './environment.ts';
+import { approvalWaiting, durationText, gateIdOf } from './environment.ts';
 import type { ApprovalGate, EnvironmentHold } from './environment.ts';
 import type { JobEvent } from './job.events.ts';
 import type { WaitingReason } from './types.ts';
@@ -44,7 +44,7 @@ export function closeGate(gate: ApprovalGate, event: JobEvent, at: number): Appr
 /** Why a job whose hold was rejected or expired ended cancelled. */
 export function closedOutcome(gate: ApprovalGate): string {
   const environment = `environment ${gate.environment}`;
-  if (gate.status === 'expired') return `approval of ${environment} expired: no decision within ${Math.round((gate.expiresAt - gate.openedAt) / 3_600_000)} h`;
+  if (gate.status === 'expired') return `approval of ${environment} expired: no decision within ${durationText(gate.expiresAt - gate.openedAt)}`;
   const comment = gate.comment ? `: ${gate.comment}` : '';
   return `approval of ${environment} rejected by ${gate.decidedBy ?? 'unknown'}${comment}`;
 }
