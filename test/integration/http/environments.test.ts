@@ -135,6 +135,20 @@ describe('environment and approval routes (docs/http-api.md#environments)', { sk
     assert.ok(journal.some((e) => e.type === 'job.approval' && (e as unknown as { by: string }).by === 'bob'), 'who decided is journaled');
   });
 
+  it('a workflow approval (RUN-4) is the gate `workflow` of a held run: listed as pending, approved over the same route', async () => {
+    const workflow = { ...(deployWorkflow('none') as { jobs: { environments?: unknown }[] }), approval: { timeoutSeconds: 600 } };
+    workflow.jobs = workflow.jobs.map(({ environments: _dropped, ...job }) => job);
+    const runId = await client.createRun(workflow);
+    const held = (await client.waitForRunStatus(runId, 'held')) as unknown as GatesView;
+    assert.deepEqual(held.pendingGates.map((g) => [g.gateId, g.kind]), [['workflow', 'workflow']]);
+    const approved = await call('POST', `/api/v1/runs/${runId}/approvals/workflow`, { decision: 'approve' });
+    assert.equal(approved.status, 202);
+    const released = (await client.waitForRun(runId, (v) => v.run.status === 'pending', 10_000, 'the run released')) as unknown as GatesView;
+    assert.deepEqual(released.pendingGates, []);
+    assert.equal((await client.journal(runId)).find((e) => e.type === 'run.approval')?.type, 'run.approval');
+    await client.cancel(runId, { force: true });
+  });
+
   it('approvals: bad body 400, unknown run or gate 404, a finished run or a decided gate 409', async () => {
     await call('PUT', '/api/v1/environments/gated', { approvalRequired: true });
     const runId = await client.createRun(deployWorkflow('gated'));
