@@ -2,6 +2,7 @@ import picomatch from 'picomatch';
 import type { Kysely } from 'kysely';
 import type { EnvironmentHold, EnvironmentVerdict } from '../../machines/environment.ts';
 import type { LockStaticJob, LockWorkflow } from '../../machines/lock.types.ts';
+import { initFlagsOf } from '../../machines/run.plan.ts';
 import type { PlannedEnvironments } from '../../machines/run.plan.ts';
 import { loadEnvironments } from '../db/environments.ts';
 import type { EnvironmentRecord, TrustTier } from '../db/environments.ts';
@@ -57,9 +58,9 @@ export function environmentNamesOf(workflow: LockWorkflow, inline: Record<string
   return names;
 }
 
-/** An init job may name any environment: every one is then frozen with the run. */
+/** An init job may name any environment (its result can carry a name): every one is then frozen with the run. */
 function mayNameAny(workflow: LockWorkflow): boolean {
-  return staticJobs(workflow).some((job) => job.environments?.some((ref) => ref.dynamic && ref.value === ''));
+  return staticJobs(workflow).some((job) => initFlagsOf(job) !== null);
 }
 
 /** The branch a ref names (`refs/heads/x` → `x`); any other ref is matched as written. */
