@@ -106,14 +106,30 @@ export async function deleteEnvironment(db: Kysely<Schema>, name: string): Promi
   return db.transaction().execute(async (trx): Promise<DeleteOutcome> => {
     const row = await trx.selectFrom('environments').select('name').where('name', '=', name).forUpdate().executeTakeFirst();
     if (!row) return { deleted: false, reason: 'not_found' };
-    const pending = await trx.selectFrom('approval_gates').select('run_id').distinct().where('environment', '=', name).where('status', '=', 'pending').orderBy('run_id').execute();
-    if (pending.length > 0) return { deleted: false, reason: 'pending_held_runs', runIds: pending.map((p) => p.run_id) };
+    const runIds = await pendingHeldRuns(trx, name);
+    if (runIds.length > 0) return { deleted: false, reason: 'pending_held_runs', runIds };
     await trx.deleteFrom('environment_variables').where('environment', '=', name).execute();
     await trx.deleteFrom('environment_repositories').where('environment', '=', name).execute();
     await trx.updateTable('approval_gates').set({ environment: null }).where('environment', '=', name).execute();
     await trx.deleteFrom('environments').where('name', '=', name).execute();
     return { deleted: true };
   });
+}
+
+/**
+ * Runs with a hold on `name` still pending: by their records, and by the job projection, which is
+ * committed with the state that opened the hold (the record follows as an effect just after).
+ */
+async function pendingHeldRuns(trx: Transaction<Schema>, name: string): Promise<string[]> {
+  const recorded = await trx.selectFrom('approval_gates').select('run_id').where('environment', '=', name).where('status', '=', 'pending').execute();
+  const projected = await trx
+    .selectFrom('jobs')
+    .select('run_id')
+    .where('status', '=', 'pending')
+    .where(sql<string>`waiting_reason->>'kind'`, '=', 'approval')
+    .where(sql<string>`waiting_reason->>'environment'`, '=', name)
+    .execute();
+  return [...new Set([...recorded, ...projected].map((row) => row.run_id))].sort();
 }
 
 /** Sets one variable; false when the environment does not exist. */
