@@ -1,3 +1,4 @@
+import type { ApprovalGate } from './environment.ts';
 import type { MatrixPlace } from './job.events.ts';
 import type { AgentRequirements, ConcurrencyPolicy, DeadlineSpec, InitTarget, ResolvedValues, UpstreamResults } from './types.ts';
 
@@ -26,6 +27,8 @@ export interface IntentParams {
   releaseSlot: { agentId: string; dispatchId: string };
   requestConcurrency: { jobKey: string; key: string; policy: ConcurrencyPolicy };
   releaseConcurrency: { jobKey: string; key: string };
+  /** A job's hold was opened or decided: its record is written (docs/http-api.md#approvals). */
+  recordApprovalGate: { jobKey: string; gate: ApprovalGate };
 }
 
 export type IntentKind = keyof IntentParams;
@@ -50,6 +53,7 @@ export const JOB_INTENTS = [
   'releaseSlot',
   'requestConcurrency',
   'releaseConcurrency',
+  'recordApprovalGate',
 ] as const satisfies readonly IntentKind[];
 
 export const RUN_INTENTS = ['armDeadline', 'disarmDeadline', 'releaseSlot'] as const satisfies readonly IntentKind[];
@@ -71,6 +75,7 @@ const SLOTS: IntentSlots<IntentKind> = {
   releaseSlot: () => {},
   requestConcurrency: () => {},
   releaseConcurrency: () => {},
+  recordApprovalGate: () => {},
 };
 export const INTENT_KINDS: ReadonlySet<string> = new Set(Object.keys(SLOTS));
 

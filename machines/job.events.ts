@@ -1,3 +1,4 @@
+import type { ApprovalDecision, EnvironmentHold } from './environment.ts';
 import type { JobStatus, TerminalJobStatus } from './status.ts';
 import type {
   AgentRequirements,
@@ -35,7 +36,8 @@ export type JobTimerEvent =
   | ({ type: 'timer.recovery.expired' } & TimerFields)
   | ({ type: 'timer.queue.expired' } & TimerFields)
   | ({ type: 'timer.cancel.expired' } & TimerFields)
-  | ({ type: 'timer.jobTimeout.expired' } & TimerFields);
+  | ({ type: 'timer.jobTimeout.expired' } & TimerFields)
+  | ({ type: 'timer.approval.expired' } & TimerFields);
 
 export interface TimerFields extends Timed {
   deadlineId: string;
@@ -71,12 +73,16 @@ export interface Release {
   upstream?: UpstreamResults;
   resolved?: ResolvedValues;
   concurrency?: JobConcurrency;
+  /** Set when an init job named the environment: its hold (ENV-2), or null when it holds nothing. */
+  hold?: EnvironmentHold | null;
 }
 
 /** Events a job actor accepts. The run actor forwards them by `jobKey`. */
 export type JobEvent = (
   | ({ type: 'job.release' } & Release & Timed)
   | ({ type: 'job.init.failed'; failure: InitFailure } & Timed)
+  /** A user decided the job's hold (docs/http-api.md#approvals). */
+  | ({ type: 'job.approval' } & ApprovalDecision & Timed)
   | ({ type: 'job.gate'; reason: WaitingReason } & Timed)
   | ({ type: 'job.skip'; reason: string } & Timed)
   | ({ type: 'job.cancel.requested'; force: boolean; reason: string } & Timed)
@@ -107,6 +113,7 @@ export type JobEvent = (
 
 export const JOB_EVENT_TYPES = [
   'job.gate',
+  'job.approval',
   'job.skip',
   'job.cancel.requested',
   'concurrency.granted',
@@ -129,6 +136,7 @@ export const JOB_EVENT_TYPES = [
   'timer.queue.expired',
   'timer.cancel.expired',
   'timer.jobTimeout.expired',
+  'timer.approval.expired',
 ] as const satisfies readonly JobEvent['type'][];
 
 /** Events a job actor sends to its run. */
@@ -160,6 +168,8 @@ export interface JobInput {
   initFor?: InitTarget | null;
   /** Set for a matrix child: its values and place in the fan-out (docs/lockfile.md#jobs). */
   matrix?: MatrixPlace | null;
+  /** Its environment holds it for approval before placement (ENV-2). */
+  hold?: EnvironmentHold | null;
 }
 
 export interface MatrixPlace {

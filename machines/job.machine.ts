@@ -3,7 +3,7 @@ import { endAsReported, jobSetup } from './job.setup.ts';
 
 export const JOB_MACHINE_ID = 'job';
 /** Bump when a change makes stored job snapshots unreadable (docs/architecture.md#ownership-leases-epochs-fencing-and-adoption). */
-export const JOB_MACHINE_VERSION = 3;
+export const JOB_MACHINE_VERSION = 4;
 
 const LOST_AFTER_START = 'agent restarted without the job';
 const LOST_BEFORE_START = 'agent restarted without the job before starting it';
@@ -28,6 +28,8 @@ export const jobMachine = jobSetup.createMachine({
     initFor: input.initFor ?? null,
     upstream: null,
     resolved: null,
+    hold: input.hold ?? null,
+    approval: null,
     steps: [],
     result: null,
     attempt: 0,
@@ -66,6 +68,22 @@ export const jobMachine = jobSetup.createMachine({
             'job.gate': { actions: 'wait' },
           },
         },
+        approval: {
+          description: 'Held until a user approves its environment (ENV-2); rejection or the approval deadline cancels it.',
+          entry: 'openApprovalGate',
+          exit: ['closeApprovalGate', { type: 'disarm', params: { kind: 'approval' } }],
+          on: {
+            'job.approval': [
+              { guard: 'approves', target: '#job.admitted' },
+              { guard: 'rejects', target: '#job.cancelled', actions: 'outcomeOfClosedGate' },
+            ],
+            'timer.approval.expired': {
+              guard: { type: 'isCurrentDeadline', params: { kind: 'approval' } },
+              target: '#job.cancelled',
+              actions: 'outcomeOfClosedGate',
+            },
+          },
+        },
         concurrency: {
           entry: [{ type: 'enter', params: { status: 'concurrency' } }, 'askForConcurrency'],
           on: {
@@ -92,6 +110,7 @@ export const jobMachine = jobSetup.createMachine({
     },
     admitted: {
       always: [
+        { guard: 'awaitsApproval', target: 'waiting.approval' },
         { guard: 'needsConcurrency', target: 'waiting.concurrency' },
         { guard: 'queueExpires', target: 'queued', actions: { type: 'arm', params: { kind: 'queue' } } },
         { target: 'queued' },

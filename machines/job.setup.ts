@@ -3,6 +3,8 @@ import type { ParameterizedObject } from 'xstate';
 import type { ArmedDeadlines, Assignment, JobConcurrency, JobEvent, JobInput, MatrixPlace } from './job.events.ts';
 import { JOB_INTENTS, intentSlots } from './intents.ts';
 import type { Intent, JobIntentKind } from './intents.ts';
+import { closeGate, closedOutcome, decides, openGate } from './job.approval.ts';
+import type { ApprovalGate, EnvironmentHold } from './environment.ts';
 import { failureReasonOf, mergeStepResults, upsertStep } from './job.results.ts';
 import { isTerminalJobStatus } from './status.ts';
 import type { JobStatusTag, TerminalJobStatus } from './status.ts';
@@ -36,6 +38,9 @@ export interface JobContext {
   /** What the run handed over on release: upstream results and init-resolved values (DAG-4). */
   upstream: UpstreamResults | null;
   resolved: ResolvedValues | null;
+  /** Its environment holds it for approval before placement (ENV-2); the gate once opened. */
+  hold: EnvironmentHold | null;
+  approval: ApprovalGate | null;
   /** Steps of the current attempt as the agent reported them. */
   steps: StepRecord[];
   /** What the agent's terminal `job.status` reported. */
@@ -60,6 +65,8 @@ export interface JobResult {
 }
 
 type TimerKind = Exclude<DeadlineKind, 'workflow' | 'approval'>;
+/** Deadlines a job arms: the approval deadline's time is its gate's, not a timeout's. */
+type JobDeadlineKind = Exclude<DeadlineKind, 'workflow'>;
 
 const STALE_BACKSTOP_MS = 60_000;
 /** The cancel deadline is `gracePeriod` + 30 s (DSP-3); the backstop adds `gracePeriod` itself. */
@@ -164,7 +171,7 @@ const jobBase = setup({
     /** After a restore, the agent holding the attempt has no session anywhere: its socket went with the old process. */
     assignedAgentGone: ({ context, event }) =>
       event.type === 'job.restored' && context.assignment !== null && !event.liveAgents.includes(context.assignment.agentId),
-    isCurrentDeadline: ({ context, event }, params: { kind: TimerKind }) => {
+    isCurrentDeadline: ({ context, event }, params: { kind: JobDeadlineKind }) => {
       const armed = context.deadlines[params.kind];
       return 'deadlineId' in event && armed !== undefined && armed.id === event.deadlineId && armed.at === event.dueAt;
     },
@@ -178,6 +185,9 @@ const jobBase = setup({
     attemptsLeftAfterThis: ({ context }) => context.attempt + 1 < context.maxAttempts,
     everDispatched: ({ context }) => context.attempt > 0,
     queueExpires: ({ context }) => context.timeouts.queueMs > 0,
+    awaitsApproval: ({ context }) => context.hold !== null && context.approval === null,
+    approves: ({ context, event }) => decides(context.approval, event, 'approve'),
+    rejects: ({ context, event }) => decides(context.approval, event, 'reject'),
   },
 });
 
@@ -189,7 +199,7 @@ export const jobSetup = jobBase.extend({
       enqueue.assign({ deadlines: { ...context.deadlines, [params.kind]: { id, at } } });
       enqueue({ type: 'armDeadline', params: { id, kind: params.kind, at, jobKey: context.jobKey } });
     }),
-    disarm: compose<{ kind: TimerKind }>(({ context, enqueue }, params) => {
+    disarm: compose<{ kind: JobDeadlineKind }>(({ context, enqueue }, params) => {
       const armed = context.deadlines[params.kind];
       if (!armed) return;
       const { [params.kind]: _dropped, ...rest } = context.deadlines;
@@ -279,6 +289,7 @@ export const jobSetup = jobBase.extend({
         upstream: event.upstream ?? context.upstream,
         resolved: event.resolved ?? context.resolved,
         concurrency: event.concurrency ?? context.concurrency,
+        hold: event.hold !== undefined ? event.hold : context.hold,
       };
     }),
     failInit: assign(({ event }) => {
@@ -326,6 +337,24 @@ export const jobSetup = jobBase.extend({
       enqueue({ type: 'armDeadline', params: { id, kind: 'jobTimeout', at, jobKey: context.jobKey } });
     }),
     holdConcurrency: assign({ holdsConcurrency: true, waiting: null }),
+    /** Entering `waiting.approval`: the gate opens, its deadline is armed and its record written. */
+    openApprovalGate: compose(({ context, event, enqueue }) => {
+      if (!context.hold) return;
+      const at = timeOf(context, event);
+      const { gate, waiting } = openGate(context.jobKey, context.hold, at);
+      const id = `${context.jobKey}#approval`;
+      enqueue.assign({ approval: gate, waiting, deadlines: { ...context.deadlines, approval: { id, at: gate.expiresAt } } });
+      enqueue({ type: 'armDeadline', params: { id, kind: 'approval', at: gate.expiresAt, jobKey: context.jobKey } });
+      enqueue({ type: 'recordApprovalGate', params: { jobKey: context.jobKey, gate } });
+    }),
+    /** Leaving it, however: the gate is decided once and its record written; its deadline goes. */
+    closeApprovalGate: compose(({ context, event, enqueue }) => {
+      if (context.approval?.status !== 'pending') return;
+      const gate = closeGate(context.approval, event, timeOf(context, event));
+      enqueue.assign({ approval: gate, waiting: null });
+      enqueue({ type: 'recordApprovalGate', params: { jobKey: context.jobKey, gate } });
+    }),
+    outcomeOfClosedGate: assign(({ context }) => ({ outcome: context.approval ? closedOutcome(context.approval) : null })),
     finish: compose<{ status: TerminalJobStatus }>(({ context, event, enqueue, self }, params) => {
       for (const armed of Object.values(context.deadlines)) {
         enqueue({ type: 'disarmDeadline', params: { id: armed.id, jobKey: context.jobKey } });

@@ -1,6 +1,8 @@
 import type { JobInput, JobReport, Release } from './job.events.ts';
 import type { ConcurrencyScope, FanoutGroup, GateDecision, JobPlan, RunInput, RunJobNode } from './run.types.ts';
 import { countsAsFailure } from './status.ts';
+import { verdictFor } from './environment.ts';
+import type { EnvironmentVerdict } from './environment.ts';
 import type { InitFailure, InitResult } from './types.ts';
 
 /** What a run hands its jobs: their inputs at spawn, what a release carries, and fail-fast halts (WAVE-3). */
@@ -19,6 +21,7 @@ export function jobInputOf(plan: JobPlan, run: { runId: string; maxAttempts: num
     createdAt,
     matrix: plan.fanoutIndex === null ? null : { values: plan.matrixValues, index: plan.fanoutIndex, total: plan.fanoutTotal ?? 1 },
     ...(plan.initFor ? { initFor: plan.initFor } : {}),
+    ...(plan.hold ? { hold: plan.hold } : {}),
   };
 }
 
@@ -37,6 +40,18 @@ export function releaseOf(upstream: Release['upstream'] | null, init: InitResult
   }
   if (init.concurrencyGroup && scope) release.concurrency = { key: `${scope.repository}::${init.concurrencyGroup}`, policy: scope.policy };
   return release;
+}
+
+/**
+ * The environment an init job named is checked against the run's frozen verdicts (ENV-2, ENV-4):
+ * the release carries its hold, or the job fails with `environment_rules` instead.
+ */
+export function checkReleasedEnvironment(jobKey: string, release: Release, verdicts: Readonly<Record<string, EnvironmentVerdict>> | null): Release | InitFailure {
+  const name = release.resolved?.environment;
+  if (name === undefined || verdicts === null) return release;
+  const verdict = verdictFor(name, verdicts);
+  if (verdict.kind === 'fail') return { scope: 'job', category: 'environment_rules', message: verdict.message, jobName: jobKey };
+  return { ...release, hold: verdict.kind === 'hold' ? verdict.hold : null };
 }
 
 /** failFast (WAVE-3): the first failed child of a fail-fast fan-out halts the group. */

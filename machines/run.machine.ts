@@ -5,7 +5,8 @@ import { JOB_EVENT_TYPES } from './job.events.ts';
 import type { ArmedDeadline, JobEvent, JobInput, JobReport, TimerFields } from './job.events.ts';
 import { NEEDS_GATE, buildGraph } from './run.graph.ts';
 import { settle } from './run.settle.ts';
-import { haltSiblings, haltedGroup, jobInputOf, jobInputs, releaseOf } from './run.jobs.ts';
+import { checkReleasedEnvironment, haltSiblings, haltedGroup, jobInputOf, jobInputs, releaseOf } from './run.jobs.ts';
+import type { EnvironmentVerdict } from './environment.ts';
 import type { ConcurrencyScope, FanoutGroup, GateDecision, JobPlan, RunInput, RunJobNode } from './run.types.ts';
 import { computeRunStatus, countsAsFailure } from './status.ts';
 import type { RunStatusTag, TerminalRunStatus } from './status.ts';
@@ -15,7 +16,7 @@ import type { InitFailure } from './types.ts';
 
 export const RUN_MACHINE_ID = 'run';
 /** Bump when a change makes stored run snapshots unreadable (docs/architecture.md#ownership-leases-epochs-fencing-and-adoption). */
-export const RUN_MACHINE_VERSION = 3;
+export const RUN_MACHINE_VERSION = 4;
 
 const DEFAULT_APPROVAL_TIMEOUT_MS = 24 * 60 * 60_000;
 
@@ -34,6 +35,8 @@ export interface RunContext {
   /** Templates already fanned out: their keys name no job any more. */
   fannedOut: string[];
   concurrencyScope: ConcurrencyScope | null;
+  /** Frozen verdicts on environments init jobs may name (ENV-4); null: not checked. */
+  environments: Record<string, EnvironmentVerdict> | null;
   maxAttempts: number;
   deadlines: { workflow?: ArmedDeadline; approval?: ArmedDeadline };
   workflowTimeoutMs: number | null;
@@ -137,9 +140,12 @@ function sendDecisions(
   for (const decision of decisions) {
     const { jobKey } = decision;
     switch (decision.kind) {
-      case 'release':
-        enqueue.sendTo(jobKey, { type: 'job.release', ...releaseOf(decision.upstream, decision.init, context.concurrencyScope), at });
+      case 'release': {
+        const release = checkReleasedEnvironment(jobKey, releaseOf(decision.upstream, decision.init, context.concurrencyScope), context.environments);
+        if ('category' in release) enqueue.sendTo(jobKey, { type: 'job.init.failed', failure: release, at });
+        else enqueue.sendTo(jobKey, { type: 'job.release', ...release, at });
         break;
+      }
       case 'skip':
         enqueue.sendTo(jobKey, { type: 'job.skip', reason: decision.reason, at });
         break;
@@ -270,6 +276,7 @@ export const runMachine = runSetup.extend({
       templates: Object.fromEntries(input.jobs.filter((plan) => plan.template).map((plan) => [plan.key, plan])),
       fannedOut: [],
       concurrencyScope: input.concurrencyScope ?? null,
+      environments: input.environments ?? null,
       maxAttempts: input.maxAttempts,
       deadlines: {},
       workflowTimeoutMs: input.workflowTimeoutMs,

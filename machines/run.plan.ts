@@ -2,6 +2,8 @@ import type { LockDynamicJob, LockNeed, LockStaticJob, LockStep, LockWorkflow } 
 import { expandStaticMatrix, matrixChildName } from './run.matrix.ts';
 import type { MatrixCombination } from './run.matrix.ts';
 import type { JobPlan, RunInput } from './run.types.ts';
+import { verdictFor } from './environment.ts';
+import type { EnvironmentVerdict } from './environment.ts';
 import type {
   AgentRequirements,
   ConcurrencyPolicy,
@@ -29,6 +31,15 @@ export interface PlanRunOptions {
   jobErrors?: Record<string, InitFailure>;
   /** A run-scope failure found before planning; the run fails at once (INIT-2). */
   initFailure?: InitFailure;
+  /** The environment each job names and the frozen verdicts on them (ENV-2, ENV-4; src/pipeline/environments.ts). */
+  environments?: PlannedEnvironments;
+}
+
+export interface PlannedEnvironments {
+  /** The environment a job names in the lock file, by job name (after inline evaluation). */
+  byJob: Record<string, string>;
+  /** Verdicts on the environments named, and on every environment when an init job may name one. */
+  verdicts: Record<string, EnvironmentVerdict>;
 }
 
 /** @default 30 s, the KiCI default `gracePeriod`. */
@@ -64,6 +75,7 @@ export function planRun(options: PlanRunOptions): RunInput {
     initFailure: options.initFailure ?? null,
     maxAttempts: options.maxAttempts,
     concurrencyScope: { repository: options.repository, policy: concurrencyPolicyOf(workflow) },
+    ...(options.environments ? { environments: options.environments.verdicts } : {}),
   };
 }
 
@@ -163,6 +175,8 @@ function setupFailure(job: LockStaticJob, options: PlanRunOptions): InitFailure 
   if (job.runsOnAll) return initFailure(job.name, 'matrix_expansion', 'runsOnAll is not supported');
   const given = ownValue(options.jobErrors, job.name);
   if (given) return { ...given, scope: 'job', message: clip(given.message), jobName: job.name };
+  const verdict = environmentVerdictOf(job, options);
+  if (verdict?.kind === 'fail') return initFailure(job.name, 'environment_rules', `job ${job.name}: ${verdict.message}`);
   const inline = typeof job.concurrencyGroup === 'object';
   if (inline && ownValue(options.resolvedConcurrencyGroups, job.name) === undefined) {
     return initFailure(job.name, 'dynamic_eval', `the concurrency group expression of job ${job.name} was not evaluated`);
@@ -202,7 +216,19 @@ function sharedPlan(job: LockStaticJob, options: PlanRunOptions, runnable: boole
     requirements: requirementsOf(job),
     timeouts: timeoutsOf(job, options.timeouts),
     concurrency: runnable ? concurrencyOf(job, options) : null,
+    ...holdOf(job, options),
   };
+}
+
+/** The verdict on the environment a job names in the lock file; null when it names none. */
+function environmentVerdictOf(job: LockStaticJob, options: PlanRunOptions): EnvironmentVerdict | null {
+  const name = ownValue(options.environments?.byJob, job.name);
+  return name === undefined || !options.environments ? null : verdictFor(name, options.environments.verdicts);
+}
+
+function holdOf(job: LockStaticJob, options: PlanRunOptions): { hold?: NonNullable<JobPlan['hold']> } {
+  const verdict = environmentVerdictOf(job, options);
+  return verdict?.kind === 'hold' ? { hold: verdict.hold } : {};
 }
 
 function requirementsOf(job: LockStaticJob): AgentRequirements {

@@ -1,3 +1,4 @@
+import type { EnvironmentHold, EnvironmentVerdict } from './environment.ts';
 import type { TerminalJobStatus } from './status.ts';
 import type {
   AgentRequirements,
@@ -32,6 +33,8 @@ export interface JobPlan {
   template?: boolean;
   /** Set on an init job: the job it evaluates for. */
   initFor?: InitTarget;
+  /** Its environment holds it for approval before placement (ENV-2). */
+  hold?: EnvironmentHold;
 }
 
 /** How a concurrency group resolved at run time is scoped and governed (CONC-1, CONC-2). */
@@ -53,6 +56,11 @@ export interface RunInput {
   maxAttempts: number;
   /** For job-level groups an init job resolves; absent when the run has none. */
   concurrencyScope?: ConcurrencyScope;
+  /**
+   * Verdicts on every environment an init job may name, frozen at creation (ENV-4); a name missing
+   * here fails its job with `environment_rules`. Absent: names from init jobs are not checked.
+   */
+  environments?: Record<string, EnvironmentVerdict>;
 }
 
 /** The run's view of one job: enough to evaluate needs, waves and completion. */

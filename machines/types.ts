@@ -18,6 +18,10 @@ export type WaitingReasonKind =
 export interface WaitingReason {
   kind: WaitingReasonKind;
   message: string;
+  /** For a hold (`approval`): the gate a user decides, its environment and when it expires. */
+  gateId?: string;
+  environment?: string;
+  expiresAt?: number;
 }
 
 export const INIT_FAILURE_CATEGORIES = [

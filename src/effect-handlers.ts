@@ -8,6 +8,7 @@ import { ConcurrencyGroups } from '../actors/concurrency/groups.ts';
 import type { EffectHandlers } from '../actors/runs/ports.ts';
 import type { CompiledConfig } from './config/index.ts';
 import { updateConcurrencyGroup } from './db/concurrency-groups.ts';
+import { recordApprovalGate } from './db/environments.ts';
 import type { Schema } from './db/schema.ts';
 import type { RunSources } from './pipeline/run-source.ts';
 import { buildDispatch } from './ws/dispatch-builder.ts';
@@ -35,6 +36,7 @@ export function effectHandlers(deps: EffectHandlerDeps, parts: EffectHandlerPart
     releaseSlot: (effect) => agents.releaseSlot(effect),
     requestConcurrency: (effect) => groups.request(effect),
     releaseConcurrency: (effect) => groups.release(effect),
+    recordApprovalGate: (effect) => recordApprovalGate(db, effect.runId, effect.payload.jobKey, effect.payload.gate),
   };
 }
 

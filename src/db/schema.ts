@@ -207,7 +207,52 @@ export interface GenericSourcesTable {
   created_at: Millis;
 }
 
+export interface EnvironmentsTable {
+  name: string;
+  branches: Json;
+  minimum_trust: 'trusted' | 'known' | 'unknown' | null;
+  approval_required: boolean;
+  approvers: string | null;
+  hold_expiry_seconds: number;
+  /** Read by test runs (SEC-6): only such environments accept locally supplied secrets. */
+  allow_local_execution: boolean;
+  created_at: Millis;
+  updated_at: Millis;
+}
+
+export interface EnvironmentRepositoriesTable {
+  environment: string;
+  repository: string;
+}
+
+export interface EnvironmentVariablesTable {
+  environment: string;
+  key: string;
+  value: string;
+  updated_at: Millis;
+}
+
+export interface ApprovalGatesTable {
+  run_id: string;
+  gate_id: string;
+  job_key: string;
+  /** Null once the environment was deleted (ENV-3). */
+  environment: string | null;
+  kind: 'approval' | 'security';
+  status: 'pending' | 'approved' | 'rejected' | 'expired';
+  reason: string;
+  comment: string | null;
+  decided_by: string | null;
+  decided_at: Millis | null;
+  opened_at: Millis;
+  expires_at: Millis;
+}
+
 export interface Schema {
+  environments: EnvironmentsTable;
+  environment_repositories: EnvironmentRepositoriesTable;
+  environment_variables: EnvironmentVariablesTable;
+  approval_gates: ApprovalGatesTable;
   deliveries: DeliveriesTable;
   repositories: RepositoriesTable;
   generic_sources: GenericSourcesTable;

@@ -7,6 +7,7 @@ import type { Schema } from '../db/schema.ts';
 import { registerAgentRoutes } from './api-agents.ts';
 import type { AgentApiDeps } from './api-agents.ts';
 import { registerAgentTokenRoutes } from './api-agent-tokens.ts';
+import { registerEnvironmentRoutes } from './api-environments.ts';
 import { registerLogRoutes } from './api-logs.ts';
 import { registerMachineRoutes } from './api-machines.ts';
 import { registerReplayRoutes } from './api-replay.ts';
@@ -35,7 +36,7 @@ export interface AdminRouteDeps {
   kickToken: (record: AgentTokenRecord) => void;
 }
 
-/** Health, runs, jobs, logs, agents, agent tokens, machines, replay and the visualizer (docs/http-api.md#routes). */
+/** Health, runs, jobs, approvals, environments, logs, agents, agent tokens, machines, replay and the visualizer (docs/http-api.md#routes). */
 export function adminRoutes(deps: AdminRouteDeps): Router {
   const { db, config, runtime, now } = deps;
   const router = new Router();
@@ -45,6 +46,7 @@ export function adminRoutes(deps: AdminRouteDeps): Router {
     ...{ timeouts: deps.timeouts, maxAttempts: config.maxDispatchAttempts, now },
   });
   registerAgentTokenRoutes(router, { db, now, onRevoked: deps.kickToken });
+  registerEnvironmentRoutes(router, { db, now });
   registerAgentRoutes(router, { db, coordinatorId: config.coordinatorId, agents: runtime.registry, now });
   registerLogRoutes(router, { db });
   registerMachineRoutes(router);

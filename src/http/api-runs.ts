@@ -12,7 +12,9 @@ import { findWorkflowProblem } from '../lockfile/checks.ts';
 import { job as lockJobSchema } from '../lockfile/schema-jobs.ts';
 import { getRunWithJobs, listJobsByStatus, listRuns } from '../db/run-queries.ts';
 import { rerunOf, rerunRunRoute } from './api-rerun.ts';
+import { decideApprovalRoute, gatesOf, withRenewedReasons } from './api-approvals.ts';
 import type { Schema } from '../db/schema.ts';
+import { resolveRunEnvironments } from '../pipeline/environments.ts';
 import type { RunSource } from '../pipeline/run-source.ts';
 import { HttpError, readJson, sendJson } from './respond.ts';
 import type { RouteContext, Router } from './router.ts';
@@ -64,9 +66,10 @@ export function registerRunRoutes(router: Router, deps: RunApiDeps): void {
     })
     .on('POST', '/api/v1/runs/:id/cancel', (ctx) => cancelRunRoute(deps, ctx))
     .on('POST', '/api/v1/runs/:id/rerun', (ctx) => rerunRunRoute(deps, ctx))
+    .on('POST', '/api/v1/runs/:id/approvals/:gateId', (ctx) => decideApprovalRoute(deps, ctx))
     .on('GET', '/api/v1/jobs', async ({ res, url }) => {
       const jobs = await listJobsByStatus(deps.db, url.searchParams.get('status') ?? 'pending', 500);
-      sendJson(res, 200, { jobs });
+      sendJson(res, 200, { jobs: withRenewedReasons(jobs, deps.now()) });
     });
 }
 
@@ -83,7 +86,8 @@ async function getRunRoute(deps: RunApiDeps, res: RouteContext['res'], runId: st
   if (!found) throw new HttpError(404, 'not found', `no run ${runId}`);
   const original = rerunOf(found.run.input_summary);
   // `originalRunId` is the spec's name for the link (RUN-5); `rerunOf` the one the CLI and runs page read.
-  sendJson(res, 200, { ...found, rerunOf: original, originalRunId: original });
+  const gates = await gatesOf(deps.db, runId, found.run.status);
+  sendJson(res, 200, { ...found, jobs: withRenewedReasons(found.jobs, deps.now()), ...gates, rerunOf: original, originalRunId: original });
 }
 
 /** Starts a workflow by hand: the same planning and run actor as a webhook run. */
@@ -92,6 +96,9 @@ async function createRunRoute(deps: RunApiDeps, { req, res }: RouteContext) {
   const problem = findWorkflowProblem(body.workflow);
   if (problem) throw new HttpError(400, 'invalid workflow', `${problem.path.map(String).join('.')}: ${problem.problem}`);
   const runId = randomUUID();
+  // An administrator starts it: trusted (TRUST-1). Its environments resolve as a webhook run's do (ENV-4).
+  const origin = { repository: body.repository, ref: body.ref, trustTier: 'trusted' as const };
+  const environments = await resolveRunEnvironments(deps.db, body.workflow, origin);
   let input;
   try {
     input = planRun({
@@ -101,6 +108,7 @@ async function createRunRoute(deps: RunApiDeps, { req, res }: RouteContext) {
       timeouts: deps.timeouts,
       maxAttempts: deps.maxAttempts,
       repository: body.repository,
+      environments: environments.planned,
     });
   } catch (thrown) {
     throw new HttpError(400, 'invalid workflow', thrown instanceof Error ? thrown.message : String(thrown));
@@ -113,6 +121,8 @@ async function createRunRoute(deps: RunApiDeps, { req, res }: RouteContext) {
     provider: 'api',
     event: null,
     workflow: body.workflow,
+    trustTier: origin.trustTier,
+    environments: environments.frozen,
   };
   try {
     await deps.createRun({ input, repository: body.repository, inputSummary: source });

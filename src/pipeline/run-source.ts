@@ -1,5 +1,6 @@
 import type { LockWorkflow } from '../../machines/lock.types.ts';
 import type { EventEnvelope } from './envelope.ts';
+import type { RunEnvironments } from './environments.ts';
 
 /**
  * What a run's dispatches are built from, frozen when the run is created (RUN-3) and stored as
@@ -17,6 +18,8 @@ export interface RunSource {
   trustTier?: 'trusted' | 'known' | 'unknown';
   /** Results of inline `env` expressions by job name, evaluated once at run creation (EVAL-1). */
   resolvedEnv?: Record<string, Record<string, string>>;
+  /** Environments frozen at creation (ENV-4): the one each job names and their variables. */
+  environments?: RunEnvironments;
   /** The delivery that started the run, when a webhook did. */
   delivery?: { source: string; deliveryId: string };
 }

@@ -11,6 +11,8 @@ import type { Schema } from '../db/schema.ts';
 import type { Sandbox } from '../sandbox/index.ts';
 import type { EventEnvelope } from './envelope.ts';
 import type { SourceBase } from './run-source.ts';
+import { resolveRunEnvironments } from './environments.ts';
+import type { RunEnvironments } from './environments.ts';
 import { runIdFor } from './run-id.ts';
 import type { RunSource } from './run-source.ts';
 import { matchWorkflows } from './triggers.ts';
@@ -59,12 +61,14 @@ const MAX_MESSAGE = 2000;
 interface InlineResults {
   groups: Record<string, string>;
   env: Record<string, Record<string, string>>;
+  /** Inline `environments[].value` results, by job name and entry index. */
+  environments: Record<string, Record<number, string>>;
   errors: Record<string, InitFailure>;
 }
 
 /** EVAL-1..5: inline values are evaluated once, against the envelope; a failure fails only that job. */
 async function evaluateInline(sandbox: Sandbox, workflow: LockWorkflow, event: EventEnvelope): Promise<InlineResults> {
-  const results: InlineResults = { groups: {}, env: {}, errors: {} };
+  const results: InlineResults = { groups: {}, env: {}, environments: {}, errors: {} };
   const jobs = workflow.jobs.filter((job): job is LockStaticJob => job._type === 'static');
   for (const job of jobs) {
     const fail = (message: string) => {
@@ -78,6 +82,12 @@ async function evaluateInline(sandbox: Sandbox, workflow: LockWorkflow, event: E
     if (job.env && '_type' in job.env) {
       const r = await sandbox.evaluate({ expression: job.env.expression, event, expect: 'stringMap', field: 'env', jobName: job.name });
       if (r.ok && typeof r.value === 'object') results.env[job.name] = r.value;
+      else if (!r.ok) fail(r.message);
+    }
+    for (const [index, ref] of (job.environments ?? []).entries()) {
+      if (typeof ref.value === 'string') continue;
+      const r = await sandbox.evaluate({ expression: ref.value.expression, event, expect: 'string', field: 'environments', jobName: job.name });
+      if (r.ok && typeof r.value === 'string') (results.environments[job.name] ??= {})[index] = r.value;
       else if (!r.ok) fail(r.message);
     }
   }
@@ -101,11 +111,13 @@ export function createRunStarter(deps: RunStarterDeps): RunStarter {
     const runId = runIdFor(delivery.source, delivery.deliveryId, workflow.name);
     if (await exists(runId)) return { workflow: workflow.name, runId };
     const inline = await evaluateInline(deps.sandbox, workflow, source.event);
+    const environments = await resolveRunEnvironments(deps.db, workflow, source, inline.environments);
     const input = planRun({
       ...{ runId, createdAt: deps.now(), workflow, timeouts: deps.timeouts, maxAttempts: deps.maxAttempts },
-      ...{ repository: source.repository, resolvedConcurrencyGroups: inline.groups, jobErrors: inline.errors },
+      ...{ repository: source.repository, resolvedConcurrencyGroups: inline.groups, jobErrors: inline.errors, environments: environments.planned },
     });
-    const unstorable = await create(deps, { input, repository: source.repository, inputSummary: toSource(source, workflow, delivery, inline.env) });
+    const inputSummary = toSource(source, workflow, delivery, inline.env, environments.frozen);
+    const unstorable = await create(deps, { input, repository: source.repository, inputSummary });
     return { workflow: workflow.name, runId, ...(unstorable === null ? {} : { initFailure: unstorable }) };
   }
 
@@ -143,11 +155,12 @@ export function createRunStarter(deps: RunStarterDeps): RunStarter {
   };
 }
 
-function toSource(source: SourceBase, workflow: LockWorkflow, delivery: Delivery, resolvedEnv: Record<string, Record<string, string>>): RunSource {
+function toSource(source: SourceBase, workflow: LockWorkflow, delivery: Delivery, resolvedEnv: Record<string, Record<string, string>>, environments?: RunEnvironments): RunSource {
   return {
     ...source,
     workflow,
     resolvedEnv,
+    ...(environments ? { environments } : {}),
     delivery: { source: delivery.source, deliveryId: delivery.deliveryId },
   };
 }

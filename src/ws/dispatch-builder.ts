@@ -75,14 +75,22 @@ function jobConfigOf(source: RunSource, target: DispatchTarget, lockJob: LockSta
     ...(job.matrix?.values ? { matrixValues: job.matrix.values } : {}),
     ...(job.matrix ? { fanoutIndex: job.matrix.index, fanoutTotal: job.matrix.total } : {}),
     agent: { labels: [...target.agentLabels] },
-    ...(job.resolved?.environment !== undefined ? { environment: job.resolved.environment } : {}),
-    environmentVars: {},
+    ...environmentOf(source, lockJob.name, job.resolved?.environment),
     jobEnv: job.resolved?.env ?? source.resolvedEnv?.[lockJob.name] ?? staticEnv,
     ...(lockJob.timeout ? { timeout: lockJob.timeout } : {}),
     gracePeriod: lockJob.gracePeriod ?? 30,
     checkout: source.repoUrl !== null && lockJob.checkout !== false,
     runsOnPick: lockJob.runsOnPick ?? 'deterministic',
   };
+}
+
+/** The job's environment and its variables as the run froze them (ENV-4); an init job's name wins. */
+function environmentOf(source: RunSource, jobName: string, resolved: string | undefined) {
+  const frozen = source.environments;
+  const name = resolved ?? (frozen && Object.hasOwn(frozen.byJob, jobName) ? frozen.byJob[jobName] : undefined);
+  if (name === undefined) return { environmentVars: {} };
+  const values = frozen && Object.hasOwn(frozen.values, name) ? frozen.values[name] : undefined;
+  return { environment: name, environmentVars: { ...values?.variables } };
 }
 
 /** An init job evaluates its target's dynamic fields in the workflow's TypeScript (docs/lockfile.md#init-jobs). */

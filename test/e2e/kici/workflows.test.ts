@@ -163,10 +163,12 @@ describe('KiCI workflows end to end on a stock-protocol agent (real coordinator 
 
   it('dynamic env and environment from an init job reach the dispatch; a failed init job fails its target with dynamic_eval', async () => {
     const target = tsJob('deploy', ['ship'], { dynamicEnv: true, environments: [{ value: '', dynamic: true }] });
+    // The init job names `production`: it must exist when the run is created, and its variables go with the dispatch (ENV-4).
+    await client.json('/api/v1/environments/production', { method: 'PUT', body: JSON.stringify({ variables: { CLUSTER: 'prod-1' } }) }, 201);
     const ok = await run({ name: 'dyn', jobs: [target] });
     assert.equal(ok.run.status, 'success');
     const deploy = dispatchOf(ok.run.run_id, 'deploy');
-    assert.deepEqual([deploy.jobConfig.jobEnv, deploy.jobConfig.environment], [{ DEPLOY_TARGET: 'prod' }, 'production']);
+    assert.deepEqual([deploy.jobConfig.jobEnv, deploy.jobConfig.environment, deploy.jobConfig.environmentVars], [{ DEPLOY_TARGET: 'prod' }, 'production', { CLUSTER: 'prod-1' }]);
 
     const broken = await run({ name: 'broken', jobs: [target, tsJob('notify', ['send'], { needs: ['deploy'] })] });
     assert.equal(broken.run.status, 'failed');

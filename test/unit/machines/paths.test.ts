@@ -9,6 +9,7 @@ import type { JobEvent, JobInput } from '../../../machines/job.events.ts';
 import { runMachine } from '../../../machines/run.machine.ts';
 import type { RunEvent, RunSnapshot } from '../../../machines/run.machine.ts';
 import type { RunInput } from '../../../machines/run.types.ts';
+import { gateIdOf } from '../../../machines/environment.ts';
 import { TERMINAL_JOB_STATUSES } from '../../../machines/status.ts';
 import { DEFAULT_JOB_TIMEOUTS } from '../../../machines/types.ts';
 import { STEP, cancel, jobInput, jobPlan, need, runInput } from '../../support/machines.ts';
@@ -62,6 +63,7 @@ function jobEvents(snapshot: JobSnapshot): JobEvent[] {
     { type: 'agent.disconnected', agentId: owner.agentId, at: AT },
     { type: 'job.restored', liveAgents: [], at: AT },
     { type: 'job.restored', liveAgents: [owner.agentId], at: AT },
+    ...(['approve', 'reject'] as const).map((decision): JobEvent => ({ type: 'job.approval', gateId: gateIdOf('build'), decision, by: 'alice', at: AT })),
     ...timers,
   ];
 }
@@ -69,7 +71,7 @@ function jobEvents(snapshot: JobSnapshot): JobEvent[] {
 /** Value plus the context that steers guards; times are left out so the space stays finite. */
 function serializeJob(snapshot: JobSnapshot): string {
   const c = snapshot.context;
-  return JSON.stringify([snapshot.value, c.attempt, c.assignment?.agentKind, c.holdsConcurrency, Object.keys(c.deadlines).sort()]);
+  return JSON.stringify([snapshot.value, c.attempt, c.assignment?.agentKind, c.holdsConcurrency, Object.keys(c.deadlines).sort(), c.approval?.status]);
 }
 
 const JOB_INPUTS: Record<string, JobInput> = {
@@ -78,6 +80,7 @@ const JOB_INPUTS: Record<string, JobInput> = {
   concurrency: jobInput({ concurrency: { key: 'acme::deploy', policy: { cancelInProgress: false, max: 1 } } }),
   initFailure: jobInput({ initFailure: { scope: 'job', category: 'dynamic_eval', message: 'boom', jobName: 'build' } }),
   backstop: jobInput({ timeouts: { ...DEFAULT_JOB_TIMEOUTS, jobTimeoutMs: 60_000 } }),
+  held: jobInput({ hold: { environment: 'prod', kind: 'approval', expiresInMs: 3_600_000, why: 'approval required' } }),
 };
 
 describe('path coverage: job machine', () => {

@@ -13,6 +13,7 @@ import { jobInput, jobPlan, runInput } from '../../support/machines.ts';
 /** The status every resting state shows; a state added to the chart must be added here. */
 const EXPECTED: Record<string, JobStatus> = {
   'waiting.gated': 'pending',
+  'waiting.approval': 'pending',
   'waiting.concurrency': 'pending',
   'waiting.agent': 'pending',
   queued: 'queued',
