@@ -6,6 +6,9 @@
  *   --quick      small sizes: a smoke run of the whole suite in a couple of minutes
  *   --compare    also run the webhook and dispatch load with group commit off and report the ratios
  *   --summary    only rebuild the table from the result files already there
+ *   --against URL (with --against-ws, --against-token, --against-secret, --against-repo, --against-sha)
+ *                also run bench/side-by-side.bench.ts: the same webhook load against that orchestrator
+ *   --against-self  the same, against a second Switchyard of this build (checks the comparison itself)
  */
 import { spawnSync } from 'node:child_process';
 import { environment } from './support.ts';
@@ -35,6 +38,8 @@ async function main(): Promise<number> {
     const passArgs = quick ? ['--quick'] : [];
     for (const name of BENCHES) if (!runBench(name, passArgs)) failed.push(name);
     if (compare) for (const name of COMPARED) if (!runBench(name, [...passArgs, '--commit-batching', 'off'])) failed.push(`${name} (batching off)`);
+    const against = args.flatMap((arg, i) => (arg.startsWith('--against') ? [arg, ...(arg === '--against-self' ? [] : [args[i + 1] ?? ''])] : []));
+    if (against.length > 0 && !runBench('side-by-side', [...passArgs, ...against])) failed.push('side-by-side');
   }
   const { rows, file } = await buildSummary({ since, quick, compare, environmentAtStart, failed });
   const load = environmentAtStart.loadAverage.join(' / ');
