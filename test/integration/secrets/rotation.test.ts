@@ -1,0 +1,54 @@
+import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
+import { it } from 'node:test';
+import { secretsInScopes } from '../../../src/db/secrets.ts';
+import { DecryptError, keyVersionOf } from '../../../src/secrets/crypto.ts';
+import { SecretService, SecretsUnavailableError } from '../../../src/secrets/service.ts';
+import { describeEachKind, withTestDatabase } from '../../support/database.ts';
+
+const now = () => Date.now();
+
+await describeEachKind('master key rotation on a real database', (kind) => {
+  it('old key tried on decrypt; rotate-key re-encrypts secrets, run keys and upload keys in one go; then the old key is not needed', async () => {
+    await withTestDatabase(kind, async ({ db }) => {
+      const [oldKey, newKey, strangerKey] = [randomBytes(32), randomBytes(32), randomBytes(32)];
+      const before = new SecretService({ db, keys: { current: oldKey, old: null }, now });
+      await before.put('global', 'API_KEY', 'value-under-old-key', 'test');
+      await before.put('repo:acme/app', 'DB', 'db-under-old-key', 'test');
+      const runKey = await before.runPublicKey('run-1');
+      await before.createUpload();
+
+      const stranger = new SecretService({ db, keys: { current: strangerKey, old: null }, now });
+      const rows = await secretsInScopes(db, ['global', 'repo:acme/app']);
+      assert.throws(() => stranger.openRows(rows), DecryptError, 'a wrong master key opens nothing');
+
+      const during = new SecretService({ db, keys: { current: newKey, old: oldKey }, now });
+      assert.deepEqual(during.openRows(rows).map((r) => r.value).sort(), ['db-under-old-key', 'value-under-old-key'], 'the old key still opens rows');
+      const counts = await during.rotate('test');
+      assert.deepEqual(counts, { secrets: 2, run_keys: 1, test_uploads: 1, alreadyCurrent: 0 });
+
+      const after = new SecretService({ db, keys: { current: newKey, old: null }, now });
+      const rotated = await secretsInScopes(db, ['global', 'repo:acme/app']);
+      assert.ok(rotated.every((r) => r.keyVersion === keyVersionOf(newKey)));
+      assert.deepEqual(after.openRows(rotated).map((r) => r.value).sort(), ['db-under-old-key', 'value-under-old-key']);
+      assert.equal(await after.runPublicKey('run-1'), runKey, 'the run keeps its key pair');
+      const [upload] = await db.selectFrom('test_uploads').select(['upload_id', 'key_version']).execute();
+      assert.equal(upload?.key_version, keyVersionOf(newKey));
+      assert.equal((await after.uploadKey(upload?.upload_id ?? '', true)).ok, true);
+      assert.throws(() => new SecretService({ db, keys: { current: oldKey, old: null }, now }).openRows(rotated), DecryptError, 'the retired key opens nothing now');
+      assert.deepEqual(await after.rotate('test'), { secrets: 2, run_keys: 1, test_uploads: 1, alreadyCurrent: 4 });
+    });
+  });
+
+  it('a rotation that meets a row no key opens changes nothing (one transaction)', async () => {
+    await withTestDatabase(kind, async ({ db }) => {
+      const [keyA, keyB, keyC] = [randomBytes(32), randomBytes(32), randomBytes(32)];
+      await new SecretService({ db, keys: { current: keyA, old: null }, now }).put('global', 'A', 'under-a', 'test');
+      await new SecretService({ db, keys: { current: keyC, old: null }, now }).put('global', 'C', 'under-c', 'test');
+      const before = await secretsInScopes(db, ['global']);
+      await assert.rejects(new SecretService({ db, keys: { current: keyB, old: keyA }, now }).rotate('test'), DecryptError);
+      assert.deepEqual(await secretsInScopes(db, ['global']), before);
+      await assert.rejects(new SecretService({ db, keys: null, now }).rotate('test'), SecretsUnavailableError);
+    });
+  });
+});
