@@ -8,7 +8,8 @@ import type { Kysely } from 'kysely';
  * - `run_keys`: the X25519 key pair of a run for secret outputs, the private key sealed under the master key;
  * - `secret_outputs`: the agents' encrypted secret outputs, stored as received;
  * - `test_uploads`: the X25519 key of a test upload, private key sealed, with its expiry;
- * - `test_run_secrets`: a test run's encrypted secrets blob, kept encrypted until dispatch.
+ * - `test_run_secrets`: a test run's encrypted secrets blob, kept encrypted until dispatch;
+ * - `attempt_secrets`: the values sent to one attempt, sealed, so a restarted coordinator still masks its logs.
  */
 export async function up(db: Kysely<unknown>): Promise<void> {
   await sql`CREATE TABLE secrets (
@@ -59,10 +60,16 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     sender_public_key text NOT NULL,
     encrypted_secrets text NOT NULL,
     created_at bigint NOT NULL)`.execute(db);
+  await sql`CREATE TABLE attempt_secrets (
+    dispatch_id text PRIMARY KEY,
+    run_id text NOT NULL,
+    ciphertext text NOT NULL,
+    key_version text NOT NULL,
+    created_at bigint NOT NULL)`.execute(db);
 }
 
 export async function down(db: Kysely<unknown>): Promise<void> {
-  for (const table of ['test_run_secrets', 'test_uploads', 'secret_outputs', 'run_keys', 'secret_audit', 'secrets']) {
+  for (const table of ['attempt_secrets', 'test_run_secrets', 'test_uploads', 'secret_outputs', 'run_keys', 'secret_audit', 'secrets']) {
     await sql`DROP TABLE ${sql.table(table)}`.execute(db);
   }
 }

@@ -185,7 +185,7 @@ export function createRuntime(deps: RuntimeDeps) {
   const deliver = (runId: string, event: Parameters<EventRouter['deliver']>[1]) => router.deliver(runId, event);
   const registry = new AgentRegistry(() => clock.now());
   const dispatcher = new Dispatcher(registry, deliver, log.child({ component: 'dispatcher' }));
-  const secrets = createSecrets({ config, db, now: () => clock.now() });
+  const secrets = createSecrets({ config, db, now: () => clock.now(), onStoreError: (err) => log.warn({ err }, 'the sealed values of an attempt could not be read or dropped') });
   const sharing = createSharing(deps, { supervisor, registry, dispatcher, deliver, wakeInbox: () => router.wake(), pollMs, openFrame: secrets.openFromPeer });
   supervisor.observe((update) => {
     if (['success', 'failed', 'cancelled'].includes(update.status)) dispatcher.forgetRun(update.runId);

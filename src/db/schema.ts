@@ -232,6 +232,16 @@ export interface Schema {
   secret_outputs: SecretOutputsTable;
   test_uploads: TestUploadsTable;
   test_run_secrets: TestRunSecretsTable;
+  attempt_secrets: AttemptSecretsTable;
+}
+
+/** The secret values sent to one attempt, as a JSON list sealed under the master key (AAD `attempt:<dispatchId>`), for redaction. */
+export interface AttemptSecretsTable {
+  dispatch_id: string;
+  run_id: string;
+  ciphertext: string;
+  key_version: string;
+  created_at: Millis;
 }
 
 /** A secret value sealed under the master key (AAD `scope:key`); `key_version` names that key. */

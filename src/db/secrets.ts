@@ -173,7 +173,7 @@ export async function testRunSecretsOf(db: Kysely<Schema>, runId: string): Promi
 }
 
 /** The sealed rows of every table that holds master-key ciphertexts, for a re-encryption in one transaction. */
-export const SEALED_TABLES = ['secrets', 'run_keys', 'test_uploads'] as const;
+export const SEALED_TABLES = ['secrets', 'run_keys', 'test_uploads', 'attempt_secrets'] as const;
 export type SealedTable = (typeof SEALED_TABLES)[number];
 
 export interface SealedRowRef {
@@ -189,7 +189,9 @@ export async function lockSealedRows(tx: Transaction<Schema>): Promise<SealedRow
   const secrets = await tx.selectFrom('secrets').select(['scope', 'key', 'ciphertext', 'key_version']).forUpdate().execute();
   const runKeys = await tx.selectFrom('run_keys').select(['run_id', 'private_key', 'key_version']).forUpdate().execute();
   const uploads = await tx.selectFrom('test_uploads').select(['upload_id', 'private_key', 'key_version']).forUpdate().execute();
+  const attempts = await tx.selectFrom('attempt_secrets').select(['dispatch_id', 'ciphertext', 'key_version']).forUpdate().execute();
   return [
+    ...attempts.map((r) => ({ table: 'attempt_secrets' as const, aad: `attempt:${r.dispatch_id}`, id: { dispatch_id: r.dispatch_id }, ciphertext: r.ciphertext, keyVersion: r.key_version })),
     ...secrets.map((r) => ({ table: 'secrets' as const, aad: `${r.scope}:${r.key}`, id: { scope: r.scope, key: r.key }, ciphertext: r.ciphertext, keyVersion: r.key_version })),
     ...runKeys.map((r) => ({ table: 'run_keys' as const, aad: `run-key:${r.run_id}`, id: { run_id: r.run_id }, ciphertext: r.private_key, keyVersion: r.key_version })),
     ...uploads.map((r) => ({ table: 'test_uploads' as const, aad: `upload-key:${r.upload_id}`, id: { upload_id: r.upload_id }, ciphertext: r.private_key, keyVersion: r.key_version })),
@@ -204,8 +206,29 @@ export async function rewriteSealedRow(tx: Transaction<Schema>, ref: SealedRowRe
     case 'run_keys':
       await tx.updateTable('run_keys').set({ private_key: ciphertext, key_version: keyVersion }).where('run_id', '=', ref.id['run_id'] ?? '').execute();
       return;
+    case 'attempt_secrets':
+      await tx.updateTable('attempt_secrets').set({ ciphertext, key_version: keyVersion }).where('dispatch_id', '=', ref.id['dispatch_id'] ?? '').execute();
+      return;
     case 'test_uploads':
       await tx.updateTable('test_uploads').set({ private_key: ciphertext, key_version: keyVersion }).where('upload_id', '=', ref.id['upload_id'] ?? '').execute();
       return;
   }
+}
+
+export async function saveAttemptSecrets(db: Kysely<Schema>, row: { dispatchId: string; runId: string; ciphertext: string; keyVersion: string; now: number }): Promise<void> {
+  const values = { dispatch_id: row.dispatchId, run_id: row.runId, ciphertext: row.ciphertext, key_version: row.keyVersion, created_at: row.now };
+  await db
+    .insertInto('attempt_secrets')
+    .values(values)
+    .onConflict((oc) => oc.column('dispatch_id').doUpdateSet({ ciphertext: row.ciphertext, key_version: row.keyVersion }))
+    .execute();
+}
+
+export async function attemptSecretsOf(db: Kysely<Schema>, dispatchId: string): Promise<{ ciphertext: string; keyVersion: string } | null> {
+  const row = await db.selectFrom('attempt_secrets').select(['ciphertext', 'key_version']).where('dispatch_id', '=', dispatchId).executeTakeFirst();
+  return row ? { ciphertext: row.ciphertext, keyVersion: row.key_version } : null;
+}
+
+export async function deleteAttemptSecrets(db: Kysely<Schema>, dispatchId: string): Promise<void> {
+  await db.deleteFrom('attempt_secrets').where('dispatch_id', '=', dispatchId).execute();
 }

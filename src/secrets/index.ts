@@ -1,5 +1,6 @@
 import type { Kysely } from 'kysely';
 import { LATE_MESSAGE_GRACE_MS } from '../../actors/agents/registry.ts';
+import { coerceError } from '../../lib/errors.ts';
 import type { CompiledConfig } from '../config/index.ts';
 import type { Schema } from '../db/schema.ts';
 import type { BuiltDispatch } from '../ws/dispatch-builder.ts';
@@ -28,11 +29,19 @@ export interface Secrets {
  * The secrets of one coordinator (docs/http-api.md#secrets). `localExecutionAllowed` answers for an
  * environment whether it accepts test-run secrets.
  */
-export function createSecrets(deps: { config: CompiledConfig; db: Kysely<Schema>; now: () => number; localExecutionAllowed?: LocalExecutionAllowed }): Secrets {
+export function createSecrets(deps: {
+  config: CompiledConfig;
+  db: Kysely<Schema>;
+  now: () => number;
+  localExecutionAllowed?: LocalExecutionAllowed;
+  onStoreError?: (error: unknown) => void;
+}): Secrets {
   const keys = masterKeysOf(deps.config);
-  const dispatched = new DispatchedSecrets(LATE_MESSAGE_GRACE_MS);
+  const service = new SecretService({ db: deps.db, keys, now: deps.now });
+  const store = { load: (id: string) => service.attemptValues(id), drop: (id: string) => service.dropAttemptValues(id) };
+  const dispatched = new DispatchedSecrets(LATE_MESSAGE_GRACE_MS, store, deps.onStoreError);
   return {
-    service: new SecretService({ db: deps.db, keys, now: deps.now }),
+    service,
     dispatched,
     // Wired to environments at merge: until then only a job without an environment takes test-run secrets.
     localExecutionAllowed: deps.localExecutionAllowed ?? (() => Promise.resolve(false)),
@@ -56,6 +65,13 @@ export async function withSecrets(secrets: Secrets, built: BuiltDispatch, target
   if (!resolved.ok) return resolved;
   const parsed = dispatchSchema.safeParse({ ...built.dispatch, ...resolved.fields });
   if (!parsed.success) return { ok: false, reason: `${SECRET_RESOLUTION}: the dispatch with its secrets is invalid (${describeIssues(parsed.error)})` };
+  if (resolved.values.length > 0) {
+    try {
+      await secrets.service.saveAttemptValues(target.dispatchId, target.runId, resolved.values);
+    } catch (thrown) {
+      return { ok: false, reason: `${SECRET_RESOLUTION}: the attempt's values could not be kept for redaction (${coerceError(thrown).message})` };
+    }
+  }
   secrets.dispatched.remember(target.dispatchId, resolved.values);
   return { ok: true, dispatch: parsed.data };
 }

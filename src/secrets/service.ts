@@ -82,7 +82,7 @@ export class SecretService {
     const keys = this.keys();
     const now = this.deps.now();
     return this.deps.db.transaction().execute(async (tx) => {
-      const counts = { secrets: 0, run_keys: 0, test_uploads: 0, alreadyCurrent: 0 };
+      const counts = { secrets: 0, run_keys: 0, test_uploads: 0, attempt_secrets: 0, alreadyCurrent: 0 };
       for (const ref of await store.lockSealedRows(tx)) {
         const plaintext = open(keys, ref, ref.aad);
         const resealed = seal(keys, plaintext, ref.aad);
@@ -99,6 +99,23 @@ export class SecretService {
   openRows(rows: readonly store.SecretRow[]): { scope: string; key: string; value: string }[] {
     const keys = this.keys();
     return rows.map((row) => ({ scope: row.scope, key: row.key, value: open(keys, row, `${row.scope}:${row.key}`).toString('utf8') }));
+  }
+
+  /** Keeps the values sent to an attempt, sealed, so whichever coordinator later holds its agent can mask them. */
+  async saveAttemptValues(dispatchId: string, runId: string, values: readonly string[]): Promise<void> {
+    const sealed = seal(this.keys(), JSON.stringify(values), `attempt:${dispatchId}`);
+    await store.saveAttemptSecrets(this.deps.db, { dispatchId, runId, ...sealed, now: this.deps.now() });
+  }
+
+  /** The values sent to an attempt, or null when none were (or no key opens them). */
+  async attemptValues(dispatchId: string): Promise<string[] | null> {
+    if (!this.deps.keys) return null;
+    const row = await store.attemptSecretsOf(this.deps.db, dispatchId);
+    return row ? (JSON.parse(open(this.deps.keys, row, `attempt:${dispatchId}`).toString('utf8')) as string[]) : null;
+  }
+
+  async dropAttemptValues(dispatchId: string): Promise<void> {
+    await store.deleteAttemptSecrets(this.deps.db, dispatchId);
   }
 
   /** The run's X25519 public key (base64 SPKI DER), made and stored sealed at its first dispatch. */

@@ -47,7 +47,7 @@ export interface JobMessageDeps {
   now: () => number;
   log: Logger;
   /** The secret values sent with each attempt, to mask its texts with (SEC-4); without it only agent tokens are masked. */
-  dispatchedSecrets?: Pick<DispatchedSecrets, 'redactorOf' | 'ended'>;
+  dispatchedSecrets?: Pick<DispatchedSecrets, 'redactorFor' | 'ended'>;
   /** Stores a successful job's `secretOutputs` as received (SEC-5); the terminal status waits for it. */
   storeSecretOutputs?: (outputs: SecretOutputRow[]) => Promise<void>;
 }
@@ -85,7 +85,8 @@ export class JobFrames {
     if (dispatchId === null) return { ok: true };
     const owner = await this.owner(agentId, dispatchId);
     if ('cause' in owner) return { ok: false, cause: owner.cause };
-    this.apply(owner.record, agentId, dispatchId, message);
+    const redact = (await this.deps.dispatchedSecrets?.redactorFor(dispatchId)) ?? TOKENS_ONLY;
+    this.apply(owner.record, agentId, dispatchId, message, redact);
     return { ok: true };
   }
 
@@ -100,10 +101,9 @@ export class JobFrames {
     return { cause: cause ?? 'unknown' };
   }
 
-  private apply(record: DispatchRecord, agentId: string, dispatchId: string, message: JobScopedMessage): void {
+  private apply(record: DispatchRecord, agentId: string, dispatchId: string, message: JobScopedMessage, redact: (text: string) => string): void {
     const { runId, jobKey } = record;
     const base = { jobKey, agentId, dispatchId };
-    const redact = this.deps.dispatchedSecrets?.redactorOf(dispatchId) ?? TOKENS_ONLY;
     switch (message.type) {
       case 'job.ack':
         return this.deliver(runId, { type: 'agent.job.ack', ...base });

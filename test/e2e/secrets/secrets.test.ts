@@ -94,7 +94,7 @@ describe('secrets end to end: storage, dispatch, redaction, secret outputs and t
 
     const rotated = await call(coordinator, 'POST', '/api/v1/secrets/rotate-key');
     assert.equal(rotated.status, 200);
-    assert.deepEqual(rotated.body['rotated'], { secrets: 8, run_keys: 0, test_uploads: 0, alreadyCurrent: 8 });
+    assert.deepEqual(rotated.body['rotated'], { secrets: 8, run_keys: 0, test_uploads: 0, attempt_secrets: 0, alreadyCurrent: 8 });
     const audit = await query<{ action: string; keys: string[] }>(databaseUrl, `SELECT action, keys FROM secret_audit WHERE action IN ('put','delete','rotate') ORDER BY id`);
     assert.deepEqual(audit.filter((a) => a.action === 'delete').map((a) => a.keys), [['DOOMED']]);
   });

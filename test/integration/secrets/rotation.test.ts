@@ -3,6 +3,7 @@ import { randomBytes } from 'node:crypto';
 import { it } from 'node:test';
 import { secretsInScopes } from '../../../src/db/secrets.ts';
 import { DecryptError, keyVersionOf } from '../../../src/secrets/crypto.ts';
+import { DispatchedSecrets } from '../../../src/secrets/dispatched.ts';
 import { SecretService, SecretsUnavailableError } from '../../../src/secrets/service.ts';
 import { describeEachKind, withTestDatabase } from '../../support/database.ts';
 
@@ -17,6 +18,7 @@ await describeEachKind('master key rotation on a real database', (kind) => {
       await before.put('repo:acme/app', 'DB', 'db-under-old-key', 'test');
       const runKey = await before.runPublicKey('run-1');
       await before.createUpload();
+      await before.saveAttemptValues('dispatch-1', 'run-1', ['value-under-old-key']);
 
       const stranger = new SecretService({ db, keys: { current: strangerKey, old: null }, now });
       const rows = await secretsInScopes(db, ['global', 'repo:acme/app']);
@@ -25,7 +27,7 @@ await describeEachKind('master key rotation on a real database', (kind) => {
       const during = new SecretService({ db, keys: { current: newKey, old: oldKey }, now });
       assert.deepEqual(during.openRows(rows).map((r) => r.value).sort(), ['db-under-old-key', 'value-under-old-key'], 'the old key still opens rows');
       const counts = await during.rotate('test');
-      assert.deepEqual(counts, { secrets: 2, run_keys: 1, test_uploads: 1, alreadyCurrent: 0 });
+      assert.deepEqual(counts, { secrets: 2, run_keys: 1, test_uploads: 1, attempt_secrets: 1, alreadyCurrent: 0 });
 
       const after = new SecretService({ db, keys: { current: newKey, old: null }, now });
       const rotated = await secretsInScopes(db, ['global', 'repo:acme/app']);
@@ -35,8 +37,27 @@ await describeEachKind('master key rotation on a real database', (kind) => {
       const [upload] = await db.selectFrom('test_uploads').select(['upload_id', 'key_version']).execute();
       assert.equal(upload?.key_version, keyVersionOf(newKey));
       assert.equal((await after.uploadKey(upload?.upload_id ?? '', true)).ok, true);
+      assert.deepEqual(await after.attemptValues('dispatch-1'), ['value-under-old-key']);
       assert.throws(() => new SecretService({ db, keys: { current: oldKey, old: null }, now }).openRows(rotated), DecryptError, 'the retired key opens nothing now');
-      assert.deepEqual(await after.rotate('test'), { secrets: 2, run_keys: 1, test_uploads: 1, alreadyCurrent: 4 });
+      assert.deepEqual(await after.rotate('test'), { secrets: 2, run_keys: 1, test_uploads: 1, attempt_secrets: 1, alreadyCurrent: 5 });
+    });
+  });
+
+  it('a coordinator that did not send an attempt’s values (restarted, or a peer) loads them sealed and masks with them', async () => {
+    await withTestDatabase(kind, async ({ db }) => {
+      const keys = { current: randomBytes(32), old: null };
+      const sender = new SecretService({ db, keys, now });
+      await sender.saveAttemptValues('dispatch-9', 'run-9', ['the-planted-value']);
+      const stored = await db.selectFrom('attempt_secrets').select('ciphertext').execute();
+      assert.ok(stored.length === 1 && !stored[0]?.ciphertext.includes('the-planted-value'));
+      const restarted = new SecretService({ db, keys, now });
+      const store = { load: (id: string) => restarted.attemptValues(id), drop: (id: string) => restarted.dropAttemptValues(id) };
+      const fresh = new DispatchedSecrets(10, store);
+      assert.equal((await fresh.redactorFor('dispatch-9'))('echo the-planted-value'), 'echo ***');
+      assert.equal((await fresh.redactorFor('unknown'))('kat_' + 'ab'.repeat(32)), '***', 'an attempt without values still masks agent tokens');
+      fresh.ended('dispatch-9');
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      assert.equal(await restarted.attemptValues('dispatch-9'), null, 'dropped after the attempt ended');
     });
   });
 
