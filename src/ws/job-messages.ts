@@ -4,7 +4,7 @@ import { LATE_MESSAGE_GRACE_MS } from '../../actors/agents/registry.ts';
 import { coerceError } from '../../lib/errors.ts';
 import type { IncomingRunEvent } from '../../actors/runs/supervisor.ts';
 import { isTerminalJobStatus } from '../../machines/status.ts';
-import { MASK, SENSITIVE_NAME, compileRedactor } from '../security/redact.ts';
+import { MASK, SENSITIVE_NAME, compileRedactor, redactDeep } from '../security/redact.ts';
 import { jobStatusReportOf, stepRecordOf } from './job-reports.ts';
 import { LogWriter } from './log-writer.ts';
 import type { AppendLogs } from './log-writer.ts';
@@ -187,15 +187,9 @@ const TOKENS_ONLY = compileRedactor([]);
  */
 function redactContext(context: AgentMessageOf<'job.context'>['context'], redact: (text: string) => string): unknown {
   const envVars = (context.envVars ?? []).map((v) => ({ ...v, value: SENSITIVE_NAME.test(v.name) ? MASK : redact(v.value) }));
-  return redactStrings({ ...context, envVars }, redact);
+  return redactDeep({ ...context, envVars }, redact);
 }
 
-function redactStrings(value: unknown, redact: (text: string) => string): unknown {
-  if (typeof value === 'string') return redact(value);
-  if (Array.isArray(value)) return value.map((item) => redactStrings(item, redact));
-  if (typeof value === 'object' && value !== null) return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, redactStrings(v, redact)]));
-  return value;
-}
 
 /** An agent's clock reading fit to store (a bigint column); anything else is dropped, never the chunk. */
 function sentAt(timestamp: number): { sentAt?: number } {

@@ -1,7 +1,7 @@
 import type { JobStatusData, StepResult } from '../../machines/job.events.ts';
 import type { JobStatus } from '../../machines/status.ts';
 import type { InitResult, StepRecord } from '../../machines/types.ts';
-import { redactSecrets } from '../security/redact.ts';
+import { redactDeep, redactSecrets } from '../security/redact.ts';
 import type { AgentMessageOf } from './messages.ts';
 
 /** Step outputs a job may hand downstream; more is refused with a reason rather than stored. */
@@ -59,7 +59,8 @@ export function jobStatusReportOf(message: AgentMessageOf<'job.status'>, redact:
     if (bytes > MAX_OUTPUT_BYTES) {
       return { state: 'failed', error: `job outputs are ${bytes} bytes; the limit is ${MAX_OUTPUT_BYTES} bytes`, data };
     }
-    data.outputs = outputs;
+    // Outputs land in the snapshot and downstream dispatches: a secret value in one is masked (secret outputs carry secrets).
+    data.outputs = redactDeep(outputs, redact) as Record<string, unknown>;
   }
   return { state: message.state, ...(error !== undefined && { error }), data };
 }

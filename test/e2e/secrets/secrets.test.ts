@@ -138,8 +138,10 @@ describe('secrets end to end: storage, dispatch, redaction, secret outputs and t
     assert.equal(ship.runPublicKey, build.runPublicKey, 'one key pair per run');
     assert.equal(ship.secrets?.['DEPLOY_TOKEN'], planted.secretOutput);
     assert.equal(ship.secrets?.['API_KEY'], planted.repoApiKey, 'a stored secret keeps its key over an output of the same name');
-    agent.runAtOnce(ship);
-    await client.waitForRunStatus(runId, 'success');
+    agent.ack(ship);
+    agent.send({ type: 'job.status', messageId: randomUUID(), runId, jobId: ship.jobId, state: 'success', timestamp: Date.now(), data: { durationMs: 1, outputs: { 'use-secret': { url: `https://x/${planted.secretOutput}` } } } });
+    const done = await client.waitForRunStatus(runId, 'success');
+    assert.deepEqual(done.jobs.find((j) => j.job_key === 'ship')?.outputs, { 'use-secret': { url: 'https://x/***' } }, 'a secret echoed into plain outputs is masked');
     const stored = await query<{ encrypted: string; job_key: string }>(databaseUrl, 'SELECT encrypted, job_key FROM secret_outputs WHERE run_id = $1', [runId]);
     assert.deepEqual(stored, [{ encrypted: sealed.encrypted, job_key: 'build' }], 'stored as received');
     const masked = await call(coordinator, 'GET', `/api/v1/runs/${runId}/secret-outputs`);
