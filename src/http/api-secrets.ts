@@ -6,6 +6,7 @@ import { SECRET_KEY, formatScope, parseScope } from '../secrets/scopes.ts';
 import { MAX_SECRET_BYTES, SecretsUnavailableError } from '../secrets/service.ts';
 import type { SecretService } from '../secrets/service.ts';
 import { MASK } from '../security/redact.ts';
+import { parse } from './api-runs.ts';
 import { HttpError, readJson, sendJson } from './respond.ts';
 import type { RouteContext, Router } from './router.ts';
 
@@ -48,12 +49,11 @@ function scopeAndKey(params: Record<string, string>): { scope: string; key: stri
 
 async function putRoute(deps: SecretApiDeps, { req, res, params }: RouteContext): Promise<void> {
   const { scope, key } = scopeAndKey(params);
-  const parsed = putSchema.safeParse(await readJson(req, MAX_BODY));
-  if (!parsed.success) throw new HttpError(400, 'invalid request', parsed.error.issues[0]?.message ?? 'body must be {value: string}');
-  const bytes = Buffer.byteLength(parsed.data.value, 'utf8');
+  const { value } = parse(putSchema, await readJson(req, MAX_BODY));
+  const bytes = Buffer.byteLength(value, 'utf8');
   if (bytes > MAX_SECRET_BYTES) throw new HttpError(413, 'secret too large', `the value is ${bytes} bytes; the limit is ${MAX_SECRET_BYTES} bytes`);
   if (bytes === 0) throw new HttpError(400, 'invalid request', 'value must not be empty');
-  const outcome = await guard(() => deps.secrets.put(scope, key, parsed.data.value, ACTOR));
+  const outcome = await guard(() => deps.secrets.put(scope, key, value, ACTOR));
   sendJson(res, outcome === 'created' ? 201 : 200, { scope, key, outcome });
 }
 

@@ -37,7 +37,7 @@ export function createSecrets(deps: {
   onStoreError?: (error: unknown) => void;
 }): Secrets {
   const keys = masterKeysOf(deps.config);
-  const service = new SecretService({ db: deps.db, keys, now: deps.now });
+  const service = new SecretService({ db: deps.db, keys, now: deps.now, actor: `coordinator:${deps.config.coordinatorId}` });
   const store = { load: (id: string) => service.attemptValues(id), drop: (id: string) => service.dropAttemptValues(id) };
   const dispatched = new DispatchedSecrets(LATE_MESSAGE_GRACE_MS, store, deps.onStoreError);
   return {

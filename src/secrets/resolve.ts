@@ -47,7 +47,7 @@ function succeededUpstreams(job: DispatchedJob): string[] {
  * overrides all. Every resolution is audited with key names only. Any failure is a reason, never a skip.
  */
 export async function resolveDispatchSecrets(service: SecretService, allowed: LocalExecutionAllowed, target: ResolveTarget): Promise<SecretResolution> {
-  const audit = { at: service.now(), actor: 'dispatch', action: 'resolve' as const, runId: target.runId, jobKey: target.jobKey, dispatchId: target.dispatchId };
+  const audit = { at: service.now(), actor: service.actor, action: 'resolve' as const, runId: target.runId, jobKey: target.jobKey, dispatchId: target.dispatchId };
   let resolved: DispatchSecrets;
   try {
     resolved = await resolve(service, allowed, target);

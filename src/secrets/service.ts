@@ -32,6 +32,8 @@ export interface SecretServiceDeps {
   db: Kysely<Schema>;
   keys: MasterKeys | null;
   now: () => number;
+  /** Who resolutions are audited as: the coordinator sending the dispatch. @default 'coordinator' */
+  actor?: string;
 }
 
 /**
@@ -43,6 +45,10 @@ export class SecretService {
 
   get available(): boolean {
     return this.deps.keys !== null;
+  }
+
+  get actor(): string {
+    return this.deps.actor ?? 'coordinator';
   }
 
   get db(): Kysely<Schema> {
