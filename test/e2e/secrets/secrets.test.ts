@@ -120,8 +120,13 @@ describe('secrets end to end: storage, dispatch, redaction, secret outputs and t
     assert.deepEqual(stepEvents.map((e) => e.step.error), ['curl https://api/***?x=1 failed'], 'the journaled step.status is masked');
     const lines = (await client.logs(runId)).flatMap((c) => c.lines);
     assert.deepEqual(lines, ['using ***', 'db=*** done', `token ***`]);
-    const audit = await query<{ keys: string[]; outcome: string; job_key: string }>(databaseUrl, `SELECT keys, outcome, job_key FROM secret_audit WHERE run_id = $1 AND action = 'resolve'`, [runId]);
-    assert.deepEqual(audit, [{ keys: ['API_KEY', 'DB_PASSWORD', 'SHARED', 'prod/DB_PASSWORD'], outcome: 'resolved', job_key: 'deploy' }]);
+    const audit = await query<{ keys: string[]; outcome: string; job_key: string; actor: string; dispatch_id: string }>(
+      databaseUrl,
+      `SELECT keys, outcome, job_key, actor, dispatch_id FROM secret_audit WHERE run_id = $1 AND action = 'resolve'`,
+      [runId],
+    );
+    assert.deepEqual(audit.map(({ actor: _a, ...rest }) => rest), [{ keys: ['API_KEY', 'DB_PASSWORD', 'SHARED', 'prod/DB_PASSWORD'], outcome: 'resolved', job_key: 'deploy', dispatch_id: dispatch.jobId }]);
+    assert.match(audit[0]?.actor ?? '', /^coordinator:/);
   });
 
   it('secret outputs: job A’s output, encrypted to the run key, reaches job B’s secrets; the API masks it unless revealed', async () => {
