@@ -144,6 +144,16 @@ export async function insertTestUpload(db: Kysely<Schema>, row: SealedKeyRow & {
     .execute();
 }
 
+/** Expired uploads no test run refers to: their keys are of no use any more. */
+export async function deleteExpiredUploads(db: Kysely<Schema>, now: number): Promise<number> {
+  const result = await db
+    .deleteFrom('test_uploads')
+    .where('expires_at', '<=', now)
+    .where((eb) => eb.not(eb.exists(eb.selectFrom('test_run_secrets').select('run_id').whereRef('test_run_secrets.upload_id', '=', 'test_uploads.upload_id'))))
+    .executeTakeFirst();
+  return Number(result.numDeletedRows);
+}
+
 export async function testUploadOf(db: Kysely<Schema>, uploadId: string): Promise<(SealedKeyRow & { expiresAt: number }) | null> {
   const row = await db.selectFrom('test_uploads').selectAll().where('upload_id', '=', uploadId).executeTakeFirst();
   return row ? { publicKey: row.public_key, privateKey: row.private_key, keyVersion: row.key_version, expiresAt: row.expires_at } : null;

@@ -153,13 +153,14 @@ export class SecretService {
     }));
   }
 
-  /** A fresh test upload: its public key for the client, its private key stored sealed, expiring in 24 h. */
+  /** A fresh test upload: its public key for the client, its private key stored sealed, expiring in 24 h (expired unused ones are deleted). */
   async createUpload(): Promise<{ uploadId: string; publicKey: string; expiresAt: number }> {
     const uploadId = randomUUID();
     const pair = generateX25519();
     const sealed = seal(this.keys(), pair.privateKeyDer, `upload-key:${uploadId}`);
     const now = this.deps.now();
     const expiresAt = now + UPLOAD_TTL_MS;
+    await store.deleteExpiredUploads(this.deps.db, now);
     await store.insertTestUpload(this.deps.db, { uploadId, publicKey: pair.publicKey, privateKey: sealed.ciphertext, keyVersion: sealed.keyVersion, now, expiresAt });
     return { uploadId, publicKey: pair.publicKey, expiresAt };
   }

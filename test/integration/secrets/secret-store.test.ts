@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { it } from 'node:test';
-import { secretsInScopes } from '../../../src/db/secrets.ts';
+import { insertTestRunSecrets, secretsInScopes } from '../../../src/db/secrets.ts';
 import { DecryptError, keyVersionOf } from '../../../src/secrets/crypto.ts';
 import { DispatchedSecrets } from '../../../src/secrets/dispatched.ts';
 import { SecretService, SecretsUnavailableError } from '../../../src/secrets/service.ts';
@@ -9,7 +9,7 @@ import { describeEachKind, withTestDatabase } from '../../support/database.ts';
 
 const now = () => Date.now();
 
-await describeEachKind('master key rotation on a real database', (kind) => {
+await describeEachKind('secret storage on a real database: rotation, attempt values, upload expiry', (kind) => {
   it('old key tried on decrypt; rotate-key re-encrypts secrets, run keys and upload keys in one go; then the old key is not needed', async () => {
     await withTestDatabase(kind, async ({ db }) => {
       const [oldKey, newKey, strangerKey] = [randomBytes(32), randomBytes(32), randomBytes(32)];
@@ -58,6 +58,21 @@ await describeEachKind('master key rotation on a real database', (kind) => {
       fresh.ended('dispatch-9');
       await new Promise((resolve) => setTimeout(resolve, 100));
       assert.equal(await restarted.attemptValues('dispatch-9'), null, 'dropped after the attempt ended');
+    });
+  });
+
+  it('an expired upload is refused for new runs (410) and deleted at the next upload unless a test run refers to it', async () => {
+    await withTestDatabase(kind, async ({ db }) => {
+      const service = new SecretService({ db, keys: { current: randomBytes(32), old: null }, now });
+      const [kept, dropped] = [await service.createUpload(), await service.createUpload()];
+      await db.updateTable('test_uploads').set({ expires_at: 1 }).execute();
+      assert.deepEqual(await service.uploadKey(dropped.uploadId, true), { ok: false, status: 410, reason: `test upload ${dropped.uploadId} expired; ask for a new one` });
+      assert.equal((await service.uploadKey(dropped.uploadId, false)).ok, true, 'a run made in time still dispatches');
+      await insertTestRunSecrets(db, { runId: 'run-1', uploadId: kept.uploadId, senderPublicKey: 'pk', encryptedSecrets: 'ct', now: now() });
+      await service.createUpload();
+      const left = (await db.selectFrom('test_uploads').select('upload_id').execute()).map((r) => r.upload_id);
+      assert.ok(left.includes(kept.uploadId) && !left.includes(dropped.uploadId) && left.length === 2);
+      assert.deepEqual(await service.uploadKey(dropped.uploadId, true), { ok: false, status: 404, reason: `no test upload ${dropped.uploadId}` });
     });
   });
 
