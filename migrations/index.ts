@@ -9,6 +9,7 @@ import * as journalWriter007 from './007_journal_writer.ts';
 import * as jobResults008 from './008_job_results.ts';
 import * as sharedAgents009 from './009_shared_agents.ts';
 import * as logChunkTime010 from './010_log_chunk_time.ts';
+import * as secrets011 from './011_secrets.ts';
 import * as environments012 from './012_environments.ts';
 
 /**
@@ -26,5 +27,6 @@ export const MIGRATIONS: Readonly<Record<string, Migration>> = {
   '008_job_results': jobResults008,
   '009_shared_agents': sharedAgents009,
   '010_log_chunk_time': logChunkTime010,
+  '011_secrets': secrets011,
   '012_environments': environments012,
 };

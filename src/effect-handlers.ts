@@ -11,6 +11,8 @@ import { updateConcurrencyGroup } from './db/concurrency-groups.ts';
 import { recordApprovalGate } from './db/environments.ts';
 import type { Schema } from './db/schema.ts';
 import type { RunSources } from './pipeline/run-source.ts';
+import { withSecrets } from './secrets/index.ts';
+import type { Secrets } from './secrets/index.ts';
 import { buildDispatch } from './ws/dispatch-builder.ts';
 
 export interface EffectHandlerDeps {
@@ -20,7 +22,7 @@ export interface EffectHandlerDeps {
   log: Logger;
 }
 
-export type EffectHandlerParts = Pick<AgentEffectsDeps, 'registry' | 'shared' | 'deliver'> & { sources: RunSources; dispatcher: Dispatcher };
+export type EffectHandlerParts = Pick<AgentEffectsDeps, 'registry' | 'shared' | 'deliver'> & { sources: RunSources; dispatcher: Dispatcher; secrets?: Secrets };
 
 /** Every effect kind and who carries it out: a kind without a handler here does not compile. */
 export function effectHandlers(deps: EffectHandlerDeps, parts: EffectHandlerParts): EffectHandlers {
@@ -49,7 +51,10 @@ function createAgentEffects(deps: EffectHandlerDeps, parts: EffectHandlerParts):
     buildDispatch: async (target) => {
       const source = await parts.sources.of(target.runId);
       if (!source) return { ok: false, reason: `run ${target.runId} has no stored source to build a dispatch from` };
-      return buildDispatch(source, target, clock.now());
+      const built = buildDispatch(source, target, clock.now());
+      // Secrets are fetched now, as the dispatch is sent, into its top-level fields only (docs/http-api.md#secrets).
+      return parts.secrets ? withSecrets(parts.secrets, built, { ...target, source }) : built;
     },
+    ...(parts.secrets && { sealForPeer: parts.secrets.sealForPeer }),
   });
 }

@@ -34,6 +34,7 @@ import type { Database } from './db/database.ts';
 import type { Router } from './http/router.ts';
 import { countDeadDeliveries } from './db/deliveries.ts';
 import { genericSourceRepository } from './db/generic-sources.ts';
+import { getEnvironment } from './db/environments.ts';
 import { runInboxOf } from './db/inbox.ts';
 import { PLACEMENT_CHANNEL, coordinatorChannel, listenForPeers } from './db/peer-bus.ts';
 import { getRepository } from './db/repositories.ts';
@@ -60,6 +61,9 @@ import { BullMqDeliveryQueue } from './queue/bullmq-queue.ts';
 import type { DeliveryQueue } from './queue/delivery-queue.ts';
 import { EmbeddedDeliveryQueue } from './queue/embedded-queue.ts';
 import { IsolatedVmSandbox } from './sandbox/index.ts';
+import { createSecrets } from './secrets/index.ts';
+import type { Secrets } from './secrets/index.ts';
+import { withSecretKey } from './secrets/key-file.ts';
 import { createScalerManager } from './scaler/index.ts';
 import { createAgentGateway } from './ws/agent-gateway.ts';
 import { connectionCounters, createAgentMetrics } from './ws/metrics.ts';
@@ -87,7 +91,8 @@ export interface CoordinatorHooks {
  * Everything a coordinator runs is built here, in the order it depends on; docs/architecture.md
  * follows one delivery through it.
  */
-export async function startCoordinator(config: CompiledConfig, log: Logger, clock: Clock = systemClock, hooks: CoordinatorHooks = {}): Promise<Coordinator> {
+export async function startCoordinator(configured: CompiledConfig, log: Logger, clock: Clock = systemClock, hooks: CoordinatorHooks = {}): Promise<Coordinator> {
+  const config = await withSecretKey(configured, log);
   const { db, ...database } = await openDatabase(config, log);
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });
@@ -100,7 +105,7 @@ export async function startCoordinator(config: CompiledConfig, log: Logger, cloc
   const runtime = createRuntime({ config, db, clock, log, registry, onFenced, listen: listenToPeers });
   const agentMetrics = createAgentMetrics(registry, runtime.registry);
   const gateway = createAgentGateway({
-    ...{ db, config, registry: runtime.registry, shared: runtime.shared, supervisor: runtime.supervisor, deliver: runtime.deliver },
+    ...{ db, config, registry: runtime.registry, shared: runtime.shared, supervisor: runtime.supervisor, deliver: runtime.deliver, dispatchedSecrets: runtime.secrets.dispatched },
     now: () => clock.now(),
     log,
     ...connectionCounters(agentMetrics),
@@ -185,16 +190,20 @@ export function createRuntime(deps: RuntimeDeps) {
   const deliver = (runId: string, event: Parameters<EventRouter['deliver']>[1]) => router.deliver(runId, event);
   const registry = new AgentRegistry(() => clock.now());
   const dispatcher = new Dispatcher(registry, deliver, log.child({ component: 'dispatcher' }));
-  const sharing = createSharing(deps, { supervisor, registry, dispatcher, deliver, wakeInbox: () => router.wake(), pollMs });
+  const secrets = createSecrets({
+    ...{ config, db, now: () => clock.now(), onStoreError: (err: unknown) => log.warn({ err }, 'the sealed values of an attempt could not be read or dropped') },
+    localExecutionAllowed: async (name: string) => (await getEnvironment(db, name))?.allowLocalExecution === true,
+  });
+  const sharing = createSharing(deps, { supervisor, registry, dispatcher, deliver, wakeInbox: () => router.wake(), pollMs, openFrame: secrets.openFromPeer });
   supervisor.observe((update) => {
     if (['success', 'failed', 'cancelled'].includes(update.status)) dispatcher.forgetRun(update.runId);
   });
   const sources = new RunSources((runId) => readRunInputSummary(db, runId));
-  const handlers = effectHandlers(deps, { dispatcher, registry, shared: sharing.shared, deliver, sources });
+  const handlers = effectHandlers(deps, { dispatcher, registry, shared: sharing.shared, deliver, sources, secrets });
   const executor = new EffectExecutor({ handlers, markDone: (ids) => store.markEffectsDone(ids), clock, log, metrics });
   const ownership = createOwnership(deps, { store, metrics, supervisor, router, reattach: { supervisor, deliver, shared: sharing.shared, log } });
   return {
-    ...{ supervisor, router, dispatcher, registry, deliver, executor, ownership, shared: sharing.shared },
+    ...{ supervisor, router, dispatcher, registry, deliver, executor, ownership, shared: sharing.shared, secrets },
     /** Creates a run here; its source is kept for its dispatches. */
     createRun(run: NewRun): Promise<void> {
       sources.remember(run.input.runId, run.inputSummary);
@@ -237,11 +246,14 @@ function createOwnership(deps: RuntimeDeps, parts: { store: OwnershipStore; metr
 }
 
 /** Agents shared with peer coordinators on the same database (FO-3): sessions, offered jobs, commands. */
-function createSharing(deps: RuntimeDeps, parts: { supervisor: Supervisor; registry: AgentRegistry; dispatcher: Dispatcher; deliver: EventRouter['deliver']; wakeInbox: () => void; pollMs: number }) {
+function createSharing(
+  deps: RuntimeDeps,
+  parts: { supervisor: Supervisor; registry: AgentRegistry; dispatcher: Dispatcher; deliver: EventRouter['deliver']; wakeInbox: () => void; pollMs: number; openFrame: Secrets['openFromPeer'] },
+) {
   const { db, clock, log, config } = deps;
   const { supervisor, registry, dispatcher, deliver } = parts;
   const [me, now] = [config.coordinatorId, () => clock.now()];
-  const shared = new SharedAgents(me, sharedAgentStoreOf(db, me, now), registry, log.child({ component: 'shared-agents' }), config.dispatchAckTimeoutMs);
+  const shared = new SharedAgents(me, sharedAgentStoreOf(db, me, now), registry, log.child({ component: 'shared-agents' }), config.dispatchAckTimeoutMs, parts.openFrame);
   const exchange = new PlacementExchange(placementStoreOf(db, me, now), registry, (job) => dispatcher.findFor(job), deliver, log.child({ component: 'exchange' }));
   dispatcher.attachExchange(exchange, (runId, jobKey) => supervisor.jobHasTag(runId, jobKey, 'waits-for-agent'));
   const peers = new PeerSync({

@@ -25,6 +25,8 @@ export interface AgentEffectsDeps {
   aliveWindowMs: number;
   now: () => number;
   log: Logger;
+  /** A dispatch bound for a peer's agent crosses the database: its secret fields are sealed for the trip. */
+  sealForPeer?: (frame: object) => object;
 }
 
 /**
@@ -73,7 +75,8 @@ export class AgentEffects {
       await this.deps.deliver(effect.runId, { type: 'agent.job.status', jobKey, agentId, dispatchId, state: 'failed', error: built.reason });
       return;
     }
-    await this.deps.shared?.send(remote, { kind: 'frame', frame: built.dispatch, dispatchId });
+    const frame = this.deps.sealForPeer ? this.deps.sealForPeer(built.dispatch) : built.dispatch;
+    await this.deps.shared?.send(remote, { kind: 'frame', frame, dispatchId });
   }
 
   async sendCancel(effect: Effect<'sendCancel'>): Promise<void> {

@@ -58,6 +58,8 @@ export class SharedAgents {
     private readonly log: Logger,
     /** An agent that sent a frame this recently is alive (the dispatch ack timeout). */
     private readonly aliveWindowMs: number,
+    /** Opens a frame a peer sealed for the trip (its secret fields); null when it cannot be opened here. */
+    private readonly openFrame: (frame: object) => object | null = (frame) => frame,
   ) {
     registry.observeSessions({
       added: (session) => this.inOrder(session.agentId, () => this.store.announce(shareable(coordinatorId, session)), 'announcing a session'),
@@ -139,9 +141,14 @@ export class SharedAgents {
     if (dispatchId !== null) {
       const slot = this.registry.dispatchOf(dispatchId);
       if (session.sent.has(dispatchId) || slot?.connectionId !== session.connectionId || slot.endedAt !== null) return;
-      session.sent.add(dispatchId);
     }
-    session.link.send(command.frame);
+    const frame = this.openFrame(command.frame);
+    if (frame === null) {
+      this.log.error({ agentId: session.agentId, dispatchId }, 'a peer’s dispatch could not be opened here (another master key?); not sent');
+      return;
+    }
+    if (dispatchId !== null) session.sent.add(dispatchId);
+    session.link.send(frame);
   }
 
   private inOrder(agentId: string, work: () => Promise<void>, what: string): void {

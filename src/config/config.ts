@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import { resolve } from 'node:path';
 import type { z } from 'zod';
+import { parseMasterKey } from '../secrets/crypto.ts';
 import { ConfigError } from './errors.ts';
 import { envSchema, type LogFormat, type LogLevel, type RawEnv } from './env.ts';
 import { compileScalerSettings, type ScalerSettings } from './scaler.ts';
@@ -30,6 +31,14 @@ export interface CompiledConfig {
   readonly githubWebhookSecrets: readonly string[];
   /** Bearer token for `/api/v1` (`SWITCHYARD_ADMIN_TOKEN`); generated at first start when absent. @default undefined */
   readonly adminToken: string | undefined;
+  /**
+   * Master key of stored secrets (`SWITCHYARD_SECRET_KEY`, 32 bytes as hex or base64). Without it an embedded
+   * coordinator generates one into `<dataDir>/secret-key` (docs/http-api.md#secrets); with `DATABASE_URL`
+   * secrets are unavailable. @default undefined
+   */
+  readonly secretKey: Buffer | undefined;
+  /** The master key being retired (`SWITCHYARD_SECRET_KEY_OLD`): tried on decrypt until rotate-key re-encrypts. @default undefined */
+  readonly secretKeyOld: Buffer | undefined;
   /** Identity of this coordinator's lease (`SWITCHYARD_COORDINATOR_ID`). @default `<hostname>-<pid>-<6 random hex>` */
   readonly coordinatorId: string;
   /** How often the lease is renewed (`SWITCHYARD_LEASE_RENEW_MS`). @default 2000 */
@@ -91,6 +100,8 @@ const MAY_HOLD_SECRETS = new Set([
   'SWITCHYARD_GITHUB_WEBHOOK_SECRET',
   'SWITCHYARD_ADMIN_TOKEN',
   'SWITCHYARD_URL',
+  'SWITCHYARD_SECRET_KEY',
+  'SWITCHYARD_SECRET_KEY_OLD',
 ]);
 
 /** @see CompiledConfig.port */
@@ -123,6 +134,8 @@ function compile(raw: RawEnv): Omit<CompiledConfig, 'scaler'> {
     redisUrl: raw.REDIS_URL,
     githubWebhookSecrets: splitSecrets(raw.SWITCHYARD_GITHUB_WEBHOOK_SECRET ?? raw.GITHUB_WEBHOOK_SECRET),
     adminToken: raw.SWITCHYARD_ADMIN_TOKEN,
+    secretKey: masterKey('SWITCHYARD_SECRET_KEY', raw.SWITCHYARD_SECRET_KEY),
+    secretKeyOld: masterKey('SWITCHYARD_SECRET_KEY_OLD', raw.SWITCHYARD_SECRET_KEY_OLD),
     // One coordinator owns an embedded data dir, so its id is stable and a restart reclaims its runs at once.
     coordinatorId: raw.SWITCHYARD_COORDINATOR_ID ?? (raw.DATABASE_URL === undefined ? 'embedded' : defaultCoordinatorId()),
     leaseRenewMs: raw.SWITCHYARD_LEASE_RENEW_MS ?? 2_000,
@@ -140,6 +153,16 @@ function compile(raw: RawEnv): Omit<CompiledConfig, 'scaler'> {
     logFormat: raw.LOG_FORMAT ?? 'auto',
     agentAuth: raw.SWITCHYARD_AGENT_AUTH ?? 'token',
   };
+}
+
+/** A master key variable, or a `ConfigError` saying what is wrong with it (never its value). */
+function masterKey(name: string, value: string | undefined): Buffer | undefined {
+  if (value === undefined) return undefined;
+  try {
+    return parseMasterKey(value);
+  } catch (thrown) {
+    throw new ConfigError(name, `Invalid ${name}: ${thrown instanceof Error ? thrown.message : String(thrown)}`);
+  }
 }
 
 function splitSecrets(value: string | undefined): string[] {

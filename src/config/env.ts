@@ -53,6 +53,8 @@ export const envSchema = z.object({
   GITHUB_WEBHOOK_SECRET: text,
   SWITCHYARD_GITHUB_WEBHOOK_SECRET: text,
   SWITCHYARD_ADMIN_TOKEN: text,
+  SWITCHYARD_SECRET_KEY: text,
+  SWITCHYARD_SECRET_KEY_OLD: text,
   SWITCHYARD_COORDINATOR_ID: optional(
     z
       .string()

@@ -271,4 +271,84 @@ export interface Schema {
   agent_sessions: AgentSessionsTable;
   placement_requests: PlacementRequestsTable;
   agent_outbox: AgentOutboxTable;
+  secrets: SecretsTable;
+  secret_audit: SecretAuditTable;
+  run_keys: RunKeysTable;
+  secret_outputs: SecretOutputsTable;
+  test_uploads: TestUploadsTable;
+  test_run_secrets: TestRunSecretsTable;
+  attempt_secrets: AttemptSecretsTable;
+}
+
+/** The secret values sent to one attempt, as a JSON list sealed under the master key (AAD `attempt:<dispatchId>`), for redaction. */
+export interface AttemptSecretsTable {
+  dispatch_id: string;
+  run_id: string;
+  ciphertext: string;
+  key_version: string;
+  created_at: Millis;
+}
+
+/** A secret value sealed under the master key (AAD `scope:key`); `key_version` names that key. */
+export interface SecretsTable {
+  scope: string;
+  key: string;
+  ciphertext: string;
+  key_version: string;
+  created_at: Millis;
+  updated_at: Millis;
+}
+
+export interface SecretAuditTable {
+  id: ColumnType<number, never, never>;
+  at: Millis;
+  actor: string;
+  /** `put`, `delete`, `rotate`, `resolve`, `reveal`. */
+  action: string;
+  run_id: string | null;
+  job_key: string | null;
+  dispatch_id: string | null;
+  scope: string | null;
+  /** Key names only, never values. */
+  keys: Json;
+  outcome: string;
+}
+
+/** A run's X25519 pair for secret outputs; `private_key` is sealed under the master key (AAD `run-key:<runId>`). */
+export interface RunKeysTable {
+  run_id: string;
+  public_key: string;
+  private_key: string;
+  key_version: string;
+  created_at: Millis;
+}
+
+/** An agent's secret output as received: encrypted to the run's public key. */
+export interface SecretOutputsTable {
+  run_id: string;
+  job_key: string;
+  name: string;
+  dispatch_id: string;
+  agent_public_key: string;
+  encrypted: string;
+  created_at: Millis;
+}
+
+/** A test upload's X25519 pair; `private_key` is sealed under the master key (AAD `upload-key:<uploadId>`). */
+export interface TestUploadsTable {
+  upload_id: string;
+  public_key: string;
+  private_key: string;
+  key_version: string;
+  created_at: Millis;
+  expires_at: Millis;
+}
+
+/** A test run's secrets blob, still encrypted to its upload's key. */
+export interface TestRunSecretsTable {
+  run_id: string;
+  upload_id: string;
+  sender_public_key: string;
+  encrypted_secrets: string;
+  created_at: Millis;
 }

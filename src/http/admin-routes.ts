@@ -14,6 +14,9 @@ import { registerReplayRoutes } from './api-replay.ts';
 import { registerRunRoutes } from './api-runs.ts';
 import type { RunApiDeps } from './api-runs.ts';
 import { registerHealthRoutes } from './health.ts';
+import { registerSecretRoutes } from './api-secrets.ts';
+import { registerTestRunRoutes } from './api-test-runs.ts';
+import type { SecretService } from '../secrets/service.ts';
 import { Router } from './router.ts';
 import { registerRunsPageRoutes } from './runs-page.ts';
 import { registerVisualizerRoutes } from './visualizer.ts';
@@ -24,6 +27,7 @@ export interface AdminRuntime {
   deliver: RunApiDeps['deliver'];
   registry: AgentApiDeps['agents'];
   ownership: { readonly held: boolean };
+  secrets: { service: SecretService };
 }
 
 export interface AdminRouteDeps {
@@ -36,13 +40,18 @@ export interface AdminRouteDeps {
   kickToken: (record: AgentTokenRecord) => void;
 }
 
-/** Health, runs, jobs, approvals, environments, logs, agents, agent tokens, machines, replay and the visualizer (docs/http-api.md#routes). */
+/** Health, runs, test runs, approvals, environments, secrets, jobs, logs, agents, agent tokens, machines, replay and the visualizer (docs/http-api.md#routes). */
 export function adminRoutes(deps: AdminRouteDeps): Router {
   const { db, config, runtime, now } = deps;
   const router = new Router();
   registerHealthRoutes(router, { db, registry: deps.metrics, leaseHeld: () => runtime.ownership.held, coordinatorId: config.coordinatorId });
   registerRunRoutes(router, {
     ...{ db, createRun: (run) => runtime.createRun(run), deliver: runtime.deliver },
+    ...{ timeouts: deps.timeouts, maxAttempts: config.maxDispatchAttempts, now },
+  });
+  registerSecretRoutes(router, { secrets: runtime.secrets.service });
+  registerTestRunRoutes(router, {
+    ...{ db, createRun: (run) => runtime.createRun(run), secrets: runtime.secrets.service },
     ...{ timeouts: deps.timeouts, maxAttempts: config.maxDispatchAttempts, now },
   });
   registerAgentTokenRoutes(router, { db, now, onRevoked: deps.kickToken });

@@ -33,7 +33,7 @@ export interface RunApiDeps {
 const MAX_BODY = 5 * 1024 * 1024;
 
 /** The shape checked before planning; the full lock-file schema lives with the lock-file reader. */
-const manualRunSchema = z.object({
+export const manualRunSchema = z.object({
   repository: z.string().min(1).default('manual'),
   /** Where agents clone from; without it jobs run with no checkout. */
   repoUrl: z.string().min(1).optional(),
@@ -49,7 +49,7 @@ const manualRunSchema = z.object({
 
 const cancelSchema = z.object({ force: z.boolean().default(false), reason: z.string().max(500).optional() });
 
-function parse<T>(schema: z.ZodType<T>, value: unknown): T {
+export function parse<T>(schema: z.ZodType<T>, value: unknown): T {
   const result = schema.safeParse(value);
   if (result.success) return result.data;
   const issue = result.error.issues[0];
@@ -92,7 +92,21 @@ async function getRunRoute(deps: RunApiDeps, res: RouteContext['res'], runId: st
 
 /** Starts a workflow by hand: the same planning and run actor as a webhook run. */
 async function createRunRoute(deps: RunApiDeps, { req, res }: RouteContext) {
-  const body = parse(manualRunSchema, await readJson(req, MAX_BODY));
+  const planned = await planManualRun(deps, parse(manualRunSchema, await readJson(req, MAX_BODY)));
+  await startPlannedRun(deps, planned);
+  sendJson(res, 201, { runId: planned.runId, jobs: planned.input.jobs.map((job) => job.key) });
+}
+
+export type ManualRunBody = z.infer<typeof manualRunSchema>;
+
+export interface PlannedRun {
+  runId: string;
+  input: ReturnType<typeof planRun>;
+  source: RunSource;
+}
+
+/** A manual run's plan and frozen source (RUN-3); a workflow that cannot be planned is a 400. */
+export async function planManualRun(deps: Pick<RunApiDeps, 'db' | 'timeouts' | 'maxAttempts' | 'now'>, body: ManualRunBody): Promise<PlannedRun> {
   const problem = findWorkflowProblem(body.workflow);
   if (problem) throw new HttpError(400, 'invalid workflow', `${problem.path.map(String).join('.')}: ${problem.problem}`);
   const runId = randomUUID();
@@ -124,14 +138,18 @@ async function createRunRoute(deps: RunApiDeps, { req, res }: RouteContext) {
     trustTier: origin.trustTier,
     environments: environments.frozen,
   };
+  return { runId, input, source };
+}
+
+/** Creates the planned run and its actor; an input that cannot be stored is a 422. */
+export async function startPlannedRun(deps: Pick<RunApiDeps, 'createRun'>, planned: PlannedRun): Promise<void> {
   try {
-    await deps.createRun({ input, repository: body.repository, inputSummary: source });
+    await deps.createRun({ input: planned.input, repository: planned.source.repository, inputSummary: planned.source });
   } catch (thrown) {
     // The run exists, failed: its input could not be stored (e.g. nested too deeply).
     if (thrown instanceof RunNotStorableError) throw new HttpError(422, 'run not storable', thrown.message);
     throw thrown;
   }
-  sendJson(res, 201, { runId, jobs: input.jobs.map((job) => job.key) });
 }
 
 async function cancelRunRoute(deps: RunApiDeps, { req, res, params }: RouteContext) {

@@ -67,3 +67,11 @@ export function redactTokens(text: string): string {
   if (!MAY_HOLD_TOKEN.test(text)) return text;
   return text.replace(QUERY_TOKEN, `$1${MASK}`).replace(ADMIN_TOKEN, MASK).replace(AGENT_TOKEN, MASK);
 }
+
+/** `value` with `redact` applied to every string in it, however deep (keys are kept). */
+export function redactDeep(value: unknown, redact: (text: string) => string): unknown {
+  if (typeof value === 'string') return redact(value);
+  if (Array.isArray(value)) return value.map((item) => redactDeep(item, redact));
+  if (typeof value === 'object' && value !== null) return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, redactDeep(v, redact)]));
+  return value;
+}

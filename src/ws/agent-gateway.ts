@@ -9,6 +9,7 @@ import { validateAgentToken } from '../db/agent-tokens.ts';
 import type { AgentTokenRecord } from '../db/agent-tokens.ts';
 import { appendLogChunks } from '../db/job-logs.ts';
 import { listOpenAttemptsOfAgent, readAttemptOf } from '../db/run-queries.ts';
+import { storeSecretOutputs } from '../db/secrets.ts';
 import type { Schema } from '../db/schema.ts';
 import type { ConnectionDeps } from './connection.ts';
 import { CLOSE_CODES } from './messages.ts';
@@ -28,6 +29,8 @@ export interface GatewayDeps {
   onAgentMetrics: ConnectionDeps['onAgentMetrics'];
   /** Bytes of job log lines stored (`switchyard_log_bytes_stored_total`). */
   onLogBytesStored: (bytes: number) => void;
+  /** Secret values sent with each attempt, to mask what the agent sends back (SEC-4). */
+  dispatchedSecrets?: ConnectionDeps['dispatchedSecrets'];
 }
 
 /** The wiring from agent sockets to run actors: job messages in, reclaim after a reconnect (docs/protocol.md#messages-from-the-agent, docs/protocol.md#reconnect-reclaim-and-lost-attempts, docs/protocol.md#ownership-rule). */
@@ -50,6 +53,8 @@ export function createAgentGateway(deps: GatewayDeps) {
       return stored;
     },
     reclaim: (session, inFlight) => reclaimInFlight({ ...deps, lookupDispatch }, session, inFlight),
+    ...(deps.dispatchedSecrets && { dispatchedSecrets: deps.dispatchedSecrets }),
+    storeSecretOutputs: (rows) => storeSecretOutputs(db, rows),
     now: deps.now,
     log: log.child({ component: 'ws' }),
     onUnknownType: deps.onUnknownType,

@@ -4,11 +4,13 @@ import { LATE_MESSAGE_GRACE_MS } from '../../actors/agents/registry.ts';
 import { coerceError } from '../../lib/errors.ts';
 import type { IncomingRunEvent } from '../../actors/runs/supervisor.ts';
 import { isTerminalJobStatus } from '../../machines/status.ts';
-import { redactEnvVars, redactSecrets } from '../security/redact.ts';
+import { MASK, SENSITIVE_NAME, compileRedactor, redactDeep } from '../security/redact.ts';
 import { jobStatusReportOf, stepRecordOf } from './job-reports.ts';
 import { LogWriter } from './log-writer.ts';
 import type { AppendLogs } from './log-writer.ts';
 import type { AgentMessageOf } from './messages.ts';
+import type { SecretOutputRow } from '../db/secrets.ts';
+import type { DispatchedSecrets } from '../secrets/dispatched.ts';
 
 export type JobScopedMessage = AgentMessageOf<
   'job.ack' | 'job.reject' | 'job.status' | 'step.status' | 'job.heartbeat' | 'log.chunk' | 'job.context' | 'run.event'
@@ -44,6 +46,10 @@ export interface JobMessageDeps {
   appendLogs: AppendLogs;
   now: () => number;
   log: Logger;
+  /** The secret values sent with each attempt, to mask its texts with (SEC-4); without it only agent tokens are masked. */
+  dispatchedSecrets?: Pick<DispatchedSecrets, 'redactorFor' | 'ended'>;
+  /** Stores a successful job's `secretOutputs` as received (SEC-5); the terminal status waits for it. */
+  storeSecretOutputs?: (outputs: SecretOutputRow[]) => Promise<void>;
 }
 
 /** Refused attempts remembered per connection, so a replay of thousands of frames costs one lookup each attempt. */
@@ -79,7 +85,8 @@ export class JobFrames {
     if (dispatchId === null) return { ok: true };
     const owner = await this.owner(agentId, dispatchId);
     if ('cause' in owner) return { ok: false, cause: owner.cause };
-    this.apply(owner.record, agentId, dispatchId, message);
+    const redact = (await this.deps.dispatchedSecrets?.redactorFor(dispatchId)) ?? TOKENS_ONLY;
+    this.apply(owner.record, agentId, dispatchId, message, redact);
     return { ok: true };
   }
 
@@ -94,7 +101,7 @@ export class JobFrames {
     return { cause: cause ?? 'unknown' };
   }
 
-  private apply(record: DispatchRecord, agentId: string, dispatchId: string, message: JobScopedMessage): void {
+  private apply(record: DispatchRecord, agentId: string, dispatchId: string, message: JobScopedMessage, redact: (text: string) => string): void {
     const { runId, jobKey } = record;
     const base = { jobKey, agentId, dispatchId };
     switch (message.type) {
@@ -103,23 +110,41 @@ export class JobFrames {
       case 'job.reject':
         if (message.reason === 'draining') this.deps.registry.markUnusable(agentId, 'draining');
         return this.deliver(runId, { type: 'agent.job.reject', reason: message.reason, ...base });
-      case 'job.status': {
-        const logsFirst = isTerminalJobStatus(message.state) && this.logs.pending(dispatchId) ? this.logs.flushed(dispatchId) : undefined;
-        return this.deliver(runId, { type: 'agent.job.status', ...jobStatusReportOf(message), ...base }, logsFirst);
-      }
+      case 'job.status':
+        return this.jobStatus(record, agentId, message, redact);
       case 'step.status':
-        return this.deliver(runId, { type: 'agent.step.status', step: stepRecordOf(message), ...base });
+        return this.deliver(runId, { type: 'agent.step.status', step: stepRecordOf(message, redact), ...base });
       case 'job.heartbeat':
         return this.deliver(runId, { type: 'agent.job.heartbeat', ...base });
       case 'log.chunk': {
-        const lines = message.lines.map((l) => redactSecrets(l, []));
+        const lines = message.lines.map(redact);
         return this.logs.add({ runId, jobKey, dispatchId, stepIndex: message.stepIndex, lines, now: this.deps.now(), ...sentAt(message.timestamp) });
       }
       case 'job.context':
-        return this.deps.log.debug({ runId, jobKey, env: redactEnvVars(message.context.envVars ?? [], []) }, 'job context (redacted)');
+        return this.deps.log.debug({ runId, jobKey, context: redactContext(message.context, redact) }, 'job context (redacted)');
       case 'run.event':
         return this.deps.log.debug({ runId, jobKey, eventType: message.eventType }, 'agent run event');
     }
+  }
+
+  /**
+   * A terminal status waits until the attempt's log lines and secret outputs are stored, so whatever
+   * its commit releases (a downstream dispatch, the run's end) finds them.
+   */
+  private jobStatus(record: DispatchRecord, agentId: string, message: AgentMessageOf<'job.status'>, redact: (text: string) => string): void {
+    const { runId, jobKey } = record;
+    const dispatchId = message.jobId;
+    const terminal = isTerminalJobStatus(message.state);
+    const waits: Promise<void>[] = [];
+    if (terminal && this.logs.pending(dispatchId)) waits.push(this.logs.flushed(dispatchId));
+    const outputs = message.state === 'success' ? Object.entries(message.secretOutputs ?? {}) : [];
+    if (outputs.length > 0 && this.deps.storeSecretOutputs) {
+      const rows = outputs.map(([name, o]) => ({ runId, jobKey, name, dispatchId, agentPublicKey: o.agentPublicKey, encrypted: o.encrypted, createdAt: this.deps.now() }));
+      waits.push(this.deps.storeSecretOutputs(rows).catch((thrown: unknown) => this.deps.log.error({ err: coerceError(thrown), runId, jobKey }, 'secret outputs could not be stored')));
+    }
+    if (terminal) this.deps.dispatchedSecrets?.ended(dispatchId);
+    const event: IncomingRunEvent = { type: 'agent.job.status', ...jobStatusReportOf(message, redact), jobKey, agentId, dispatchId };
+    this.deliver(runId, event, waits.length > 0 ? Promise.all(waits).then(() => undefined) : undefined);
   }
 
   /** Calls `deliver` now, or once `after` and the run's earlier held events are through. */
@@ -153,6 +178,18 @@ function refusalCause(record: DispatchRecord | null, agentId: string, now: numbe
   const late = record.endedAt != null && now - record.endedAt > LATE_MESSAGE_GRACE_MS;
   return late ? 'ended' : null;
 }
+
+const TOKENS_ONLY = compileRedactor([]);
+
+/**
+ * `job.context` fit to log (docs/protocol.md#facts-about-the-stock-agent-that-switchyard-lives-with): a variable with a
+ * sensitive name is masked whole, every other text is masked against the attempt's secret values.
+ */
+function redactContext(context: AgentMessageOf<'job.context'>['context'], redact: (text: string) => string): unknown {
+  const envVars = (context.envVars ?? []).map((v) => ({ ...v, value: SENSITIVE_NAME.test(v.name) ? MASK : redact(v.value) }));
+  return redactDeep({ ...context, envVars }, redact);
+}
+
 
 /** An agent's clock reading fit to store (a bigint column); anything else is dropped, never the chunk. */
 function sentAt(timestamp: number): { sentAt?: number } {

@@ -1,14 +1,18 @@
 import type { JobStatusData, StepResult } from '../../machines/job.events.ts';
 import type { JobStatus } from '../../machines/status.ts';
 import type { InitResult, StepRecord } from '../../machines/types.ts';
-import { redactSecrets } from '../security/redact.ts';
+import { redactDeep, redactSecrets } from '../security/redact.ts';
 import type { AgentMessageOf } from './messages.ts';
 
 /** Step outputs a job may hand downstream; more is refused with a reason rather than stored. */
 export const MAX_OUTPUT_BYTES = 1024 * 1024;
 
-/** `step.status` as the job actor records it; error texts are redacted (SEC-4). */
-export function stepRecordOf(message: AgentMessageOf<'step.status'>): StepRecord {
+/** Masks secret values in a text the agent sent; the default knows no values and masks agent tokens only. */
+export type Redact = (text: string) => string;
+const tokensOnly: Redact = (text) => redactSecrets(text, []);
+
+/** `step.status` as the job actor records it; error texts are redacted with the attempt's secret values (SEC-4). */
+export function stepRecordOf(message: AgentMessageOf<'step.status'>, redact: Redact = tokensOnly): StepRecord {
   const error = message.data?.error;
   return {
     index: message.stepIndex,
@@ -17,7 +21,7 @@ export function stepRecordOf(message: AgentMessageOf<'step.status'>): StepRecord
     hook: message.step_type ?? null,
     durationMs: message.data?.durationMs ?? null,
     exitCode: error?.exitCode ?? null,
-    error: error ? redactSecrets(signalled(error.message, error.signal), []) : null,
+    error: error ? redact(signalled(error.message, error.signal)) : null,
   };
 }
 
@@ -35,13 +39,13 @@ export interface JobStatusReport {
  * A `job.status` as the job actor takes it. An init job that reports `initFailed` failed whatever
  * its state says (docs/lockfile.md#init-jobs), and outputs over the limit fail the job instead of being kept.
  */
-export function jobStatusReportOf(message: AgentMessageOf<'job.status'>): JobStatusReport {
+export function jobStatusReportOf(message: AgentMessageOf<'job.status'>, redact: Redact = tokensOnly): JobStatusReport {
   const wire = message.data;
-  const error = wire?.error === undefined ? undefined : redactSecrets(wire.error, []);
+  const error = wire?.error === undefined ? undefined : redact(wire.error);
   if (wire === undefined) return { state: message.state };
   const data: JobStatusData = {
     ...(wire.durationMs !== undefined && { durationMs: wire.durationMs }),
-    ...(wire.stepResults !== undefined && { stepResults: wire.stepResults.map(redactStepResult) }),
+    ...(wire.stepResults !== undefined && { stepResults: wire.stepResults.map((result) => redactStepResult(result, redact)) }),
   };
   if (wire.initFailed !== undefined && wire.initFailed !== false) {
     return { state: 'failed', error: error ?? 'the init job failed without a message', data };
@@ -55,13 +59,14 @@ export function jobStatusReportOf(message: AgentMessageOf<'job.status'>): JobSta
     if (bytes > MAX_OUTPUT_BYTES) {
       return { state: 'failed', error: `job outputs are ${bytes} bytes; the limit is ${MAX_OUTPUT_BYTES} bytes`, data };
     }
-    data.outputs = outputs;
+    // Outputs land in the snapshot and downstream dispatches: a secret value in one is masked (secret outputs carry secrets).
+    data.outputs = redactDeep(outputs, redact) as Record<string, unknown>;
   }
   return { state: message.state, ...(error !== undefined && { error }), data };
 }
 
-function redactStepResult(result: StepResult): StepResult {
-  return result.error === undefined ? result : { ...result, error: redactSecrets(result.error, []) };
+function redactStepResult(result: StepResult, redact: Redact): StepResult {
+  return result.error === undefined ? result : { ...result, error: redact(result.error) };
 }
 
 /** The init result with every value checked, or why it cannot be used (a string). */
