@@ -30,6 +30,9 @@ describe('secrets end to end: storage, dispatch, redaction, secret outputs and t
     coordinator = await startCoordinatorProcess({ DATABASE_URL: databaseUrl, SWITCHYARD_SECRET_KEY: randomBytes(32).toString('hex'), LOG_LEVEL: 'trace' });
     client = new CoordinatorClient(coordinator.url, ADMIN_TOKEN);
     token = (await client.createToken()).token;
+    // The jobs below name environment prod; it exists and does not take test-run secrets.
+    const prod = await call(coordinator, 'PUT', '/api/v1/environments/prod', { allowLocalExecution: false });
+    assert.equal(prod.status, 201);
   });
   after(async () => {
     for (const agent of agents.splice(0)) await agent.close();
