@@ -26,6 +26,18 @@ export interface IntentParams {
   releaseSlot: { agentId: string; dispatchId: string };
   requestConcurrency: { jobKey: string; key: string; policy: ConcurrencyPolicy };
   releaseConcurrency: { jobKey: string; key: string };
+  /** A commit status for the run on its forge (docs/http-api.md#commit-status-on-github); recorded by the run only. */
+  reportForgeStatus: ForgeStatusReport;
+}
+
+/** Commit status states as GitHub names them; a cancelled run reports `error` (docs/http-api.md#commit-status-on-github). */
+export type ForgeStatusState = 'pending' | 'success' | 'failure' | 'error';
+
+export interface ForgeStatusReport {
+  /** The status context, e.g. `switchyard/<workflow>`: one line per workflow on the commit. */
+  context: string;
+  state: ForgeStatusState;
+  description: string;
 }
 
 export type IntentKind = keyof IntentParams;
@@ -52,7 +64,13 @@ export const JOB_INTENTS = [
   'releaseConcurrency',
 ] as const satisfies readonly IntentKind[];
 
-export const RUN_INTENTS = ['armDeadline', 'disarmDeadline', 'releaseSlot'] as const satisfies readonly IntentKind[];
+export const RUN_INTENTS = ['armDeadline', 'disarmDeadline', 'releaseSlot', 'reportForgeStatus'] as const satisfies readonly IntentKind[];
+
+/**
+ * Effects that call a slow outside service: each runs in a line of its own per run, so a forge
+ * that hangs never holds up the run's dispatches (docs/architecture.md#effects-after-commit).
+ */
+export const OWN_LINE_EFFECTS: ReadonlySet<string> = new Set(['reportForgeStatus'] satisfies IntentKind[]);
 
 export type JobIntentKind = (typeof JOB_INTENTS)[number];
 export type RunIntentKind = (typeof RUN_INTENTS)[number];
@@ -71,6 +89,7 @@ const SLOTS: IntentSlots<IntentKind> = {
   releaseSlot: () => {},
   requestConcurrency: () => {},
   releaseConcurrency: () => {},
+  reportForgeStatus: () => {},
 };
 export const INTENT_KINDS: ReadonlySet<string> = new Set(Object.keys(SLOTS));
 

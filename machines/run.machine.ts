@@ -10,12 +10,12 @@ import type { ConcurrencyScope, FanoutGroup, GateDecision, JobPlan, RunInput, Ru
 import { computeRunStatus, countsAsFailure } from './status.ts';
 import type { RunStatusTag, TerminalRunStatus } from './status.ts';
 import { RUN_INTENTS, intentSlots } from './intents.ts';
-import type { Intent, RunIntentKind } from './intents.ts';
+import type { ForgeStatusState, Intent, RunIntentKind } from './intents.ts';
 import type { InitFailure } from './types.ts';
 
 export const RUN_MACHINE_ID = 'run';
 /** Bump when a change makes stored run snapshots unreadable (docs/architecture.md#ownership-leases-epochs-fencing-and-adoption). */
-export const RUN_MACHINE_VERSION = 3;
+export const RUN_MACHINE_VERSION = 4;
 
 const DEFAULT_APPROVAL_TIMEOUT_MS = 24 * 60 * 60_000;
 
@@ -44,6 +44,8 @@ export interface RunContext {
   failureReason: string | null;
   startedAt: number | null;
   finishedAt: number | null;
+  /** The forge status context the run reports under (docs/http-api.md#commit-status-on-github); null: it reports none. */
+  forgeStatus: { context: string } | null;
 }
 
 export type RunCommand =
@@ -83,6 +85,17 @@ function failureReasonOf(context: RunContext): string | null {
   if (context.initFailure) return context.initFailure.message;
   const failed = Object.entries(context.jobs).filter(([, node]) => node.status !== null && countsAsFailure(node.status));
   return failed.length > 0 ? `Failed jobs: ${failed.map(([key]) => key).join(', ')}` : null;
+}
+
+/** GitHub caps a status description at 140 characters. */
+const MAX_STATUS_DESCRIPTION = 140;
+
+/** What the forge is told when the run ends: cancelled reports `error` (docs/http-api.md#commit-status-on-github). */
+function forgeReportOf(context: RunContext, status: TerminalRunStatus): { state: ForgeStatusState; description: string } {
+  const cut = (text: string) => (text.length > MAX_STATUS_DESCRIPTION ? `${text.slice(0, MAX_STATUS_DESCRIPTION - 1)}…` : text);
+  if (status === 'success') return { state: 'success', description: 'All jobs succeeded' };
+  if (status === 'cancelled') return { state: 'error', description: cut(`Cancelled: ${context.cancel?.reason ?? 'cancelled'}`) };
+  return { state: 'failure', description: cut(context.failureReason ?? 'Failed') };
 }
 
 export function finalRunStatus(context: RunContext): TerminalRunStatus {
@@ -248,6 +261,17 @@ export const runMachine = runSetup.extend({
       if (!('jobKey' in event) || typeof event.jobKey !== 'string') return;
       enqueue.sendTo(event.jobKey, event);
     }),
+    reportRunStarted: compose(({ context, enqueue }) => {
+      if (!context.forgeStatus || context.initFailure) return;
+      const description = context.approvalTimeoutMs !== null ? 'Waiting for approval' : 'Running';
+      enqueue({ type: 'reportForgeStatus', params: { context: context.forgeStatus.context, state: 'pending', description } });
+    }),
+    /** After `finish`, whose failure reason it reports. */
+    reportRunEnded: compose<{ status: TerminalRunStatus }>(({ context, enqueue }, { status }) => {
+      if (!context.forgeStatus) return;
+      const report = forgeReportOf(context, status);
+      enqueue({ type: 'reportForgeStatus', params: { context: context.forgeStatus.context, ...report } });
+    }),
     finish: compose(({ context, event, enqueue }) => {
       for (const armed of Object.values(context.deadlines)) {
         enqueue({ type: 'disarmDeadline', params: { id: armed.id, jobKey: null } });
@@ -258,7 +282,7 @@ export const runMachine = runSetup.extend({
 }).createMachine({
   id: RUN_MACHINE_ID,
   context: ({ input }) => {
-    const graph = buildGraph(input.jobs, input.approval !== null && input.initFailure === null);
+    const graph = buildGraph(input.jobs, input.approval !== null && input.initFailure === null, input.carried);
     return {
       runId: input.runId,
       workflowName: input.workflowName,
@@ -280,13 +304,14 @@ export const runMachine = runSetup.extend({
       failureReason: null,
       startedAt: null,
       finishedAt: null,
+      forgeStatus: input.forgeStatus ?? null,
     };
   },
   initial: 'starting',
   on: { ...forwardJobEvents, 'run.restored': { actions: 'tellJobsRestored' } },
   states: {
     starting: {
-      entry: ['spawnJobs', 'armWorkflowDeadline'],
+      entry: ['spawnJobs', 'armWorkflowDeadline', 'reportRunStarted'],
       always: [
         { guard: 'runInitFailed', target: 'failed', actions: 'failOpenJobs' },
         { guard: 'needsApproval', target: 'active.held' },
@@ -358,9 +383,9 @@ export const runMachine = runSetup.extend({
         { target: 'failed' },
       ],
     },
-    success: { type: 'final', tags: ['status:success'], entry: 'finish' },
-    failed: { type: 'final', tags: ['status:failed'], entry: 'finish' },
-    cancelled: { type: 'final', tags: ['status:cancelled'], entry: 'finish' },
+    success: { type: 'final', tags: ['status:success'], entry: ['finish', { type: 'reportRunEnded', params: { status: 'success' } }] },
+    failed: { type: 'final', tags: ['status:failed'], entry: ['finish', { type: 'reportRunEnded', params: { status: 'failed' } }] },
+    cancelled: { type: 'final', tags: ['status:cancelled'], entry: ['finish', { type: 'reportRunEnded', params: { status: 'cancelled' } }] },
   },
 });
 

@@ -53,6 +53,8 @@ export const envSchema = z.object({
   GITHUB_WEBHOOK_SECRET: text,
   SWITCHYARD_GITHUB_WEBHOOK_SECRET: text,
   SWITCHYARD_ADMIN_TOKEN: text,
+  SWITCHYARD_GITHUB_API_URL: url(['http', 'https']),
+  SWITCHYARD_PUBLIC_URL: url(['http', 'https']),
   SWITCHYARD_COORDINATOR_ID: optional(
     z
       .string()

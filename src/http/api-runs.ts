@@ -5,6 +5,9 @@ import { RunNotStorableError } from '../../actors/runs/errors.ts';
 import type { NewRun } from '../../actors/runs/ports.ts';
 import type { IncomingRunEvent } from '../../actors/runs/supervisor.ts';
 import { planRun } from '../../machines/run.plan.ts';
+import type { RunInput } from '../../machines/run.types.ts';
+import { getRepository } from '../db/repositories.ts';
+import { forgeStatusFor } from '../forge/github-status.ts';
 import { isTerminalRunStatus } from '../../machines/status.ts';
 import type { JobTimeouts } from '../../machines/types.ts';
 import { readJournal } from '../db/journal.ts';
@@ -92,7 +95,7 @@ async function createRunRoute(deps: RunApiDeps, { req, res }: RouteContext) {
   const problem = findWorkflowProblem(body.workflow);
   if (problem) throw new HttpError(400, 'invalid workflow', `${problem.path.map(String).join('.')}: ${problem.problem}`);
   const runId = randomUUID();
-  let input;
+  let input: RunInput;
   try {
     input = planRun({
       runId,
@@ -105,6 +108,8 @@ async function createRunRoute(deps: RunApiDeps, { req, res }: RouteContext) {
   } catch (thrown) {
     throw new HttpError(400, 'invalid workflow', thrown instanceof Error ? thrown.message : String(thrown));
   }
+  // A run on a registered GitHub repository reports its commit status like a webhook run.
+  if ((await getRepository(deps.db, body.repository))?.provider === 'github') input = { ...input, forgeStatus: forgeStatusFor(input.workflowName) };
   const source: RunSource = {
     repository: body.repository,
     repoUrl: body.repoUrl ?? null,
