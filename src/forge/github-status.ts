@@ -70,7 +70,7 @@ export function createGitHubStatusReporter(deps: GitHubStatusDeps) {
         signal: AbortSignal.timeout(timeoutMs),
       });
     } catch (thrown) {
-      throw new Error(`POST ${path} failed: ${coerceError(thrown).message}`);
+      throw new Error(`POST ${path} failed: ${coerceError(thrown).message}`, { cause: thrown });
     }
     const text = (await response.text().catch(() => '')).slice(0, 300);
     if (response.ok) return;
