@@ -27,6 +27,16 @@ export async function getRunWithJobs(db: Kysely<Schema>, runId: string) {
   return { run, jobs, owner: owner ?? null };
 }
 
+/** Each job's status and outputs as the projection holds them (a failed-only rerun keeps the successful ones). */
+export async function readJobResults(db: Kysely<Schema>, runId: string): Promise<{ jobKey: string; status: string; outputs: Record<string, unknown> | null }[]> {
+  const rows = await db.selectFrom('jobs').select(['job_key', 'status', 'outputs']).where('run_id', '=', runId).execute();
+  return rows.map((row) => ({ jobKey: row.job_key, status: row.status, outputs: isRecord(row.outputs) ? row.outputs : null }));
+}
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
 export async function listJobsByStatus(db: Kysely<Schema>, status: string, limit: number) {
   return db.selectFrom('jobs').selectAll().where('status', '=', status).orderBy('updated_at').limit(limit).execute();
 }
