@@ -13,7 +13,8 @@ import type { JobTimeouts } from '../../machines/types.ts';
 import { readJournal } from '../db/journal.ts';
 import { findWorkflowProblem } from '../lockfile/checks.ts';
 import { job as lockJobSchema } from '../lockfile/schema-jobs.ts';
-import { getRunWithJobs, listJobsByStatus, listRuns } from '../db/run-queries.ts';
+import { getRunWithJobs, listJobsByStatus, listRuns, runExists } from '../db/run-queries.ts';
+import { pageOf, readPage } from './pagination.ts';
 import { rerunOf, rerunRunRoute } from './api-rerun.ts';
 import type { Schema } from '../db/schema.ts';
 import type { RunSource } from '../pipeline/run-source.ts';
@@ -63,13 +64,17 @@ export function registerRunRoutes(router: Router, deps: RunApiDeps): void {
     .on('POST', '/api/v1/runs', (ctx) => createRunRoute(deps, ctx))
     .on('GET', '/api/v1/runs/:id', ({ res, params }) => getRunRoute(deps, res, params['id'] ?? ''))
     .on('GET', '/api/v1/runs/:id/events', async ({ res, params }) => {
-      sendJson(res, 200, { events: await readJournal(deps.db, params['id'] ?? '') });
+      const runId = params['id'] ?? '';
+      if (!(await runExists(deps.db, runId))) throw new HttpError(404, 'not found', `no run ${runId}`);
+      sendJson(res, 200, { events: await readJournal(deps.db, runId) });
     })
     .on('POST', '/api/v1/runs/:id/cancel', (ctx) => cancelRunRoute(deps, ctx))
     .on('POST', '/api/v1/runs/:id/rerun', (ctx) => rerunRunRoute(deps, ctx))
     .on('GET', '/api/v1/jobs', async ({ res, url }) => {
-      const jobs = await listJobsByStatus(deps.db, url.searchParams.get('status') ?? 'pending', 500);
-      sendJson(res, 200, { jobs });
+      const page = readPage<[number, string, string]>(url, ['number', 'string', 'string'], 500);
+      const rows = await listJobsByStatus(deps.db, url.searchParams.get('status') ?? 'pending', page.limit + 1, page.after);
+      const { items, nextCursor } = pageOf(rows, page.limit, (job) => [Number(job.updated_at), job.run_id, job.job_key]);
+      sendJson(res, 200, { jobs: items, nextCursor });
     });
 }
 
@@ -77,8 +82,10 @@ async function listRunsRoute(deps: RunApiDeps, res: RouteContext['res'], url: UR
   const status = url.searchParams.get('status') ?? undefined;
   const workflow = url.searchParams.get('workflow') ?? undefined;
   const repository = url.searchParams.get('repository') ?? undefined;
-  const limit = Math.min(Number(url.searchParams.get('limit') ?? 100) || 100, 1000);
-  sendJson(res, 200, { runs: await listRuns(deps.db, { status, workflow, repository, limit }) });
+  const page = readPage<[number, string]>(url, ['number', 'string']);
+  const rows = await listRuns(deps.db, { status, workflow, repository, limit: page.limit + 1, after: page.after });
+  const { items, nextCursor } = pageOf(rows, page.limit, (run) => [Number(run.created_at), run.run_id]);
+  sendJson(res, 200, { runs: items, nextCursor });
 }
 
 async function getRunRoute(deps: RunApiDeps, res: RouteContext['res'], runId: string) {
