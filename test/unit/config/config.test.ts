@@ -72,6 +72,8 @@ describe('loadConfig', () => {
       LOG_LEVEL: 'debug',
       LOG_FORMAT: 'json',
       SWITCHYARD_EMBEDDED_PG_PORT: '5433',
+      SWITCHYARD_GITHUB_API_URL: 'https://github.example.com/api/v3/',
+      SWITCHYARD_PUBLIC_URL: 'https://ci.example.com/',
     });
     const { scaler, ...rest } = config;
     assert.deepEqual(scaler.backends, [], 'no scalers by default with DATABASE_URL');
@@ -84,6 +86,8 @@ describe('loadConfig', () => {
       embeddedPgPort: 5433,
       redisUrl: 'redis://cache:6379',
       githubWebhookSecrets: [],
+      githubApiUrl: 'https://github.example.com/api/v3',
+      publicUrl: 'https://ci.example.com',
       adminToken: 'tok',
       coordinatorId: 'coord-a',
       leaseRenewMs: 500,
