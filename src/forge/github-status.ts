@@ -43,8 +43,19 @@ function refusedForGood(response: Response): boolean {
 export function createGitHubStatusReporter(deps: GitHubStatusDeps) {
   const fetchImpl = deps.fetchImpl ?? fetch;
   const timeoutMs = deps.timeoutMs ?? TIMEOUT_MS;
+  const ended = new EndedRuns();
   return async (effect: Effect<'reportForgeStatus'>): Promise<void> => {
     const log = deps.log.child({ runId: effect.runId, effectId: effect.effectId, context: effect.payload.context, state: effect.payload.state });
+    // A pending status re-driven after the final one went out would hide the result: it is dropped.
+    if (effect.payload.state === 'pending' && ended.has(effect.runId)) {
+      log.info('pending status dropped: the final status was already reported');
+      return;
+    }
+    await post(effect, log);
+    if (effect.payload.state !== 'pending') ended.add(effect.runId);
+  };
+
+  async function post(effect: Effect<'reportForgeStatus'>, log: Logger): Promise<void> {
     const target = await targetOf(deps, effect.runId);
     if ('skip' in target) {
       log.debug({ reason: target.skip }, 'no commit status reported');
@@ -79,7 +90,23 @@ export function createGitHubStatusReporter(deps: GitHubStatusDeps) {
       return;
     }
     throw new Error(`POST ${path} answered HTTP ${response.status}: ${text}`);
-  };
+  }
+}
+
+const REMEMBERED_ENDED_RUNS = 10_000;
+
+/** Runs whose final status this process reported, the oldest forgotten first. */
+class EndedRuns {
+  private readonly runs = new Set<string>();
+
+  has(runId: string): boolean {
+    return this.runs.has(runId);
+  }
+
+  add(runId: string): void {
+    if (this.runs.size >= REMEMBERED_ENDED_RUNS) this.runs.delete(this.runs.values().next().value as string);
+    this.runs.add(runId);
+  }
 }
 
 type Target = { repository: { owner: string; name: string }; sha: string; token: string } | { skip: string };
