@@ -137,6 +137,15 @@ describe('list routes page with cursors; capabilities, deliveries and run events
     assert.deepEqual(pages.map((page) => page.length), [2, 1]);
     assert.deepEqual(items.map((d) => (d as { delivery_id: string }).delivery_id).sort(), deliveryIds);
     await refusedCursor('/api/v1/deliveries');
+    const retried = await coordinator.api('/api/v1/deliveries/d-page-2/retry', { method: 'POST' });
+    assert.equal(retried.status, 202);
+    assert.deepEqual(await retried.json(), { source: 'github', deliveryId: 'd-page-2', requeued: true });
+    assert.equal((await coordinator.api('/api/v1/deliveries/nope/retry', { method: 'POST' })).status, 404);
+    const again = await eventually(async () => {
+      const view = await client.json<DeliveryView>('/api/v1/deliveries/d-page-2');
+      return view.status === 'processed' ? view : null;
+    }, 20_000, 'the retried delivery to be processed again');
+    assert.deepEqual(again.runIds, one.runIds, 'processing again creates no second run');
     for (const id of one.runIds) await client.cancel(id, { force: true });
   });
 
