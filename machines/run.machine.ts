@@ -10,7 +10,8 @@ import type { ConcurrencyScope, FanoutGroup, GateDecision, JobPlan, RunInput, Ru
 import { computeRunStatus, countsAsFailure } from './status.ts';
 import type { RunStatusTag, TerminalRunStatus } from './status.ts';
 import { RUN_INTENTS, intentSlots } from './intents.ts';
-import type { ForgeStatusState, Intent, RunIntentKind } from './intents.ts';
+import type { Intent, RunIntentKind } from './intents.ts';
+import { forgeReportOf } from './run.forge.ts';
 import type { InitFailure } from './types.ts';
 
 export const RUN_MACHINE_ID = 'run';
@@ -85,17 +86,6 @@ function failureReasonOf(context: RunContext): string | null {
   if (context.initFailure) return context.initFailure.message;
   const failed = Object.entries(context.jobs).filter(([, node]) => node.status !== null && countsAsFailure(node.status));
   return failed.length > 0 ? `Failed jobs: ${failed.map(([key]) => key).join(', ')}` : null;
-}
-
-/** GitHub caps a status description at 140 characters. */
-const MAX_STATUS_DESCRIPTION = 140;
-
-/** What the forge is told when the run ends: cancelled reports `error` (docs/http-api.md#commit-status-on-github). */
-function forgeReportOf(context: RunContext, status: TerminalRunStatus): { state: ForgeStatusState; description: string } {
-  const cut = (text: string) => (text.length > MAX_STATUS_DESCRIPTION ? `${text.slice(0, MAX_STATUS_DESCRIPTION - 1)}…` : text);
-  if (status === 'success') return { state: 'success', description: 'All jobs succeeded' };
-  if (status === 'cancelled') return { state: 'error', description: cut(`Cancelled: ${context.cancel?.reason ?? 'cancelled'}`) };
-  return { state: 'failure', description: cut(context.failureReason ?? 'Failed') };
 }
 
 export function finalRunStatus(context: RunContext): TerminalRunStatus {

@@ -45,6 +45,14 @@ describe('run machine: commit status intents', () => {
     assert.deepEqual(statuses(broken), ['failure: no lock file']);
   });
 
+  it('a description longer than GitHub takes (140) is cut with an ellipsis', () => {
+    const h = RunHarness.start([jobPlan('build')], FORGE);
+    h.send({ type: 'run.cancel', reason: 'x'.repeat(500), force: true, by: 'api', at: 5 });
+    const [, ended] = statuses(h);
+    assert.equal(ended?.length, 'error: '.length + 140);
+    assert.ok(ended?.endsWith('x…'));
+  });
+
   it('a run without a forge status context records none', () => {
     const h = RunHarness.start([jobPlan('build')]);
     h.runToEnd('build', 'success', 10);
