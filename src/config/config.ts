@@ -28,7 +28,7 @@ export interface CompiledConfig {
    * or `GITHUB_WEBHOOK_SECRET` when the prefixed one is unset). @default []
    */
   readonly githubWebhookSecrets: readonly string[];
-  /** GitHub REST API base for commit statuses (`SWITCHYARD_GITHUB_API_URL`). @default 'https://api.github.com' */
+  /** GitHub REST API base for lock files and commit statuses (`SWITCHYARD_GITHUB_API_URL`). @default 'https://api.github.com' */
   readonly githubApiUrl: string;
   /**
    * Where users reach this coordinator, for the run links in commit statuses (`SWITCHYARD_PUBLIC_URL`).

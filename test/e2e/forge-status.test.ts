@@ -7,7 +7,9 @@ import { skipReason } from '../support/database.ts';
 import { CoordinatorClient, dropDatabase, FakeAgent, runStepsWorkflow } from '../support/fake-agent.ts';
 import { ADMIN_TOKEN, after as processCleanups, sharedDatabaseUrl, startCoordinatorProcess, stopProcess } from '../support/processes.ts';
 import type { CoordinatorProcess } from '../support/processes.ts';
+import { lockFileWith, pushWorkflow, runJob } from '../support/lock-repo.ts';
 import { eventually } from '../support/runtime.ts';
+import { githubHeaders, pushPayload } from '../support/webhooks.ts';
 
 interface StatusCall {
   path: string;
@@ -23,10 +25,13 @@ class FakeGitHub {
   readonly calls: StatusCall[] = [];
   readonly held: { call: StatusCall; res: ServerResponse }[] = [];
   answer: (call: StatusCall) => number | 'hold' = () => 201;
+  /** The lock file the Contents API serves, by commit. */
+  readonly lockFiles = new Map<string, string>();
   private server: Server | null = null;
 
   async start(): Promise<string> {
     this.server = createServer((req, res) => {
+      if (req.method === 'GET') return this.contents(req.url ?? '', res);
       const chunks: Buffer[] = [];
       req.on('data', (chunk: Buffer) => chunks.push(chunk));
       req.on('end', () => {
@@ -49,6 +54,16 @@ class FakeGitHub {
     return `http://127.0.0.1:${address.port}`;
   }
 
+  /** `GET /repos/acme/app/contents/.kici/kici.lock.json?ref=<sha>`, raw. */
+  private contents(url: string, res: ServerResponse): void {
+    const lock = this.lockFiles.get(new URL(url, 'http://x').searchParams.get('ref') ?? '');
+    if (!url.startsWith('/repos/acme/app/contents/.kici/kici.lock.json') || lock === undefined) {
+      res.writeHead(404, { 'content-type': 'application/json' }).end('{"message":"Not Found"}');
+      return;
+    }
+    res.writeHead(200, { 'content-type': 'application/vnd.github.raw' }).end(lock);
+  }
+
   reply(call: StatusCall, res: ServerResponse, status: number): void {
     call.answered = true;
     res.writeHead(status, { 'content-type': 'application/json' });
@@ -67,6 +82,7 @@ class FakeGitHub {
 }
 
 const PUBLIC_URL = 'http://ci.example.test:8080';
+const WEBHOOK_SECRET = 'forge-webhook-secret';
 const STATUS_TOKEN = `ghs_${randomBytes(12).toString('hex')}`;
 const sha = () => randomBytes(20).toString('hex');
 
@@ -81,7 +97,8 @@ describe('commit status on GitHub for runs of GitHub repositories', { skip: awai
   before(async () => {
     const apiUrl = await github.start();
     databaseUrl = await sharedDatabaseUrl('external');
-    coordinator = await startCoordinatorProcess({ DATABASE_URL: databaseUrl, SWITCHYARD_GITHUB_API_URL: apiUrl, SWITCHYARD_PUBLIC_URL: PUBLIC_URL });
+    const env = { DATABASE_URL: databaseUrl, SWITCHYARD_GITHUB_API_URL: apiUrl, SWITCHYARD_PUBLIC_URL: PUBLIC_URL, GITHUB_WEBHOOK_SECRET: WEBHOOK_SECRET };
+    coordinator = await startCoordinatorProcess(env);
     client = new CoordinatorClient(coordinator.url, ADMIN_TOKEN);
     agentToken = (await client.createToken()).token;
     const registration = { name: 'acme/app', provider: 'github', token: STATUS_TOKEN };
@@ -112,6 +129,24 @@ describe('commit status on GitHub for runs of GitHub repositories', { skip: awai
         [`POST /repos/acme/app/statuses/${commit}`, `Bearer ${STATUS_TOKEN}`, `${runId}:success`, { state: 'success', context: 'switchyard/ci', description: 'All jobs succeeded', target_url: `${PUBLIC_URL}/runs/#run=${runId}` }],
       ],
     );
+  });
+
+  it('a GitHub push webhook: its run reports pending and success on the pushed commit', async () => {
+    const label = `push-${randomUUID().slice(0, 8)}`;
+    agents.push(await FakeAgent.connect(client.wsUrl, agentToken, { labels: [label], onDispatch: (d, agent) => agent.runAtOnce(d) }));
+    const commit = sha();
+    github.lockFiles.set(commit, lockFileWith([pushWorkflow('push-ci', [runJob('build', ['true'], { runsOn: [{ kind: 'exact', value: label }] })])]));
+    const body = JSON.stringify(pushPayload(commit));
+    const accepted = await fetch(`${coordinator.url}/webhooks/github`, { method: 'POST', body, headers: await githubHeaders(WEBHOOK_SECRET, body, `push-${commit}`) });
+    assert.equal(accepted.status, 202);
+    const onCommit = () => github.calls.filter((call) => call.path.endsWith(`/statuses/${commit}`));
+    const calls = await eventually(() => (onCommit().length >= 2 ? onCommit() : null), 20_000, 'two statuses on the pushed commit');
+    const runId = new URL(calls[0]?.body.target_url ?? 'http://x').hash.slice('#run='.length);
+    assert.equal((await client.run(runId)).run.status, 'success');
+    assert.deepEqual(calls.map((call) => [call.authorization, call.body.context, call.body.state]), [
+      [`Bearer ${STATUS_TOKEN}`, 'switchyard/push-ci', 'pending'],
+      [`Bearer ${STATUS_TOKEN}`, 'switchyard/push-ci', 'success'],
+    ]);
   });
 
   it('a GitHub that does not answer never delays the dispatch; the status is retried, and the final one follows it', async () => {
