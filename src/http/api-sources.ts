@@ -76,7 +76,8 @@ export function registerSourceRoutes(router: Router, deps: SourceApiDeps): void 
     .on('GET', '/api/v1/sources', async ({ res, url }) => {
       const page = readPage<[string]>(url, ['string'], MAX_LIMIT);
       const rows = await listGenericSources(db, { limit: page.limit + 1, after: page.after?.[0] ?? null });
-      sendJson(res, 200, { sources: rows.slice(0, page.limit), nextCursor: pageOf(rows, page.limit, (row) => [row.name]).nextCursor });
+      const { items, nextCursor } = pageOf(rows, page.limit, (row) => [row.name]);
+      sendJson(res, 200, { sources: items, nextCursor });
     })
     .on('POST', '/api/v1/sources', async ({ req, res }) => {
       const body = parse(sourceSchema, await readJson(req, 64 * 1024));
