@@ -29,6 +29,18 @@ export interface IntentParams {
   releaseConcurrency: { jobKey: string; key: string };
   /** A job's hold was opened or decided: its record is written (docs/http-api.md#approvals). */
   recordApprovalGate: { jobKey: string; gate: ApprovalGate };
+  /** A commit status for the run on its forge (docs/http-api.md#commit-status-on-github); recorded by the run only. */
+  reportForgeStatus: ForgeStatusReport;
+}
+
+/** Commit status states as GitHub names them; a cancelled run reports `error` (docs/http-api.md#commit-status-on-github). */
+export type ForgeStatusState = 'pending' | 'success' | 'failure' | 'error';
+
+export interface ForgeStatusReport {
+  /** The status context, e.g. `switchyard/<workflow>`: one line per workflow on the commit. */
+  context: string;
+  state: ForgeStatusState;
+  description: string;
 }
 
 export type IntentKind = keyof IntentParams;
@@ -56,7 +68,13 @@ export const JOB_INTENTS = [
   'recordApprovalGate',
 ] as const satisfies readonly IntentKind[];
 
-export const RUN_INTENTS = ['armDeadline', 'disarmDeadline', 'releaseSlot'] as const satisfies readonly IntentKind[];
+export const RUN_INTENTS = ['armDeadline', 'disarmDeadline', 'releaseSlot', 'reportForgeStatus'] as const satisfies readonly IntentKind[];
+
+/**
+ * Effects that call a slow outside service: each runs in a line of its own per run, so a forge
+ * that hangs never holds up the run's dispatches (docs/architecture.md#effects-after-commit).
+ */
+export const OWN_LINE_EFFECTS: ReadonlySet<string> = new Set(['reportForgeStatus'] satisfies IntentKind[]);
 
 export type JobIntentKind = (typeof JOB_INTENTS)[number];
 export type RunIntentKind = (typeof RUN_INTENTS)[number];
@@ -76,6 +94,7 @@ const SLOTS: IntentSlots<IntentKind> = {
   requestConcurrency: () => {},
   releaseConcurrency: () => {},
   recordApprovalGate: () => {},
+  reportForgeStatus: () => {},
 };
 export const INTENT_KINDS: ReadonlySet<string> = new Set(Object.keys(SLOTS));
 

@@ -71,7 +71,7 @@ export function projectJobs(snapshot: PersistedMachineSnapshot<RunContext>): Job
       const status: JobStatus = node.status ?? 'pending';
       const runFailure = snapshot.context.initFailure ? { ...snapshot.context.initFailure, jobName: jobKey } : null;
       const initFailure = node.failure ?? runFailure;
-      const noResult = { steps: [], durationMs: null, outputs: null };
+      const noResult = { steps: [], durationMs: null, outputs: node.outputs ?? null };
       return { jobKey, status, waitingReason: node.gate, attempt: 0, agentId: null, dispatchId: null, outcome: node.reason ?? null, initFailure, ...noResult };
     }
     const { context } = child;

@@ -1,6 +1,6 @@
 import { aggregateStatus } from './status.ts';
 import type { TerminalJobStatus } from './status.ts';
-import type { FanoutGroup, GateDecision, JobPlan, RunJobNode } from './run.types.ts';
+import type { CarriedJob, FanoutGroup, GateDecision, JobPlan, RunJobNode } from './run.types.ts';
 import type { InitFailure, NeedEdge, UpstreamResults, WaitingReason } from './types.ts';
 
 const APPROVAL_GATE: WaitingReason = { kind: 'approval', message: 'waiting for workflow approval' };
@@ -10,17 +10,19 @@ const APPROVAL_GATE: WaitingReason = { kind: 'approval', message: 'waiting for w
  * eligible at once. Decisions that must reach a job after spawn (skips, and releases that carry
  * upstream results or an init result) are returned as `initial`.
  */
-export function buildGraph(plans: readonly JobPlan[], held: boolean) {
+export function buildGraph(plans: readonly JobPlan[], held: boolean, carried: Readonly<Record<string, CarriedJob>> = {}) {
   const groups: Record<string, FanoutGroup> = {};
   const jobs: Record<string, RunJobNode> = {};
   for (const plan of plans) {
     const group = (groups[plan.baseName] ??= { children: [], maxParallel: plan.maxParallel, failFast: plan.failFast, halted: false });
     group.children.push(plan.key);
-    jobs[plan.key] = nodeOf(plan);
+    const kept = carried[plan.key];
+    jobs[plan.key] = kept ? carriedNodeOf(plan, kept) : nodeOf(plan);
   }
   const decisions = held ? [] : evaluateGraph(jobs, groups);
   const initialGates: Record<string, WaitingReason | null> = {};
   for (const [key, node] of Object.entries(jobs)) {
+    if (carried[key]) continue;
     const decision = decisions.find((d) => d.jobKey === key);
     if (held) node.gate = APPROVAL_GATE;
     initialGates[key] = isBareRelease(decision) ? null : decision?.kind === 'gate' ? decision.reason : (node.gate ?? NEEDS_GATE);
@@ -41,6 +43,13 @@ export function nodeOf(plan: JobPlan): RunJobNode {
   const node: RunJobNode = { baseName: plan.baseName, fanoutIndex: plan.fanoutIndex, needs: plan.needs, status, decided: false, gate: null };
   if (plan.initJob !== undefined) node.initJob = plan.initJob;
   if (plan.template === true) node.template = true;
+  return node;
+}
+
+/** A job a failed-only rerun keeps: ended `success` before the run starts, with its outputs (docs/http-api.md#rerun). */
+function carriedNodeOf(plan: JobPlan, kept: CarriedJob): RunJobNode {
+  const node: RunJobNode = { ...nodeOf(plan), status: 'success', decided: true, reason: `carried over from run ${kept.fromRun}` };
+  if (kept.outputs) node.outputs = kept.outputs;
   return node;
 }
 

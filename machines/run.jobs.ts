@@ -26,7 +26,8 @@ export function jobInputOf(plan: JobPlan, run: { runId: string; maxAttempts: num
 }
 
 export function jobInputs(input: RunInput, gates: Record<string, JobInput['gate']>): JobInput[] {
-  return input.jobs.filter((plan) => !plan.template).map((plan) => jobInputOf(plan, input, input.createdAt, gates[plan.key] ?? null));
+  const carried = input.carried ?? {};
+  return input.jobs.filter((plan) => !plan.template && carried[plan.key] === undefined).map((plan) => jobInputOf(plan, input, input.createdAt, gates[plan.key] ?? null));
 }
 
 /** What a released job is handed: upstream results, and the values its init job resolved. */

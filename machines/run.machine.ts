@@ -12,6 +12,7 @@ import { computeRunStatus, countsAsFailure } from './status.ts';
 import type { RunStatusTag, TerminalRunStatus } from './status.ts';
 import { RUN_INTENTS, intentSlots } from './intents.ts';
 import type { Intent, RunIntentKind } from './intents.ts';
+import { forgeReportOf } from './run.forge.ts';
 import type { InitFailure } from './types.ts';
 
 export const RUN_MACHINE_ID = 'run';
@@ -47,6 +48,8 @@ export interface RunContext {
   failureReason: string | null;
   startedAt: number | null;
   finishedAt: number | null;
+  /** The forge status context the run reports under (docs/http-api.md#commit-status-on-github); null: it reports none. */
+  forgeStatus: { context: string } | null;
 }
 
 export type RunCommand =
@@ -254,6 +257,17 @@ export const runMachine = runSetup.extend({
       if (!('jobKey' in event) || typeof event.jobKey !== 'string') return;
       enqueue.sendTo(event.jobKey, event);
     }),
+    reportRunStarted: compose(({ context, enqueue }) => {
+      if (!context.forgeStatus || context.initFailure) return;
+      const description = context.approvalTimeoutMs !== null ? 'Waiting for approval' : 'Running';
+      enqueue({ type: 'reportForgeStatus', params: { context: context.forgeStatus.context, state: 'pending', description } });
+    }),
+    /** After `finish`, whose failure reason it reports. */
+    reportRunEnded: compose<{ status: TerminalRunStatus }>(({ context, enqueue }, { status }) => {
+      if (!context.forgeStatus) return;
+      const report = forgeReportOf(context, status);
+      enqueue({ type: 'reportForgeStatus', params: { context: context.forgeStatus.context, ...report } });
+    }),
     finish: compose(({ context, event, enqueue }) => {
       for (const armed of Object.values(context.deadlines)) {
         enqueue({ type: 'disarmDeadline', params: { id: armed.id, jobKey: null } });
@@ -264,7 +278,7 @@ export const runMachine = runSetup.extend({
 }).createMachine({
   id: RUN_MACHINE_ID,
   context: ({ input }) => {
-    const graph = buildGraph(input.jobs, input.approval !== null && input.initFailure === null);
+    const graph = buildGraph(input.jobs, input.approval !== null && input.initFailure === null, input.carried);
     return {
       runId: input.runId,
       workflowName: input.workflowName,
@@ -287,13 +301,14 @@ export const runMachine = runSetup.extend({
       failureReason: null,
       startedAt: null,
       finishedAt: null,
+      forgeStatus: input.forgeStatus ?? null,
     };
   },
   initial: 'starting',
   on: { ...forwardJobEvents, 'run.restored': { actions: 'tellJobsRestored' } },
   states: {
     starting: {
-      entry: ['spawnJobs', 'armWorkflowDeadline'],
+      entry: ['spawnJobs', 'armWorkflowDeadline', 'reportRunStarted'],
       always: [
         { guard: 'runInitFailed', target: 'failed', actions: 'failOpenJobs' },
         { guard: 'needsApproval', target: 'active.held' },
@@ -365,9 +380,9 @@ export const runMachine = runSetup.extend({
         { target: 'failed' },
       ],
     },
-    success: { type: 'final', tags: ['status:success'], entry: 'finish' },
-    failed: { type: 'final', tags: ['status:failed'], entry: 'finish' },
-    cancelled: { type: 'final', tags: ['status:cancelled'], entry: 'finish' },
+    success: { type: 'final', tags: ['status:success'], entry: ['finish', { type: 'reportRunEnded', params: { status: 'success' } }] },
+    failed: { type: 'final', tags: ['status:failed'], entry: ['finish', { type: 'reportRunEnded', params: { status: 'failed' } }] },
+    cancelled: { type: 'final', tags: ['status:cancelled'], entry: ['finish', { type: 'reportRunEnded', params: { status: 'cancelled' } }] },
   },
 });
 

@@ -61,6 +61,19 @@ export interface RunInput {
    * here fails its job with `environment_rules`. Absent: names from init jobs are not checked.
    */
   environments?: Record<string, EnvironmentVerdict>;
+  /** Report the run's status to its forge under this context (a GitHub commit status); absent or null: none. */
+  forgeStatus?: { context: string } | null;
+  /**
+   * A failed-only rerun: jobs that succeeded in the original run, by key, ended before the run starts
+   * with their outputs, so their dependants see them as upstreams (docs/http-api.md#rerun).
+   */
+  carried?: Record<string, CarriedJob>;
+}
+
+/** A job of an earlier run that a failed-only rerun keeps as it ended. */
+export interface CarriedJob {
+  fromRun: string;
+  outputs?: JobOutputs;
 }
 
 /** The run's view of one job: enough to evaluate needs, waves and completion. */

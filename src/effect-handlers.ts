@@ -7,8 +7,11 @@ import type { Clock } from '../actors/clock.ts';
 import { ConcurrencyGroups } from '../actors/concurrency/groups.ts';
 import type { EffectHandlers } from '../actors/runs/ports.ts';
 import type { CompiledConfig } from './config/index.ts';
+import { reachableAddress } from './config/coordinator-target.ts';
 import { updateConcurrencyGroup } from './db/concurrency-groups.ts';
 import { recordApprovalGate } from './db/environments.ts';
+import { getRepository } from './db/repositories.ts';
+import { createGitHubStatusReporter, runPageLink } from './forge/github-status.ts';
 import type { Schema } from './db/schema.ts';
 import type { RunSources } from './pipeline/run-source.ts';
 import { withSecrets } from './secrets/index.ts';
@@ -39,7 +42,18 @@ export function effectHandlers(deps: EffectHandlerDeps, parts: EffectHandlerPart
     requestConcurrency: (effect) => groups.request(effect),
     releaseConcurrency: (effect) => groups.release(effect),
     recordApprovalGate: (effect) => recordApprovalGate(db, effect.runId, effect.payload.jobKey, effect.payload.gate),
+    reportForgeStatus: createForgeStatusReporter(deps, parts),
   };
+}
+
+/** Commit statuses on GitHub (docs/http-api.md#commit-status-on-github), linking to this coordinator's runs page. */
+function createForgeStatusReporter(deps: EffectHandlerDeps, parts: EffectHandlerParts) {
+  const { config } = deps;
+  const base = config.publicUrl ?? `http://${reachableAddress(config.host, config.port)}`;
+  return createGitHubStatusReporter({
+    ...{ sourceOf: (runId) => parts.sources.of(runId), repository: (name) => getRepository(deps.db, name) },
+    ...{ apiUrl: config.githubApiUrl, runLink: (runId) => runPageLink(base, runId), log: deps.log.child({ component: 'forge-status' }) },
+  });
 }
 
 /** Dispatch, cancel, close and slot release, with dispatches built from the run's frozen source. */

@@ -297,7 +297,7 @@ function createIntake(wiring: IntakeWiring) {
     log: log.child({ component: 'intake' }),
     pipeline: {
       ...{ repository: (name: string) => getRepository(db, name), genericSourceRepository: (source: string) => genericSourceRepository(db, source) },
-      ...{ cache, startRuns, log, onLockFile: metrics.lockFile },
+      ...{ cache, startRuns, log, onLockFile: metrics.lockFile, githubApiUrl: config.githubApiUrl },
     },
     onProcessed: metrics.processed,
   });

@@ -1,5 +1,6 @@
 import type { Logger } from 'pino';
 import { coerceError } from '../../lib/errors.ts';
+import { OWN_LINE_EFFECTS } from '../../machines/intents.ts';
 import type { RuntimeMetrics } from './metrics.ts';
 import type { Effect, EffectHandlers } from './ports.ts';
 import type { Clock } from '../clock.ts';
@@ -20,7 +21,8 @@ const DONE_FLUSH_MS = 50;
 
 /**
  * Executes effects after the transaction that recorded them committed. Effects of one run run in
- * order. A failing effect is retried a few times in that order; after that it leaves the run's line
+ * order, in one line; the kinds of `OWN_LINE_EFFECTS` (calls to a forge) run in order in a line of
+ * their own per run and kind, so a slow forge never delays a dispatch. A failing effect is retried a few times in that order; after that it leaves the run's line
  * (so the run's later effects are not held up) and is re-driven with a capped backoff for as long as
  * this coordinator runs. Whatever is still undone at a stop stays in the outbox for the next restore.
  */
@@ -40,11 +42,12 @@ export class EffectExecutor {
       // Restored again while it is being re-driven: the re-drive carries on alone.
       if (this.redriving.has(effect.effectId)) continue;
       this.track(+1);
-      const previous = this.chains.get(effect.runId) ?? Promise.resolve();
+      const line = OWN_LINE_EFFECTS.has(effect.kind) ? `${effect.runId}#${effect.kind}` : effect.runId;
+      const previous = this.chains.get(line) ?? Promise.resolve();
       const next = previous.then(() => this.runInLine(effect));
-      this.chains.set(effect.runId, next);
+      this.chains.set(line, next);
       void next.finally(() => {
-        if (this.chains.get(effect.runId) === next) this.chains.delete(effect.runId);
+        if (this.chains.get(line) === next) this.chains.delete(line);
       });
     }
   }

@@ -28,7 +28,8 @@ ${COORDINATOR_HELP}`;
 const RERUN_USAGE = `usage: switchyard rerun <id> [--failed] [--url U]
 
 Starts a new run of an ended run's workflow from the same source; prints the new run id on stdout.
-  --failed   run only the jobs that did not succeed (the coordinator may refuse it as not supported)
+  --failed   run only the jobs that failed or were cancelled, and their dependants; the jobs that
+             succeeded are carried over (refused when no job failed)
 ${COORDINATOR_HELP}`;
 
 const COMMON = { url: { type: 'string' }, json: { type: 'boolean' }, help: { type: 'boolean', short: 'h' } } as const;

@@ -29,6 +29,13 @@ export interface CompiledConfig {
    * or `GITHUB_WEBHOOK_SECRET` when the prefixed one is unset). @default []
    */
   readonly githubWebhookSecrets: readonly string[];
+  /** GitHub REST API base for lock files and commit statuses (`SWITCHYARD_GITHUB_API_URL`). @default 'https://api.github.com' */
+  readonly githubApiUrl: string;
+  /**
+   * Where users reach this coordinator, for the run links in commit statuses (`SWITCHYARD_PUBLIC_URL`).
+   * @default `http://$HOST:$PORT` (a wildcard bind address as loopback)
+   */
+  readonly publicUrl: string | undefined;
   /** Bearer token for `/api/v1` (`SWITCHYARD_ADMIN_TOKEN`); generated at first start when absent. @default undefined */
   readonly adminToken: string | undefined;
   /**
@@ -136,6 +143,8 @@ function compile(raw: RawEnv): Omit<CompiledConfig, 'scaler'> {
     adminToken: raw.SWITCHYARD_ADMIN_TOKEN,
     secretKey: masterKey('SWITCHYARD_SECRET_KEY', raw.SWITCHYARD_SECRET_KEY),
     secretKeyOld: masterKey('SWITCHYARD_SECRET_KEY_OLD', raw.SWITCHYARD_SECRET_KEY_OLD),
+    githubApiUrl: (raw.SWITCHYARD_GITHUB_API_URL ?? 'https://api.github.com').replace(/\/+$/, ''),
+    publicUrl: raw.SWITCHYARD_PUBLIC_URL?.replace(/\/+$/, ''),
     // One coordinator owns an embedded data dir, so its id is stable and a restart reclaims its runs at once.
     coordinatorId: raw.SWITCHYARD_COORDINATOR_ID ?? (raw.DATABASE_URL === undefined ? 'embedded' : defaultCoordinatorId()),
     leaseRenewMs: raw.SWITCHYARD_LEASE_RENEW_MS ?? 2_000,

@@ -55,6 +55,8 @@ export const envSchema = z.object({
   SWITCHYARD_ADMIN_TOKEN: text,
   SWITCHYARD_SECRET_KEY: text,
   SWITCHYARD_SECRET_KEY_OLD: text,
+  SWITCHYARD_GITHUB_API_URL: url(['http', 'https']),
+  SWITCHYARD_PUBLIC_URL: url(['http', 'https']),
   SWITCHYARD_COORDINATOR_ID: optional(
     z
       .string()

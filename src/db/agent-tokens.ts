@@ -161,9 +161,12 @@ export async function revokeAgentToken(db: Kysely<Schema>, id: string, now: numb
   return row ? toRecord(row) : null;
 }
 
-/** Every token, newest first, without hashes. */
-export async function listAgentTokens(db: Kysely<Schema>): Promise<AgentTokenRecord[]> {
-  const rows = await db.selectFrom('agent_tokens').select(RECORD_COLUMNS).orderBy('created_at', 'desc').orderBy('id').execute();
+/** Tokens newest first, without hashes; continues after the sort key `[created_at, id]` (docs/http-api.md#pagination). */
+export async function listAgentTokens(db: Kysely<Schema>, page: { limit: number; after: [number, string] | null } = { limit: 100_000, after: null }): Promise<AgentTokenRecord[]> {
+  let query = db.selectFrom('agent_tokens').select(RECORD_COLUMNS).orderBy('created_at', 'desc').orderBy('id', 'desc').limit(page.limit);
+  const after = page.after;
+  if (after) query = query.where((eb) => eb(eb.refTuple('created_at', 'id'), '<', eb.tuple(after[0], after[1])));
+  const rows = await query.execute();
   return rows.map(toRecord);
 }
 

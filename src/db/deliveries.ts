@@ -131,13 +131,27 @@ export async function requeueDelivery(db: Kysely<Schema>, key: DeliveryKey & { n
   return result.numUpdatedRows > 0n;
 }
 
-export async function listDeliveries(db: Kysely<Schema>, filter: { status?: string; limit: number }) {
+const LISTED_COLUMNS = ['source', 'delivery_id', 'event_name', 'received_at', 'status', 'attempts', 'last_error', 'outcome', 'processed_at'] as const;
+
+/** Newest first; continues after the sort key `[received_at, source, delivery_id]` (docs/http-api.md#pagination). */
+export async function listDeliveries(db: Kysely<Schema>, filter: { status?: string; limit: number; after?: [number, string, string] | null }) {
   let query = db
     .selectFrom('deliveries')
-    .select(['source', 'delivery_id', 'event_name', 'received_at', 'status', 'attempts', 'last_error', 'outcome', 'processed_at'])
+    .select(LISTED_COLUMNS)
     .orderBy('received_at', 'desc')
+    .orderBy('source', 'desc')
+    .orderBy('delivery_id', 'desc')
     .limit(filter.limit);
+  const after = filter.after;
+  if (after) query = query.where((eb) => eb(eb.refTuple('received_at', 'source', 'delivery_id'), '<', eb.tuple(after[0], after[1], after[2])));
   if (filter.status) query = query.where('status', '=', filter.status);
+  return query.execute();
+}
+
+/** Deliveries with this id, from any source (a generic source's ids may repeat a GitHub one). */
+export async function findDeliveries(db: Kysely<Schema>, deliveryId: string, source?: string) {
+  let query = db.selectFrom('deliveries').select(LISTED_COLUMNS).where('delivery_id', '=', deliveryId).orderBy('source');
+  if (source !== undefined) query = query.where('source', '=', source);
   return query.execute();
 }
 

@@ -8,9 +8,15 @@ export function findGenericSource(db: Kysely<Schema>, name: string) {
   return db.selectFrom('generic_sources').selectAll().where('name', '=', name).executeTakeFirst();
 }
 
-/** Every source, without its secret. */
-export function listGenericSources(db: Kysely<Schema>) {
-  return db.selectFrom('generic_sources').select(['name', 'verification', 'header', 'event_type_header', 'idempotency_header', 'repository']).execute();
+/** Sources by name, without their secrets; continues after `after` (docs/http-api.md#pagination). */
+export function listGenericSources(db: Kysely<Schema>, page: { limit: number; after: string | null } = { limit: 100_000, after: null }) {
+  let query = db
+    .selectFrom('generic_sources')
+    .select(['name', 'verification', 'header', 'event_type_header', 'idempotency_header', 'repository'])
+    .orderBy('name')
+    .limit(page.limit);
+  if (page.after !== null) query = query.where('name', '>', page.after);
+  return query.execute();
 }
 
 export async function upsertGenericSource(db: Kysely<Schema>, row: GenericSourceRow): Promise<void> {

@@ -28,9 +28,11 @@ export async function getRepository(db: Kysely<Schema>, name: string): Promise<R
   return row ? fromRow(row) : null;
 }
 
-export async function listRepositories(db: Kysely<Schema>): Promise<RepositoryRegistration[]> {
-  const rows = await db.selectFrom('repositories').selectAll().orderBy('name').execute();
-  return rows.map(fromRow);
+/** By name; continues after `after` (docs/http-api.md#pagination). */
+export async function listRepositories(db: Kysely<Schema>, page: { limit: number; after: string | null } = { limit: 100_000, after: null }): Promise<RepositoryRegistration[]> {
+  let query = db.selectFrom('repositories').selectAll().orderBy('name').limit(page.limit);
+  if (page.after !== null) query = query.where('name', '>', page.after);
+  return (await query.execute()).map(fromRow);
 }
 
 export async function upsertRepository(db: Kysely<Schema>, repo: RepositoryRegistration, now: number): Promise<void> {

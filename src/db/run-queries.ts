@@ -1,9 +1,14 @@
 import type { Kysely } from 'kysely';
 import type { Schema } from './schema.ts';
 
-/** Read-only queries over the projections the supervisor writes (STAT-4). */
-export async function listRuns(db: Kysely<Schema>, filter: { status?: string; workflow?: string; repository?: string; limit: number }) {
-  let query = db.selectFrom('runs').selectAll().orderBy('created_at', 'desc').limit(filter.limit);
+/**
+ * Read-only queries over the projections the supervisor writes (STAT-4). Lists read in a total order
+ * and continue after a sort key (`after`), reading `limit` rows (docs/http-api.md#pagination).
+ */
+export async function listRuns(db: Kysely<Schema>, filter: { status?: string; workflow?: string; repository?: string; limit: number; after?: [number, string] | null }) {
+  let query = db.selectFrom('runs').selectAll().orderBy('created_at', 'desc').orderBy('run_id', 'desc').limit(filter.limit);
+  const after = filter.after;
+  if (after) query = query.where((eb) => eb(eb.refTuple('created_at', 'run_id'), '<', eb.tuple(after[0], after[1])));
   if (filter.status) query = query.where('status', '=', filter.status);
   if (filter.repository) query = query.where('repository', '=', filter.repository);
   if (filter.workflow) query = query.where('workflow_name', '=', filter.workflow);
@@ -27,8 +32,20 @@ export async function getRunWithJobs(db: Kysely<Schema>, runId: string) {
   return { run, jobs, owner: owner ?? null };
 }
 
-export async function listJobsByStatus(db: Kysely<Schema>, status: string, limit: number) {
-  return db.selectFrom('jobs').selectAll().where('status', '=', status).orderBy('updated_at').limit(limit).execute();
+/** Each job's status and outputs as the projection holds them (a failed-only rerun keeps the successful ones). */
+export async function readJobResults(db: Kysely<Schema>, runId: string): Promise<{ jobKey: string; status: string; outputs: Record<string, unknown> | null }[]> {
+  const rows = await db.selectFrom('jobs').select(['job_key', 'status', 'outputs']).where('run_id', '=', runId).execute();
+  return rows.map((row) => ({ jobKey: row.job_key, status: row.status, outputs: isRecord(row.outputs) ? row.outputs : null }));
+}
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+export async function listJobsByStatus(db: Kysely<Schema>, status: string, limit: number, after: [number, string, string] | null = null) {
+  let query = db.selectFrom('jobs').selectAll().where('status', '=', status).orderBy('updated_at').orderBy('run_id').orderBy('job_key').limit(limit);
+  if (after) query = query.where((eb) => eb(eb.refTuple('updated_at', 'run_id', 'job_key'), '>', eb.tuple(after[0], after[1], after[2])));
+  return query.execute();
 }
 
 const OPEN_ATTEMPT_STATUSES = ['queued', 'running', 'recovering', 'cancelling'];

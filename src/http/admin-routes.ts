@@ -8,6 +8,7 @@ import { registerAgentRoutes } from './api-agents.ts';
 import type { AgentApiDeps } from './api-agents.ts';
 import { registerAgentTokenRoutes } from './api-agent-tokens.ts';
 import { registerEnvironmentRoutes } from './api-environments.ts';
+import { registerCapabilityRoutes } from './api-capabilities.ts';
 import { registerLogRoutes } from './api-logs.ts';
 import { registerMachineRoutes } from './api-machines.ts';
 import { registerReplayRoutes } from './api-replay.ts';
@@ -40,7 +41,7 @@ export interface AdminRouteDeps {
   kickToken: (record: AgentTokenRecord) => void;
 }
 
-/** Health, runs, test runs, approvals, environments, secrets, jobs, logs, agents, agent tokens, machines, replay and the visualizer (docs/http-api.md#routes). */
+/** Health, runs, test runs, approvals, environments, secrets, jobs, logs, agents, agent tokens, machines, replay, the visualizer and capabilities (docs/http-api.md#routes). */
 export function adminRoutes(deps: AdminRouteDeps): Router {
   const { db, config, runtime, now } = deps;
   const router = new Router();
@@ -62,5 +63,6 @@ export function adminRoutes(deps: AdminRouteDeps): Router {
   registerReplayRoutes(router, { db });
   registerVisualizerRoutes(router);
   registerRunsPageRoutes(router);
+  registerCapabilityRoutes(router);
   return router;
 }

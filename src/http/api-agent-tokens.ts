@@ -2,6 +2,7 @@ import type { Kysely } from 'kysely';
 import { z } from 'zod';
 import { createAgentToken, listAgentTokens, revokeAgentToken, type AgentTokenRecord } from '../db/agent-tokens.ts';
 import type { Schema } from '../db/schema.ts';
+import { MAX_LIMIT, pageOf, readPage } from './pagination.ts';
 import { HttpError, readJson, sendJson } from './respond.ts';
 import type { RouteContext, Router } from './router.ts';
 
@@ -42,8 +43,11 @@ function parse<T>(schema: z.ZodType<T>, value: unknown): T {
 export function registerAgentTokenRoutes(router: Router, deps: AgentTokenApiDeps): void {
   router
     .on('POST', '/api/v1/agent-tokens', (ctx) => createRoute(deps, ctx))
-    .on('GET', '/api/v1/agent-tokens', async ({ res }) => {
-      sendJson(res, 200, { tokens: await listAgentTokens(deps.db) });
+    .on('GET', '/api/v1/agent-tokens', async ({ res, url }) => {
+      const page = readPage<[number, string]>(url, ['number', 'string'], MAX_LIMIT);
+      const rows = await listAgentTokens(deps.db, { limit: page.limit + 1, after: page.after });
+      const { items, nextCursor } = pageOf(rows, page.limit, (token) => [token.createdAt, token.id]);
+      sendJson(res, 200, { tokens: items, nextCursor });
     })
     .on('DELETE', '/api/v1/agent-tokens/:id', (ctx) => revokeRoute(deps, ctx));
 }

@@ -3,6 +3,7 @@ import type { AgentRegistry, AgentSession } from '../../actors/agents/registry.t
 import { coordinatorHttpUrl, listLiveAgentSessions, type AgentSessionRow } from '../db/agent-sessions.ts';
 import { countOpenAttemptsByAgent } from '../db/run-queries.ts';
 import type { Schema } from '../db/schema.ts';
+import { MAX_LIMIT, pageOf, readPage } from './pagination.ts';
 import { HttpError, sendJson } from './respond.ts';
 import type { RouteContext, Router } from './router.ts';
 
@@ -37,7 +38,13 @@ const DISCONNECT_REASON = 'disconnected by an administrator';
 /** Agent sessions (docs/http-api.md#routes): every coordinator's, from the shared table; disconnect one of ours. */
 export function registerAgentRoutes(router: Router, deps: AgentApiDeps): void {
   router
-    .on('GET', '/api/v1/agents', async ({ res }) => sendJson(res, 200, { agents: await listAgents(deps) }))
+    .on('GET', '/api/v1/agents', async ({ res, url }) => {
+      const page = readPage<[string]>(url, ['string'], MAX_LIMIT);
+      const after = page.after?.[0];
+      const agents = (await listAgents(deps)).filter((agent) => after === undefined || agent.agentId > after);
+      const { items, nextCursor } = pageOf(agents, page.limit, (agent) => [agent.agentId]);
+      sendJson(res, 200, { agents: items, nextCursor });
+    })
     .on('DELETE', '/api/v1/agents/:id', (ctx) => disconnectRoute(deps, ctx));
 }
 
@@ -52,7 +59,8 @@ async function listAgents(deps: AgentApiDeps): Promise<AgentView[]> {
     ...local.map((session) => localView(session, deps.coordinatorId, recorded.get(session.agentId))),
     ...peers.map((row) => peerView(row, open.get(row.agentId) ?? 0)),
   ];
-  return views.sort((a, b) => a.agentId.localeCompare(b.agentId));
+  // Code-unit order, as the cursor compares ids.
+  return views.sort((a, b) => (a.agentId < b.agentId ? -1 : a.agentId > b.agentId ? 1 : 0));
 }
 
 function localView(session: AgentSession, coordinatorId: string, row: AgentSessionRow | undefined): AgentView {

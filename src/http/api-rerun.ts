@@ -1,10 +1,10 @@
 import { randomUUID } from 'node:crypto';
 import { z } from 'zod';
 import { RunNotStorableError } from '../../actors/runs/errors.ts';
-import type { RunInput } from '../../machines/run.types.ts';
+import type { CarriedJob, RunInput } from '../../machines/run.types.ts';
 import { isTerminalRunStatus } from '../../machines/status.ts';
 import { readCreatedRunInput } from '../db/journal.ts';
-import { readRunRow } from '../db/run-queries.ts';
+import { readJobResults, readRunRow } from '../db/run-queries.ts';
 import type { Kysely } from 'kysely';
 import type { NewRun } from '../../actors/runs/ports.ts';
 import type { Schema } from '../db/schema.ts';
@@ -32,7 +32,8 @@ export function rerunOf(inputSummary: unknown): string | null {
 
 /**
  * `POST /api/v1/runs/:id/rerun` (RUN-5): a new run from the ended run's frozen input and source, under
- * a new id, created as `POST /api/v1/runs` creates one; its source records `rerunOf`.
+ * a new id, created as `POST /api/v1/runs` creates one; its source records `rerunOf`. With
+ * `{failedOnly: true}` the jobs that succeeded are carried over as succeeded (docs/http-api.md#rerun).
  */
 export async function rerunRunRoute(deps: RerunDeps, { req, res, params }: RouteContext) {
   const runId = params['id'] ?? '';
@@ -41,7 +42,6 @@ export async function rerunRunRoute(deps: RerunDeps, { req, res, params }: Route
     const issue = body.error.issues[0];
     throw new HttpError(400, 'invalid request', `${issue?.path.join('.') || 'body'}: ${issue?.message ?? 'invalid'}`);
   }
-  if (body.data.failedOnly) throw new HttpError(400, 'not supported', 'failedOnly is not supported yet; rerun the whole run');
   const row = await readRunRow(deps.db, runId);
   if (!row) throw new HttpError(404, 'not found', `no run ${runId}`);
   if (!isTerminalRunStatus(row.status)) {
@@ -50,7 +50,9 @@ export async function rerunRunRoute(deps: RerunDeps, { req, res, params }: Route
   const source = row.input_summary;
   const frozen = await readCreatedRunInput(deps.db, runId);
   if (!isRunSource(source) || !isRunInput(frozen)) throw new HttpError(409, 'not rerunnable', `run ${runId} has no stored input to rerun`);
-  const input: RunInput = { ...frozen, runId: randomUUID(), createdAt: deps.now() };
+  const { carried: _earlier, ...whole } = frozen;
+  const carried = body.data.failedOnly ? await carriedJobs(deps.db, runId, frozen) : null;
+  const input: RunInput = { ...whole, runId: randomUUID(), createdAt: deps.now(), ...(carried && { carried }) };
   const inputSummary: RerunSource = { ...source, rerunOf: runId };
   try {
     await deps.createRun({ input, repository: row.repository, inputSummary });
@@ -58,7 +60,34 @@ export async function rerunRunRoute(deps: RerunDeps, { req, res, params }: Route
     if (thrown instanceof RunNotStorableError) throw new HttpError(422, 'run not storable', thrown.message);
     throw thrown;
   }
-  sendJson(res, 201, { runId: input.runId, rerunOf: runId, originalRunId: runId, jobs: input.jobs.map((job) => job.key) });
+  const jobs = input.jobs.map((job) => job.key);
+  const carriedKeys = Object.keys(carried ?? {});
+  const rerun = jobs.filter((key) => !carriedKeys.includes(key));
+  sendJson(res, 201, { runId: input.runId, rerunOf: runId, originalRunId: runId, failedOnly: body.data.failedOnly, jobs, rerunJobs: rerun, carriedJobs: carriedKeys });
+}
+
+/** Job statuses a failed-only rerun runs again (with everything downstream of them). */
+const RERUN_STATUSES: ReadonlySet<string> = new Set(['failed', 'cancelled', 'timed_out_stale', 'drift_dropped']);
+
+/**
+ * The jobs a failed-only rerun keeps (docs/http-api.md#rerun): those that ended `success`, with
+ * their outputs. Init jobs and dynamic-matrix jobs run again, since their results are not kept.
+ * 409 when no job failed or was cancelled.
+ */
+async function carriedJobs(db: Kysely<Schema>, runId: string, frozen: RunInput): Promise<Record<string, CarriedJob>> {
+  const ended = await readJobResults(db, runId);
+  if (!ended.some((job) => RERUN_STATUSES.has(job.status))) {
+    throw new HttpError(409, 'nothing to rerun', `run ${runId} has no failed or cancelled job; rerun the whole run instead`);
+  }
+  const byKey = new Map(ended.map((job) => [job.jobKey, job]));
+  const carried: Record<string, CarriedJob> = {};
+  for (const plan of frozen.jobs) {
+    const job = byKey.get(plan.key);
+    const usesInit = plan.template === true || plan.initFor !== undefined || plan.initJob !== undefined;
+    if (job?.status !== 'success' || usesInit) continue;
+    carried[plan.key] = { fromRun: runId, ...(job.outputs && { outputs: job.outputs }) };
+  }
+  return carried;
 }
 
 /** The supervisor journals the input it was given; a shape check guards against a foreign row. */

@@ -5,12 +5,16 @@ import { RunNotStorableError } from '../../actors/runs/errors.ts';
 import type { NewRun } from '../../actors/runs/ports.ts';
 import type { IncomingRunEvent } from '../../actors/runs/supervisor.ts';
 import { planRun } from '../../machines/run.plan.ts';
+import type { RunInput } from '../../machines/run.types.ts';
+import { getRepository } from '../db/repositories.ts';
+import { forgeStatusFor } from '../forge/github-status.ts';
 import { isTerminalRunStatus } from '../../machines/status.ts';
 import type { JobTimeouts } from '../../machines/types.ts';
 import { readJournal } from '../db/journal.ts';
 import { findWorkflowProblem } from '../lockfile/checks.ts';
 import { job as lockJobSchema } from '../lockfile/schema-jobs.ts';
-import { getRunWithJobs, listJobsByStatus, listRuns } from '../db/run-queries.ts';
+import { getRunWithJobs, listJobsByStatus, listRuns, runExists } from '../db/run-queries.ts';
+import { pageOf, readPage } from './pagination.ts';
 import { rerunOf, rerunRunRoute } from './api-rerun.ts';
 import { decideApprovalRoute, gatesOf, withRenewedReasons } from './api-approvals.ts';
 import type { Schema } from '../db/schema.ts';
@@ -62,14 +66,18 @@ export function registerRunRoutes(router: Router, deps: RunApiDeps): void {
     .on('POST', '/api/v1/runs', (ctx) => createRunRoute(deps, ctx))
     .on('GET', '/api/v1/runs/:id', ({ res, params }) => getRunRoute(deps, res, params['id'] ?? ''))
     .on('GET', '/api/v1/runs/:id/events', async ({ res, params }) => {
-      sendJson(res, 200, { events: await readJournal(deps.db, params['id'] ?? '') });
+      const runId = params['id'] ?? '';
+      if (!(await runExists(deps.db, runId))) throw new HttpError(404, 'not found', `no run ${runId}`);
+      sendJson(res, 200, { events: await readJournal(deps.db, runId) });
     })
     .on('POST', '/api/v1/runs/:id/cancel', (ctx) => cancelRunRoute(deps, ctx))
     .on('POST', '/api/v1/runs/:id/rerun', (ctx) => rerunRunRoute(deps, ctx))
     .on('POST', '/api/v1/runs/:id/approvals/:gateId', (ctx) => decideApprovalRoute(deps, ctx))
     .on('GET', '/api/v1/jobs', async ({ res, url }) => {
-      const jobs = await listJobsByStatus(deps.db, url.searchParams.get('status') ?? 'pending', 500);
-      sendJson(res, 200, { jobs: withRenewedReasons(jobs, deps.now()) });
+      const page = readPage<[number, string, string]>(url, ['number', 'string', 'string'], 500);
+      const rows = await listJobsByStatus(deps.db, url.searchParams.get('status') ?? 'pending', page.limit + 1, page.after);
+      const { items, nextCursor } = pageOf(rows, page.limit, (job) => [Number(job.updated_at), job.run_id, job.job_key]);
+      sendJson(res, 200, { jobs: withRenewedReasons(items, deps.now()), nextCursor });
     });
 }
 
@@ -77,8 +85,10 @@ async function listRunsRoute(deps: RunApiDeps, res: RouteContext['res'], url: UR
   const status = url.searchParams.get('status') ?? undefined;
   const workflow = url.searchParams.get('workflow') ?? undefined;
   const repository = url.searchParams.get('repository') ?? undefined;
-  const limit = Math.min(Number(url.searchParams.get('limit') ?? 100) || 100, 1000);
-  sendJson(res, 200, { runs: await listRuns(deps.db, { status, workflow, repository, limit }) });
+  const page = readPage<[number, string]>(url, ['number', 'string']);
+  const rows = await listRuns(deps.db, { status, workflow, repository, limit: page.limit + 1, after: page.after });
+  const { items, nextCursor } = pageOf(rows, page.limit, (run) => [Number(run.created_at), run.run_id]);
+  sendJson(res, 200, { runs: items, nextCursor });
 }
 
 async function getRunRoute(deps: RunApiDeps, res: RouteContext['res'], runId: string) {
@@ -113,7 +123,7 @@ export async function planManualRun(deps: Pick<RunApiDeps, 'db' | 'timeouts' | '
   // An administrator starts it: trusted (TRUST-1). Its environments resolve as a webhook run's do (ENV-4).
   const origin = { repository: body.repository, ref: body.ref, trustTier: 'trusted' as const };
   const environments = await resolveRunEnvironments(deps.db, body.workflow, origin);
-  let input;
+  let input: RunInput;
   try {
     input = planRun({
       runId,
@@ -127,6 +137,8 @@ export async function planManualRun(deps: Pick<RunApiDeps, 'db' | 'timeouts' | '
   } catch (thrown) {
     throw new HttpError(400, 'invalid workflow', thrown instanceof Error ? thrown.message : String(thrown));
   }
+  // A run on a registered GitHub repository reports its commit status like a webhook run.
+  if ((await getRepository(deps.db, body.repository))?.provider === 'github') input = { ...input, forgeStatus: forgeStatusFor(input.workflowName) };
   const source: RunSource = {
     repository: body.repository,
     repoUrl: body.repoUrl ?? null,

@@ -1,11 +1,12 @@
 import type { Kysely } from 'kysely';
 import { z } from 'zod';
-import { listDeliveries, requeueDelivery } from '../db/deliveries.ts';
 import type { DeliveryKey } from '../db/deliveries.ts';
 import { listGenericSources, upsertGenericSource } from '../db/generic-sources.ts';
 import { deleteRepository, listRepositories, upsertRepository } from '../db/repositories.ts';
 import { localRepositoryProblem } from '../lockfile/providers/local-git.ts';
 import type { Schema } from '../db/schema.ts';
+import { registerDeliveryRoutes } from './api-deliveries.ts';
+import { MAX_LIMIT, pageOf, readPage } from './pagination.ts';
 import { HttpError, readJson, sendJson } from './respond.ts';
 import type { Router } from './router.ts';
 
@@ -47,23 +48,17 @@ function parse<T>(schema: z.ZodType<T>, value: unknown): T {
   throw new HttpError(400, 'invalid request', `${issue?.path.join('.') || 'body'}: ${issue?.message ?? 'invalid'}`);
 }
 
-/** The deliveries log with dead letters, repository registrations and generic webhook sources. */
+/** The deliveries log with dead letters (src/http/api-deliveries.ts), repository registrations and generic webhook sources. */
 export function registerSourceRoutes(router: Router, deps: SourceApiDeps): void {
   const { db } = deps;
+  registerDeliveryRoutes(router, deps);
   router
-    .on('GET', '/api/v1/deliveries', async ({ res, url }) => {
-      const status = url.searchParams.get('status') ?? undefined;
-      sendJson(res, 200, { deliveries: await listDeliveries(db, { status, limit: 200 }) });
-    })
-    .on('POST', '/api/v1/deliveries/:source/:id/retry', async ({ res, params }) => {
-      const key = { source: params['source'] ?? '', deliveryId: params['id'] ?? '' };
-      if (!(await requeueDelivery(db, { ...key, now: deps.now() }))) throw new HttpError(404, 'not found', 'no finished delivery with that id');
-      deps.onRequeued(key);
-      sendJson(res, 202, { ...key, requeued: true });
-    })
-    .on('GET', '/api/v1/repositories', async ({ res }) => {
-      const repositories = (await listRepositories(db)).map(({ token, ...rest }) => ({ ...rest, hasToken: token !== null }));
-      sendJson(res, 200, { repositories });
+    .on('GET', '/api/v1/repositories', async ({ res, url }) => {
+      const page = readPage<[string]>(url, ['string'], MAX_LIMIT);
+      const rows = await listRepositories(db, { limit: page.limit + 1, after: page.after?.[0] ?? null });
+      const { items, nextCursor } = pageOf(rows, page.limit, (repo) => [repo.name]);
+      // The token reads lock files and posts commit statuses; it is never shown.
+      sendJson(res, 200, { repositories: items.map(({ token, ...rest }) => ({ ...rest, hasToken: token !== null })), nextCursor });
     })
     .on('POST', '/api/v1/repositories', async ({ req, res }) => {
       const body = parse(repositorySchema, await readJson(req, 64 * 1024));
@@ -78,8 +73,11 @@ export function registerSourceRoutes(router: Router, deps: SourceApiDeps): void 
       if (!(await deleteRepository(db, name))) throw new HttpError(404, 'not found', `no repository ${name}`);
       sendJson(res, 200, { name, deleted: true });
     })
-    .on('GET', '/api/v1/sources', async ({ res }) => {
-      sendJson(res, 200, { sources: await listGenericSources(db) });
+    .on('GET', '/api/v1/sources', async ({ res, url }) => {
+      const page = readPage<[string]>(url, ['string'], MAX_LIMIT);
+      const rows = await listGenericSources(db, { limit: page.limit + 1, after: page.after?.[0] ?? null });
+      const { items, nextCursor } = pageOf(rows, page.limit, (row) => [row.name]);
+      sendJson(res, 200, { sources: items, nextCursor });
     })
     .on('POST', '/api/v1/sources', async ({ req, res }) => {
       const body = parse(sourceSchema, await readJson(req, 64 * 1024));

@@ -27,6 +27,8 @@ export interface PipelineDeps {
   log: Logger;
   /** Each lock-file resolution's outcome (`switchyard_lockfile_fetch_total{outcome}`). */
   onLockFile?: (outcome: string) => void;
+  /** GitHub REST API base (`SWITCHYARD_GITHUB_API_URL`). @default 'https://api.github.com' */
+  githubApiUrl?: string;
 }
 
 export interface PipelineResult {
@@ -34,11 +36,11 @@ export interface PipelineResult {
   outcome: Record<string, unknown>;
 }
 
-function providerFor(repo: RepositoryRegistration): LockFileProvider {
+function providerFor(repo: RepositoryRegistration, githubApiUrl: string | undefined): LockFileProvider {
   if (repo.provider === 'local') {
     return createLocalProvider({ repository: repo.name, path: repo.path ?? '', ...(repo.defaultBranch ? { defaultBranch: repo.defaultBranch } : {}) });
   }
-  return createGitHubProvider({ repository: repo.name, token: repo.token ?? '' });
+  return createGitHubProvider({ repository: repo.name, token: repo.token ?? '', ...(githubApiUrl !== undefined && { apiUrl: githubApiUrl }) });
 }
 
 
@@ -67,7 +69,7 @@ export async function runPipeline(deps: PipelineDeps, delivery: Delivery): Promi
   const repo = await deps.repository(event.repository);
   if (!repo) return { status: 'ignored', outcome: { reason: `repository ${event.repository} is not registered` } };
   assertCommitIds(event);
-  const provider = providerFor(repo);
+  const provider = providerFor(repo, deps.githubApiUrl);
   const trust = await resolveTrust({
     event,
     provider: delivery.source === 'github' && repo.provider === 'github' ? 'github' : delivery.source === 'github' ? 'local' : 'generic',

@@ -5,6 +5,8 @@ import { coerceError } from '../../lib/errors.ts';
 import type { NewRun } from '../../actors/runs/ports.ts';
 import type { LockFile, LockStaticJob, LockWorkflow } from '../../machines/lock.types.ts';
 import { planRun } from '../../machines/run.plan.ts';
+import type { RunInput } from '../../machines/run.types.ts';
+import { forgeStatusFor } from '../forge/github-status.ts';
 import type { InitFailure, JobTimeouts } from '../../machines/types.ts';
 import type { Delivery } from '../db/deliveries.ts';
 import type { Schema } from '../db/schema.ts';
@@ -101,7 +103,8 @@ export function createRunStarter(deps: RunStarterDeps): RunStarter {
   async function failedRun(delivery: Delivery, source: SourceBase, workflow: LockWorkflow, initFailure: InitFailure): Promise<string> {
     const runId = runIdFor(delivery.source, delivery.deliveryId, workflow.name);
     if (await exists(runId)) return runId;
-    const input = planRun({ runId, createdAt: deps.now(), workflow, timeouts: deps.timeouts, maxAttempts: deps.maxAttempts, repository: source.repository, initFailure });
+    const planned = planRun({ runId, createdAt: deps.now(), workflow, timeouts: deps.timeouts, maxAttempts: deps.maxAttempts, repository: source.repository, initFailure });
+    const input = withForgeStatus(planned, source);
     const unstorable = await create(deps, { input, repository: source.repository, inputSummary: toSource(source, workflow, delivery, {}) });
     if (unstorable !== null) deps.log.warn({ runId, reason: unstorable }, 'failed run could not be stored as is; it is failed with the reason');
     return runId;
@@ -112,10 +115,13 @@ export function createRunStarter(deps: RunStarterDeps): RunStarter {
     if (await exists(runId)) return { workflow: workflow.name, runId };
     const inline = await evaluateInline(deps.sandbox, workflow, source.event);
     const environments = await resolveRunEnvironments(deps.db, workflow, source, inline.environments);
-    const input = planRun({
-      ...{ runId, createdAt: deps.now(), workflow, timeouts: deps.timeouts, maxAttempts: deps.maxAttempts },
-      ...{ repository: source.repository, resolvedConcurrencyGroups: inline.groups, jobErrors: inline.errors, environments: environments.planned },
-    });
+    const input = withForgeStatus(
+      planRun({
+        ...{ runId, createdAt: deps.now(), workflow, timeouts: deps.timeouts, maxAttempts: deps.maxAttempts },
+        ...{ repository: source.repository, resolvedConcurrencyGroups: inline.groups, jobErrors: inline.errors, environments: environments.planned },
+      }),
+      source,
+    );
     const inputSummary = toSource(source, workflow, delivery, inline.env, environments.frozen);
     const unstorable = await create(deps, { input, repository: source.repository, inputSummary });
     return { workflow: workflow.name, runId, ...(unstorable === null ? {} : { initFailure: unstorable }) };
@@ -153,6 +159,11 @@ export function createRunStarter(deps: RunStarterDeps): RunStarter {
       return [await failedRun(delivery, source, workflow, initFailure)];
     },
   };
+}
+
+/** Runs of GitHub deliveries report a commit status (docs/http-api.md#commit-status-on-github). */
+function withForgeStatus(input: RunInput, source: SourceBase): RunInput {
+  return source.provider === 'github' ? { ...input, forgeStatus: forgeStatusFor(input.workflowName) } : input;
 }
 
 function toSource(source: SourceBase, workflow: LockWorkflow, delivery: Delivery, resolvedEnv: Record<string, Record<string, string>>, environments?: RunEnvironments): RunSource {

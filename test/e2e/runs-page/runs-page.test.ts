@@ -198,6 +198,20 @@ describe('the runs page in a real browser (real coordinator, real reference agen
     await shot('08-rerun.png');
   });
 
+  it('Rerun failed jobs opens a rerun of the failed run; it is disabled while a run is not failed or cancelled', async () => {
+    await page.goto(`${coordinator.url}/runs/#run=${liveRun}`);
+    await showing(page, '#run-status', 'failed');
+    assert.equal(await page.locator('#rerun-failed').isDisabled(), false);
+    await page.locator('#rerun-failed').click();
+    await eventually(() => new URL(page.url()).hash !== `#run=${liveRun}`, 15_000, 'the failed-only rerun to open');
+    const rerun = decodeURIComponent(new URL(page.url()).hash.slice('#run='.length));
+    await showing(page, '#run-id', rerun);
+    assert.equal(await page.locator('#run-meta [data-field="rerun of"] a').getAttribute('href'), `#run=${liveRun}`);
+    const answer = (await (await coordinator.api(`/api/v1/runs/${rerun}`)).json()) as { rerunOf: string; run: { status: string } };
+    assert.equal(answer.rerunOf, liveRun);
+    if (!['failed', 'cancelled'].includes(answer.run.status)) assert.equal(await page.locator('#rerun-failed').isDisabled(), true);
+  });
+
   it('says "no run <id>" for an unknown run, and takes ?token= out of the address bar', async () => {
     await page.goto(`${coordinator.url}/runs/#run=no-such-run`);
     await showing(page, '#run-missing', 'no run no-such-run');

@@ -71,7 +71,7 @@ await describeEachKind('agent-token routes', (kind) => {
       const malformed = await api.call('/api/v1/agent-tokens', { method: 'POST', body: '{' });
       assert.equal(malformed.status, 400);
       assert.equal(((await malformed.json()) as { error: string }).error, 'malformed body');
-      assert.deepEqual(await (await api.call('/api/v1/agent-tokens')).json(), { tokens: [] }, 'nothing was created');
+      assert.deepEqual(await (await api.call('/api/v1/agent-tokens')).json(), { tokens: [], nextCursor: null }, 'nothing was created');
     }));
 
   it('GET lists tokens by prefix only, never the hash or the token', () =>

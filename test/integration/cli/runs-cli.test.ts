@@ -125,7 +125,7 @@ describe('switchyard runs, run, logs, cancel, rerun, agents against a running co
     assert.match(followed.stderr, new RegExp(`run ${runId} ended: success`));
   });
 
-  it('cancel <id> cancels a running run; an ended one says so; rerun starts a linked run; --failed is refused', async () => {
+  it('cancel <id> cancels a running run; an ended one says so; rerun starts a linked run; --failed reruns only the failed job', async () => {
     const cancelled = await cli('cancel', waitingRun, '--force');
     assert.deepEqual([cancelled.code, cancelled.stdout], [0, `cancelling run ${waitingRun} (force)\n`]);
     await client.waitForRunStatus(waitingRun, 'cancelled');
@@ -139,7 +139,15 @@ describe('switchyard runs, run, logs, cancel, rerun, agents against a running co
     assert.match(rerun.stderr, new RegExp(`started run ${newRun}, a rerun of ${failedRun}`));
     await client.waitForRunStatus(newRun, 'failed', 60_000);
     assert.match((await cli('run', newRun)).stdout, new RegExp(`^ {2}rerun of {4}${failedRun}$`, 'm'));
-    failedInOneLine(await cli('rerun', failedRun, '--failed'), 1, /answered 400 .*failedOnly is not supported yet/);
+    const failedOnly = await cli('rerun', failedRun, '--failed');
+    assert.equal(failedOnly.code, 0, failedOnly.stderr);
+    const onlyFailed = failedOnly.stdout.trim();
+    const rerunView = await client.waitForRunStatus(onlyFailed, 'failed', 60_000);
+    assert.deepEqual(rerunView.jobs.map((job) => [job.job_key, job.status, job.outcome]), [
+      ['build', 'success', `carried over from run ${failedRun}`],
+      ['test', 'failed', rerunView.jobs[1]?.outcome],
+    ]);
+    assert.ok(rerunView.jobs[1]?.attempt === 1, 'the failed job ran again');
     failedInOneLine(await cli('rerun', 'no-such-run'), 1, /answered 404 .*no run no-such-run/);
   });
 

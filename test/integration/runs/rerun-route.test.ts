@@ -88,15 +88,12 @@ describe('POST /api/v1/runs/:id/rerun', { skip: await skipReason('external') }, 
     await client.cancel(running, { force: true });
   });
 
-  it('failedOnly is refused as not supported yet; a malformed body is 400', async () => {
+  it('a malformed body is 400 and creates no run', async () => {
     const ended = await waitingRun();
     await client.cancel(ended, { force: true });
     await client.waitForRunStatus(ended, 'cancelled');
     const runCount = async () => (await client.json<{ runs: unknown[] }>('/api/v1/runs?limit=1000')).runs.length;
     const before = await runCount();
-    const failedOnly = await rerun(ended, { failedOnly: true });
-    assert.equal(failedOnly.status, 400);
-    assert.deepEqual(await failedOnly.json(), { error: 'not supported', reason: 'failedOnly is not supported yet; rerun the whole run' });
     for (const body of [{ failedOnly: 'yes' }, { onlyFailed: true }, [1]]) {
       const response = await rerun(ended, body);
       assert.equal(response.status, 400, JSON.stringify(body));
@@ -105,5 +102,63 @@ describe('POST /api/v1/runs/:id/rerun', { skip: await skipReason('external') }, 
     const malformed = await coordinator.api(`/api/v1/runs/${ended}/rerun`, { method: 'POST', body: '{' });
     assert.equal(malformed.status, 400);
     assert.equal(await runCount(), before, 'a refused rerun creates no run');
+  });
+
+  it('failedOnly runs the failed job and its dependants again; the jobs that succeeded are carried over with their outputs', async () => {
+    const label = `failed-only-${randomUUID().slice(0, 8)}`;
+    const dispatched: [string, string, Record<string, string> | undefined][] = [];
+    let first = '';
+    const onDispatch = (dispatch: JobDispatchFrame, agent: FakeAgent) => {
+      const name = dispatch.jobConfig.name ?? '?';
+      dispatched.push([dispatch.runId === first ? 'first' : 'rerun', name, dispatch.upstreamJobStatuses]);
+      if (dispatch.runId !== first || name !== 'test') return agent.runAtOnce(dispatch);
+      agent.ack(dispatch);
+      agent.status(dispatch, 'running');
+      agent.status(dispatch, 'failed', { error: 'exit 1' });
+    };
+    agents.push(await FakeAgent.connect(client.wsUrl, token, { labels: [label], onDispatch }));
+    const workflow = runStepsWorkflow('chain', label, [
+      { name: 'build', steps: [['b', 'true']] },
+      { name: 'lint', steps: [['l', 'true']] },
+      { name: 'test', needs: ['build'], steps: [['t', 'true']] },
+      { name: 'deploy', needs: ['test'], steps: [['d', 'true']] },
+    ]);
+    first = await client.createRun(workflow, { sha: 'c0ffee' });
+    const failed = await client.waitForRunStatus(first, 'failed');
+    assert.deepEqual(Object.fromEntries(failed.jobs.map((job) => [job.job_key, job.status])), { build: 'success', lint: 'success', test: 'failed', deploy: 'skipped' });
+    const response = await rerun(first, { failedOnly: true });
+    assert.equal(response.status, 201);
+    const answer = (await response.json()) as { runId: string; rerunOf: string; failedOnly: boolean; rerunJobs: string[]; carriedJobs: string[] };
+    assert.deepEqual([answer.rerunOf, answer.failedOnly, answer.rerunJobs, answer.carriedJobs], [first, true, ['test', 'deploy'], ['build', 'lint']]);
+    const again = await client.waitForRunStatus(answer.runId, 'success');
+    assert.deepEqual(
+      dispatched.filter(([run]) => run === 'rerun'),
+      [
+        ['rerun', 'test', { build: 'success' }],
+        ['rerun', 'deploy', { test: 'success' }],
+      ],
+      'only the failed job and its dependant were dispatched; the test job saw the carried build as its upstream',
+    );
+    const carried = again.jobs.filter((job) => ['build', 'lint'].includes(job.job_key));
+    assert.deepEqual(carried.map((job) => [job.job_key, job.status, job.attempt, job.outcome]), [
+      ['build', 'success', 0, `carried over from run ${first}`],
+      ['lint', 'success', 0, `carried over from run ${first}`],
+    ]);
+  });
+
+  it('failedOnly on a run with no failed job is 409 with the reason; a whole rerun of it still works', async () => {
+    const label = `all-good-${randomUUID().slice(0, 8)}`;
+    agents.push(await FakeAgent.connect(client.wsUrl, token, { labels: [label], onDispatch: (d, agent) => agent.runAtOnce(d) }));
+    const good = await client.createRun(runStepsWorkflow('good', label, [{ name: 'only', steps: [['s', 'true']] }]));
+    await client.waitForRunStatus(good, 'success');
+    const refused = await rerun(good, { failedOnly: true });
+    assert.equal(refused.status, 409);
+    assert.deepEqual(await refused.json(), { error: 'nothing to rerun', reason: `run ${good} has no failed or cancelled job; rerun the whole run instead` });
+    const running = await waitingRun();
+    const busy = await rerun(running, { failedOnly: true });
+    assert.equal(busy.status, 409);
+    assert.equal(((await busy.json()) as { error: string }).error, 'run not finished');
+    await client.cancel(running, { force: true });
+    assert.equal((await rerun(good, { failedOnly: false })).status, 201);
   });
 });

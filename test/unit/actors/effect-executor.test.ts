@@ -22,6 +22,7 @@ function setup(handlers: Partial<EffectHandlers>) {
     requestConcurrency: unexpected,
     releaseConcurrency: unexpected,
     recordApprovalGate: unexpected,
+    reportForgeStatus: unexpected,
     ...handlers,
   };
   const executor = new EffectExecutor({
@@ -86,4 +87,31 @@ test('a stopped executor re-drives nothing more and leaves the effect in the out
   assert.equal(calls, before);
   assert.equal(clock.timers, 0);
   assert.deepEqual(done, []);
+});
+
+const forgeStatus = (n: number, state: 'pending' | 'success'): Effect<'reportForgeStatus'> => ({
+  effectId: `run-1:${n}:0`,
+  runId: 'run-1',
+  kind: 'reportForgeStatus',
+  payload: { context: 'switchyard/ci', state, description: state },
+});
+
+test('a forge status that hangs holds up neither the run\'s other effects nor its own later status order', async () => {
+  const seen: string[] = [];
+  let answerPending: () => void = () => {};
+  const { clock, done, executor } = setup({
+    reportForgeStatus: (effect) => {
+      seen.push(`status ${effect.payload.state} sent`);
+      if (effect.payload.state !== 'pending') return;
+      return new Promise<void>((resolve) => (answerPending = resolve));
+    },
+    releaseSlot: (effect) => void seen.push(`release ${effect.payload.dispatchId}`),
+  });
+  executor.execute([forgeStatus(1, 'pending'), release(2), forgeStatus(3, 'success'), release(4)]);
+  await clock.advance(100);
+  assert.deepEqual(seen, ['status pending sent', 'release d2', 'release d4'], 'the run\'s effects ran while the status request hangs');
+  answerPending();
+  await executor.idle();
+  assert.deepEqual(seen, ['status pending sent', 'release d2', 'release d4', 'status success sent'], 'the final status follows the pending one');
+  assert.deepEqual(done.sort(), ['run-1:1:0', 'run-1:2:0', 'run-1:3:0', 'run-1:4:0']);
 });

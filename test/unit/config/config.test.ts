@@ -74,6 +74,8 @@ describe('loadConfig', () => {
       LOG_LEVEL: 'debug',
       LOG_FORMAT: 'json',
       SWITCHYARD_EMBEDDED_PG_PORT: '5433',
+      SWITCHYARD_GITHUB_API_URL: 'https://github.example.com/api/v3/',
+      SWITCHYARD_PUBLIC_URL: 'https://ci.example.com/',
     });
     const { scaler, ...rest } = config;
     assert.deepEqual(scaler.backends, [], 'no scalers by default with DATABASE_URL');
@@ -86,6 +88,8 @@ describe('loadConfig', () => {
       embeddedPgPort: 5433,
       redisUrl: 'redis://cache:6379',
       githubWebhookSecrets: [],
+      githubApiUrl: 'https://github.example.com/api/v3',
+      publicUrl: 'https://ci.example.com',
       adminToken: 'tok',
       secretKey: Buffer.alloc(32, 0x11),
       secretKeyOld: Buffer.alloc(32, 2),

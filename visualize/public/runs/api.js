@@ -69,7 +69,7 @@
       run: (id) => get(runPath(id)),
       logsAfter,
       cancel: (id) => call('POST', `${runPath(id)}/cancel`, {}),
-      rerun: (id) => call('POST', `${runPath(id)}/rerun`, {}),
+      rerun: (id, failedOnly = false) => call('POST', `${runPath(id)}/rerun`, failedOnly ? { failedOnly: true } : {}),
     },
     UnauthorizedError,
     ApiError,

@@ -146,19 +146,23 @@
     }
   }
 
-  /** A rerun answers 201 with the new run, which the page then shows; any other answer is shown. */
-  async function rerunRun() {
+  /**
+   * A rerun (of the whole run, or of its failed jobs only) answers 201 with the new run, which the
+   * page then shows; any other answer is shown.
+   */
+  async function rerunRun(failedOnly) {
     const runId = state.runId;
     if (!runId) return;
-    $('rerun-run').disabled = true;
+    const button = $(failedOnly ? 'rerun-failed' : 'rerun-run');
+    button.disabled = true;
     try {
-      const answer = await api.rerun(runId);
+      const answer = await api.rerun(runId, failedOnly);
       if (answer.status === 201 && answer.body && answer.body.runId) location.hash = `run=${encodeURIComponent(answer.body.runId)}`;
       else $('action-message').textContent = `rerun answered ${answer.status}`;
     } catch (error) {
       actionFailed('rerun', error);
     } finally {
-      $('rerun-run').disabled = false;
+      button.disabled = false;
     }
   }
 
@@ -173,7 +177,8 @@
     $('filter-repo').addEventListener('change', show);
     window.addEventListener('hashchange', show);
     $('cancel-run').addEventListener('click', () => void cancelRun());
-    $('rerun-run').addEventListener('click', () => void rerunRun());
+    $('rerun-run').addEventListener('click', () => void rerunRun(false));
+    $('rerun-failed').addEventListener('click', () => void rerunRun(true));
     $('token-form').addEventListener('submit', (event) => {
       event.preventDefault();
       api.setToken($('token-input').value);

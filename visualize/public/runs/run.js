@@ -29,6 +29,7 @@
     $('run-failure').hidden = !failure;
     $('run-failure').textContent = failure;
     $('cancel-run').disabled = isFinalRun(run.status) || run.status === 'cancelling';
+    $('rerun-failed').disabled = run.status !== 'failed' && run.status !== 'cancelled';
     $('statechart-link').href = `/visualize/#run=${encodeURIComponent(run.run_id)}`;
     renderWaiting(detail.jobs);
   }
