@@ -33,6 +33,7 @@ import { openDatabase } from './db/database.ts';
 import type { Database } from './db/database.ts';
 import type { Router } from './http/router.ts';
 import { countDeadDeliveries } from './db/deliveries.ts';
+import type { Delivery } from './db/deliveries.ts';
 import { genericSourceRepository } from './db/generic-sources.ts';
 import { getEnvironment } from './db/environments.ts';
 import { runInboxOf } from './db/inbox.ts';
@@ -311,6 +312,7 @@ function createIntake(wiring: IntakeWiring) {
     now,
     log,
     onAccepted: (key) => queue.notify(key),
+    ...(queue.claimAtIntake && queue.processClaimed && { claimAtIntake: () => queue.claimAtIntake?.() ?? null, processClaimed: (delivery: Delivery, recorded: boolean) => queue.processClaimed?.(delivery, recorded) }),
     observe: metrics.observe,
   };
   return {

@@ -32,13 +32,22 @@ export interface DeliveryKey {
 /** INT-3/INT-4: one atomic claim of the (source, delivery id) key; false means a duplicate. */
 export async function recordDelivery(
   db: Kysely<Schema>,
-  d: { source: string; deliveryId: string; eventName: string; headers: Record<string, string>; body: Buffer; now: number },
+  d: { source: string; deliveryId: string; eventName: string; headers: Record<string, string>; body: Buffer; now: number; claim?: IntakeClaim | null },
 ): Promise<boolean> {
+  // Claimed as it is written: the worker that accepted it processes it at once (its lease still
+  // covers a crash, like any claim); unclaimed, it waits for a sweep.
+  const [status, claimedBy, claimUntil] = d.claim ? ['processing', d.claim.worker, d.claim.claimUntil] : ['received', null, null];
   const { rows } = await sql<{ one: number }>`
-    INSERT INTO deliveries (source, delivery_id, event_name, headers, body, received_at, status, next_attempt_at)
-    VALUES (${d.source}, ${d.deliveryId}, ${d.eventName}, ${toJson(d.headers)}::json, ${d.body}, ${d.now}, 'received', ${d.now})
+    INSERT INTO deliveries (source, delivery_id, event_name, headers, body, received_at, status, next_attempt_at, claimed_by, claim_until)
+    VALUES (${d.source}, ${d.deliveryId}, ${d.eventName}, ${toJson(d.headers)}::json, ${d.body}, ${d.now}, ${status}, ${d.now}, ${claimedBy}, ${claimUntil})
     ON CONFLICT (source, delivery_id) DO NOTHING RETURNING 1 AS one`.execute(db);
   return rows.length === 1;
+}
+
+/** A delivery claimed by the worker that records it (the embedded queue with room to spare). */
+export interface IntakeClaim {
+  worker: string;
+  claimUntil: number;
 }
 
 /** Claims deliveries that are due (new, retrying, or whose worker's lease ran out) (INT-5). */

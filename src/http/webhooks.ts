@@ -2,7 +2,7 @@ import { createHmac, randomUUID, timingSafeEqual } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import type { Kysely } from 'kysely';
 import type { Logger } from 'pino';
-import type { DeliveryKey } from '../db/deliveries.ts';
+import type { Delivery, DeliveryKey, IntakeClaim } from '../db/deliveries.ts';
 import { parseDeliveryBody, recordDelivery } from '../db/deliveries.ts';
 import type { Schema } from '../db/schema.ts';
 import { HttpError, readBody, sendJson } from './respond.ts';
@@ -18,6 +18,9 @@ export interface WebhookDeps {
   log: Logger;
   /** Wakes the intake queue once the delivery is durable. */
   onAccepted: (key: DeliveryKey) => void;
+  /** A claim to record the delivery with, so this coordinator processes it at once (docs/architecture.md#one-delivery-from-webhook-to-finished-run). */
+  claimAtIntake?: () => IntakeClaim | null;
+  processClaimed?: (delivery: Delivery, recorded: boolean) => void;
   observe: (source: string, outcome: 'accepted' | 'duplicate' | 'rejected', seconds: number) => void;
 }
 
@@ -62,7 +65,14 @@ export async function acceptDelivery(
   d: { source: string; deliveryId: string; eventName: string; headers: Record<string, string>; body: Buffer },
   started: number,
 ): Promise<void> {
-  const fresh = await recordDelivery(deps.db, { ...d, now: deps.now() });
+  const claim = deps.claimAtIntake?.() ?? null;
+  const now = deps.now();
+  let fresh = false;
+  try {
+    fresh = await recordDelivery(deps.db, { ...d, now, claim });
+  } finally {
+    if (claim) deps.processClaimed?.({ ...d, receivedAt: now, status: 'processing', attempts: 0 }, fresh);
+  }
   const seconds = (performance.now() - started) / 1000;
   deps.observe(d.source, fresh ? 'accepted' : 'duplicate', seconds);
   if (!fresh) {
@@ -70,7 +80,7 @@ export async function acceptDelivery(
     return;
   }
   sendJson(res, 202, { accepted: true, deliveryId: d.deliveryId });
-  deps.onAccepted({ source: d.source, deliveryId: d.deliveryId });
+  if (!claim) deps.onAccepted({ source: d.source, deliveryId: d.deliveryId });
 }
 
 async function githubRoute(deps: WebhookDeps, { req, res }: RouteContext): Promise<void> {

@@ -23,8 +23,8 @@ export interface DeliveryProcessorDeps {
  * fewer when the error bounds them; a PermanentDeliveryError makes it dead at once.
  */
 export function createDeliveryProcessor(deps: DeliveryProcessorDeps): DeliveryProcessor {
-  return async (key, worker) => {
-    const delivery = await loadDelivery(deps.db, key);
+  return async (key, worker, loaded) => {
+    const delivery = loaded ?? (await loadDelivery(deps.db, key));
     if (!delivery) return 'done';
     const log = deps.log.child({ source: key.source, deliveryId: key.deliveryId, event: delivery.eventName });
     try {

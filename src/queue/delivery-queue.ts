@@ -1,4 +1,4 @@
-import type { DeliveryKey } from '../db/deliveries.ts';
+import type { Delivery, DeliveryKey, IntakeClaim } from '../db/deliveries.ts';
 
 /**
  * Thrown by the delivery processor for failures worth retrying (INT-6): never "no lock file".
@@ -29,7 +29,8 @@ export const ABSENT_COMMIT_ATTEMPTS = 4;
  * Processes one delivery this worker has claimed and records the result in the deliveries table:
  * a final status, a retry at a later time, or dead. Never throws.
  */
-export type DeliveryProcessor = (key: DeliveryKey, worker: string) => Promise<'done' | { retryAt: number } | 'dead'>;
+/** Processes one claimed delivery; `loaded` spares reading it back when the caller has it. */
+export type DeliveryProcessor = (key: DeliveryKey, worker: string, loaded?: Delivery) => Promise<'done' | { retryAt: number } | 'dead'>;
 
 /**
  * The intake queue port: the embedded one works from the deliveries table; the BullMQ one
@@ -39,6 +40,13 @@ export interface DeliveryQueue {
   readonly kind: 'embedded' | 'bullmq';
   /** A delivery was just recorded: process it soon. Losing this call loses nothing (the sweep finds it). */
   notify(key: DeliveryKey): void;
+  /**
+   * A claim for a delivery about to be recorded, when this queue can process it at once (then it is
+   * handed over with `processClaimed`); null leaves it to the queue's usual way.
+   */
+  claimAtIntake?(): IntakeClaim | null;
+  /** Processes a delivery recorded with the claim `claimAtIntake` gave; `recorded` false gives the claim back. */
+  processClaimed?(delivery: Delivery, recorded: boolean): void;
   start(): Promise<void>;
   stop(): Promise<void>;
   /** Resolves when nothing is being processed and nothing due is waiting (tests, shutdown). */

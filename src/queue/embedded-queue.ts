@@ -2,13 +2,15 @@ import type { Kysely } from 'kysely';
 import type { Logger } from 'pino';
 import { coerceError } from '../../lib/errors.ts';
 import { claimDueDeliveries, countDueDeliveries } from '../db/deliveries.ts';
-import type { DeliveryKey } from '../db/deliveries.ts';
+import type { Delivery, DeliveryKey, IntakeClaim } from '../db/deliveries.ts';
 import type { Schema } from '../db/schema.ts';
 import type { DeliveryProcessor, DeliveryQueue } from './delivery-queue.ts';
 
 export const INTAKE_LEASE_MS = 60_000;
 const SWEEP_MS = 500;
 const BATCH = 16;
+/** Deliveries processed at once as they are accepted; beyond that they wait for the sweep. */
+const MAX_DIRECT = 64;
 
 /**
  * The intake queue of the embedded default: the deliveries table is the queue. Workers claim
@@ -21,6 +23,9 @@ export class EmbeddedDeliveryQueue implements DeliveryQueue {
   private running: Promise<void> | null = null;
   private wakeAgain = false;
   private stopped = true;
+  /** Deliveries claimed as they were recorded and processed at once, and claims handed out for them. */
+  private readonly direct = new Set<Promise<unknown>>();
+  private reserved = 0;
 
   constructor(
     private readonly db: Kysely<Schema>,
@@ -34,6 +39,23 @@ export class EmbeddedDeliveryQueue implements DeliveryQueue {
     this.wake();
   }
 
+  /** Room for one more delivery processed at once, beside what the sweep holds. */
+  claimAtIntake(): IntakeClaim | null {
+    if (this.stopped || this.direct.size + this.reserved >= MAX_DIRECT) return null;
+    this.reserved += 1;
+    return { worker: this.worker, claimUntil: this.now() + INTAKE_LEASE_MS };
+  }
+
+  processClaimed(delivery: Delivery, recorded: boolean): void {
+    this.reserved -= 1;
+    if (!recorded) return;
+    const key = { source: delivery.source, deliveryId: delivery.deliveryId };
+    const processing: Promise<unknown> = this.process(key, this.worker, delivery)
+      .catch((thrown: unknown) => this.log.error({ err: coerceError(thrown), ...key }, 'processing a delivery failed; the sweep retries it when its claim runs out'))
+      .finally(() => this.direct.delete(processing));
+    this.direct.add(processing);
+  }
+
   start(): Promise<void> {
     this.stopped = false;
     this.schedule(0);
@@ -43,13 +65,13 @@ export class EmbeddedDeliveryQueue implements DeliveryQueue {
   async stop(): Promise<void> {
     this.stopped = true;
     if (this.timer) clearTimeout(this.timer);
-    await this.running;
+    await Promise.all([this.running, ...this.direct]);
   }
 
   async idle(): Promise<void> {
     for (;;) {
-      await this.running;
-      if (!this.running && (await countDueDeliveries(this.db, this.now())) === 0) return;
+      await Promise.all([this.running, ...this.direct]);
+      if (!this.running && this.direct.size === 0 && (await countDueDeliveries(this.db, this.now())) === 0) return;
       await new Promise((resolve) => setTimeout(resolve, 20));
     }
   }

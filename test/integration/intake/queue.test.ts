@@ -108,3 +108,50 @@ for (const kind of ['embedded', 'bullmq'] as const) {
     });
   });
 }
+
+describe('intake queue: embedded, claimed as it is recorded', { skip: await skipReason('external') }, () => {
+  const delivery = (deliveryId: string) => ({ source: 'github', deliveryId, eventName: 'push', headers: {}, body: Buffer.from('{}') });
+
+  it('a delivery recorded with the queue’s claim is processed at once, with no sweep and no read back', async () => {
+    await withTestDatabase('external', async ({ db }) => {
+      const seen: { id: string; loaded: boolean; status: string | undefined }[] = [];
+      const process: DeliveryProcessor = async (key, worker, loaded) => {
+        const row = await db.selectFrom('deliveries').select(['status', 'claimed_by']).where('delivery_id', '=', key.deliveryId).executeTakeFirst();
+        seen.push({ id: key.deliveryId, loaded: loaded !== undefined, status: `${row?.status}:${row?.claimed_by}` });
+        await finishDelivery(db, { ...key, worker, status: 'processed', outcome: { ok: true }, now: Date.now() });
+        return 'done';
+      };
+      const queue = new EmbeddedDeliveryQueue(db, process, 'w-direct', Date.now, log);
+      // Not started: no sweep runs, so only the hand-over can process it.
+      const claim = queue.claimAtIntake();
+      assert.ok(claim === null, 'a stopped queue claims nothing');
+      await queue.start();
+      const given = queue.claimAtIntake();
+      assert.ok(given);
+      const recorded = await recordDelivery(db, { ...delivery('d-direct'), now: Date.now(), claim: given });
+      queue.processClaimed({ ...delivery('d-direct'), receivedAt: Date.now(), status: 'processing', attempts: 0 }, recorded);
+      await queue.idle();
+      await queue.stop();
+      assert.deepEqual(seen, [{ id: 'd-direct', loaded: true, status: 'processing:w-direct' }]);
+      assert.deepEqual(await statuses(db), ['d-direct:processed:0']);
+    });
+  });
+
+  it('a duplicate gives its claim back; a claimed delivery whose worker died is swept after the lease', async () => {
+    await withTestDatabase('external', async ({ db }) => {
+      const { seen, process } = recordingProcessor(db, 0);
+      const queue = new EmbeddedDeliveryQueue(db, process, 'w-dup', Date.now, log);
+      await queue.start();
+      await recordDelivery(db, { ...delivery('d-dup'), now: Date.now() });
+      const claim = queue.claimAtIntake();
+      const recorded = await recordDelivery(db, { ...delivery('d-dup'), now: Date.now(), claim });
+      assert.equal(recorded, false);
+      queue.processClaimed({ ...delivery('d-dup'), receivedAt: Date.now(), status: 'processing', attempts: 0 }, recorded);
+      // A coordinator that claimed at intake and died before processing: the claim runs out, the sweep takes it.
+      await recordDelivery(db, { ...delivery('d-died'), now: Date.now(), claim: { worker: 'dead', claimUntil: Date.now() - 1 } });
+      await eventually(async () => (await statuses(db)).every((s) => s.includes(':processed:')), 15_000, 'both processed');
+      await queue.stop();
+      assert.deepEqual([...seen].sort(), ['d-died', 'd-dup'], 'each processed once, by the sweep');
+    });
+  });
+});
