@@ -208,6 +208,8 @@ export function createRuntime(deps: RuntimeDeps) {
     /** Creates a run here; its source is kept for its dispatches. */
     createRun(run: NewRun): Promise<void> {
       sources.remember(run.input.runId, run.inputSummary);
+      // Its key pair is made while the run's first entry commits, not on the way of its first dispatch.
+      if (secrets.service.available) secrets.service.runPublicKey(run.input.runId).catch(() => undefined);
       return supervisor.createRun(run);
     },
     async start() {

@@ -1,13 +1,20 @@
 import type { Logger } from 'pino';
 import type { Clock } from '../clock.ts';
 import { coerceError } from '../../lib/errors.ts';
-import type { IncomingRunEvent } from './supervisor.ts';
 import type { SupervisorOptions } from './supervisor.types.ts';
 import type { ArmedTimer } from './timer-service.ts';
 
+/** `timer.<kind>.expired`, as the run chart receives it. */
+export interface DeadlineEvent {
+  type: string;
+  deadlineId: string;
+  dueAt: number;
+  jobKey?: string;
+}
+
 export interface DeadlineDeliveryDeps {
   owns: (runId: string) => boolean;
-  send: (runId: string, event: IncomingRunEvent) => Promise<void>;
+  send: (runId: string, event: DeadlineEvent) => Promise<void>;
   holdTimer?: SupervisorOptions['holdTimer'];
   clock: Clock;
   log: Logger;
@@ -29,12 +36,12 @@ export function deliverDeadline(deps: DeadlineDeliveryDeps, timer: ArmedTimer, h
 
 function sendDeadline(deps: DeadlineDeliveryDeps, timer: ArmedTimer): void {
   if (!deps.owns(timer.runId)) return;
-  const event = {
+  const event: DeadlineEvent = {
     type: `timer.${timer.kind}.expired`,
     deadlineId: timer.deadlineId,
     dueAt: timer.dueAt,
     ...(timer.jobKey ? { jobKey: timer.jobKey } : {}),
-  } as IncomingRunEvent;
+  };
   deps.send(timer.runId, event).catch((thrown: unknown) => {
     deps.log.warn({ runId: timer.runId, err: coerceError(thrown) }, 'deadline delivery failed');
   });

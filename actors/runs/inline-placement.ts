@@ -1,8 +1,5 @@
 import type { AgentKind } from '../../machines/job.events.ts';
 import type { Intent, IntentParams } from '../../machines/intents.ts';
-import { stateSummary } from '../../machines/projection.ts';
-import { persistedOf } from './run-actors.ts';
-import type { RunHandle } from './supervisor.types.ts';
 
 /** A grant made while the run's transition is still being recorded. */
 export interface PlacementGrant {
@@ -80,15 +77,19 @@ export function grantInline(args: {
  */
 export function answerPlacements(
   placement: InlinePlacement | undefined,
-  handle: RunHandle,
+  run: PlacingRun,
   intents: Intent[],
   at: number,
-  send: (grant: PlacementGrant & { at: number }) => Intent[],
 ): InlineGrants {
-  if (!placement || handle.closing || !intents.some((intent) => intent.type === 'requestPlacement')) return { intents, followUps: [], grants: [] };
-  return grantInline({
-    ...{ runId: handle.actor.id, intents, placement, at, send },
-    nextSeq: () => (handle.seq += 1),
-    stateAfter: () => stateSummary(persistedOf(handle.actor)),
-  });
+  if (!placement || run.closing || !intents.some((intent) => intent.type === 'requestPlacement')) return { intents, followUps: [], grants: [] };
+  return grantInline({ ...run, intents, placement, at });
+}
+
+/** The run being recorded, as `answerPlacements` needs it. */
+export interface PlacingRun {
+  runId: string;
+  closing: boolean;
+  send: (grant: PlacementGrant & { at: number }) => Intent[];
+  nextSeq: () => number;
+  stateAfter: () => unknown;
 }

@@ -16,6 +16,7 @@ import type { FencedError } from './errors.ts';
 import type { CommitEntry, NewRun, RunCommit, SerializedEntry, StoredRun } from './ports.ts';
 import { buildCommitEntry, restoredWorkOf, runFailureOf } from './commit-entry.ts';
 import type { ArmedTimer } from './timer-service.ts';
+import { stateSummary } from '../../machines/projection.ts';
 import { answerPlacements } from './inline-placement.ts';
 import type { InlineGrants } from './inline-placement.ts';
 import { TimerService } from './timer-service.ts';
@@ -58,7 +59,7 @@ export class Supervisor {
     this.machine = runtimeRunMachine(this.recorder.sink);
     this.observers = new CommitObservers(options.log);
     this.timers = new TimerService(options.clock, (timer) =>
-      deliverDeadline({ owns: (runId) => this.runs.has(runId), send: (runId, event) => this.send(runId, event), ...options }, timer),
+      deliverDeadline({ owns: (runId) => this.runs.has(runId), send: (runId, event) => this.send(runId, event as IncomingRunEvent), ...options }, timer),
     );
     this.committer = new GroupCommitter({
       commit: (entries) => options.store.commit(entries),
@@ -140,7 +141,7 @@ export class Supervisor {
     this.runs.set(runId, handle);
     const created = { type: 'run.created', input: newRun.input, at: newRun.input.createdAt };
     log.info({ workflow: newRun.input.workflowName, jobs: newRun.input.jobs.length }, 'run created');
-    await this.commit(handle, runId, created, answerPlacements(this.options.inlinePlacement, handle, recorded, created.at, (grant) => this.recording(runId, () => actor.send(grant))), { isNewRun: true, newRun });
+    await this.commit(handle, runId, created, this.answerPlacements(handle, runId, recorded, created.at), { isNewRun: true, newRun });
   }
 
   /** Delivers one event to the owning run actor; resolves when the event is durable. */
@@ -152,7 +153,7 @@ export class Supervisor {
     handle.seq += 1;
     const recorded = this.recording(runId, () => handle.actor.send(event));
     this.options.metrics.actorEvents.inc();
-    await this.commit(handle, runId, event, answerPlacements(this.options.inlinePlacement, handle, recorded, event.at, (grant) => this.recording(runId, () => handle.actor.send(grant))), { isNewRun: false });
+    await this.commit(handle, runId, event, this.answerPlacements(handle, runId, recorded, event.at), { isNewRun: false });
   }
 
   /** Restores runs from stored snapshots; a snapshot this build cannot read is refused, not guessed. */
@@ -243,6 +244,17 @@ export class Supervisor {
       throw thrown;
     }
     return this.recorder.end();
+  }
+
+  /** Placement requests a free agent here can take are granted in the same entry (docs/architecture.md#placement-in-the-same-entry). */
+  private answerPlacements(handle: RunHandle, runId: string, intents: Intent[], at: number): InlineGrants {
+    const run = {
+      ...{ runId, closing: handle.closing },
+      send: (grant: object) => this.recording(runId, () => handle.actor.send(grant as RunEvent)),
+      nextSeq: () => (handle.seq += 1),
+      stateAfter: () => stateSummary(persistedOf(handle.actor)),
+    };
+    return answerPlacements(this.options.inlinePlacement, run, intents, at);
   }
 
   private async commit(

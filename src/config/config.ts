@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import { resolve } from 'node:path';
 import type { z } from 'zod';
-import { parseMasterKey } from '../secrets/crypto.ts';
+import { parseMasterKey } from './master-key.ts';
 import { ConfigError } from './errors.ts';
 import { envSchema, type LogFormat, type LogLevel, type RawEnv } from './env.ts';
 import { compileScalerSettings, type ScalerSettings } from './scaler.ts';

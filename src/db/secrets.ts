@@ -78,15 +78,16 @@ export interface SealedKeyRow {
 }
 
 /** The run's key pair, creating it from `make` when the run has none; concurrent callers get the same pair. */
+/** The run's key row: `make`'s, written now (one round trip), or the one already there. */
 export async function runKeyOf(db: Kysely<Schema>, runId: string, make: () => SealedKeyRow, now: number): Promise<SealedKeyRow> {
-  const existing = await db.selectFrom('run_keys').select(['public_key', 'private_key', 'key_version']).where('run_id', '=', runId).executeTakeFirst();
-  if (existing) return { publicKey: existing.public_key, privateKey: existing.private_key, keyVersion: existing.key_version };
   const made = make();
-  await db
+  const inserted = await db
     .insertInto('run_keys')
     .values({ run_id: runId, public_key: made.publicKey, private_key: made.privateKey, key_version: made.keyVersion, created_at: now })
     .onConflict((oc) => oc.column('run_id').doNothing())
-    .execute();
+    .returning('run_id')
+    .executeTakeFirst();
+  if (inserted) return made;
   const stored = await db.selectFrom('run_keys').select(['public_key', 'private_key', 'key_version']).where('run_id', '=', runId).executeTakeFirstOrThrow();
   return { publicKey: stored.public_key, privateKey: stored.private_key, keyVersion: stored.key_version };
 }

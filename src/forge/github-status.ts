@@ -127,8 +127,3 @@ async function targetOf(deps: GitHubStatusDeps, runId: string): Promise<Target> 
 export function runPageLink(baseUrl: string, runId: string): string {
   return `${baseUrl}/runs/#run=${encodeURIComponent(runId)}`;
 }
-
-/** The status context of a workflow's runs: one line per workflow on the commit. */
-export function forgeStatusFor(workflowName: string): { context: string } {
-  return { context: `switchyard/${workflowName}` };
-}

@@ -9,7 +9,7 @@ import { readRunRow } from '../db/run-queries.ts';
 import type { Schema } from '../db/schema.ts';
 import { HttpError, readJson, sendJson } from './respond.ts';
 import type { RouteContext } from './router.ts';
-import type { RunApiDeps } from './api-runs.ts';
+import type { IncomingRunEvent } from '../../actors/runs/supervisor.ts';
 
 /** The gate id of a workflow approval (RUN-4); every job hold has its own `env-…` id. */
 export const WORKFLOW_GATE = 'workflow';
@@ -46,11 +46,17 @@ export function withRenewedReasons<T extends { waiting_reason: unknown }>(jobs: 
   return jobs.map((job) => ({ ...job, waiting_reason: renewWaitingMessage(job.waiting_reason as WaitingReason | null, now) }));
 }
 
+/** What deciding a gate needs: the gates, and the way to the run wherever its owner is. */
+export interface ApprovalDeps {
+  db: Kysely<Schema>;
+  deliver: (runId: string, event: IncomingRunEvent) => Promise<'local' | 'inbox'>;
+}
+
 /**
  * `POST /api/v1/runs/:id/approvals/:gateId {decision, comment?, actor?}`: the decision goes to the run
  * as an event (journaled with who decided); approve → the job goes on to placement, reject → cancelled.
  */
-export async function decideApprovalRoute(deps: RunApiDeps, { req, res, params }: RouteContext) {
+export async function decideApprovalRoute(deps: ApprovalDeps, { req, res, params }: RouteContext) {
   const runId = params['id'] ?? '';
   const gateId = params['gateId'] ?? '';
   const body = decisionSchema.safeParse(await readJson(req, 64 * 1024));

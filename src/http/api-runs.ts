@@ -7,7 +7,7 @@ import type { IncomingRunEvent } from '../../actors/runs/supervisor.ts';
 import { planRun } from '../../machines/run.plan.ts';
 import type { RunInput } from '../../machines/run.types.ts';
 import { getRepository } from '../db/repositories.ts';
-import { forgeStatusFor } from '../forge/github-status.ts';
+import { forgeStatusFor } from '../../machines/run.forge.ts';
 import { isTerminalRunStatus } from '../../machines/status.ts';
 import type { JobTimeouts } from '../../machines/types.ts';
 import { readJournal } from '../db/journal.ts';

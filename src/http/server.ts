@@ -1,6 +1,7 @@
 import { createServer } from 'node:http';
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { Logger } from 'pino';
+import { parseRequestUrl } from '../../lib/request-url.ts';
 import { redactTokens } from '../security/redact.ts';
 import { requireAdmin } from './admin-token.ts';
 import { HttpError, sendJson } from './respond.ts';
@@ -42,11 +43,6 @@ async function handle(options: HttpServerOptions, req: IncomingMessage, res: Ser
   }
 }
 
-/** The request target as a URL, or null when it is not one (`//[`, `http://x:99999/`): `new URL` would throw. */
-export function parseRequestUrl(req: IncomingMessage): URL | null {
-  const target = req.url ?? '/';
-  return URL.canParse(target, 'http://localhost') ? new URL(target, 'http://localhost') : null;
-}
 
 function answerError(log: Logger, req: IncomingMessage, res: ServerResponse, thrown: unknown): void {
   if (thrown instanceof HttpError) {

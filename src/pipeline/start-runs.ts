@@ -6,7 +6,7 @@ import type { NewRun } from '../../actors/runs/ports.ts';
 import type { LockFile, LockStaticJob, LockWorkflow } from '../../machines/lock.types.ts';
 import { planRun } from '../../machines/run.plan.ts';
 import type { RunInput } from '../../machines/run.types.ts';
-import { forgeStatusFor } from '../forge/github-status.ts';
+import { forgeStatusFor } from '../../machines/run.forge.ts';
 import type { InitFailure, JobTimeouts } from '../../machines/types.ts';
 import type { Delivery } from '../db/deliveries.ts';
 import type { Schema } from '../db/schema.ts';

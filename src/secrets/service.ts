@@ -44,7 +44,7 @@ export interface SecretServiceDeps {
 const RUN_KEY_CACHE = 10_000;
 
 export class SecretService {
-  private readonly runPublicKeys = new Map<string, string>();
+  private readonly runPublicKeys = new Map<string, Promise<string>>();
 
   constructor(private readonly deps: SecretServiceDeps) {}
 
@@ -129,10 +129,22 @@ export class SecretService {
     await store.deleteAttemptSecrets(this.deps.db, dispatchId);
   }
 
-  /** The run's X25519 public key (base64 SPKI DER), made and stored sealed at its first dispatch. */
-  async runPublicKey(runId: string): Promise<string> {
+  /**
+   * The run's X25519 public key (base64 SPKI DER), made and stored sealed once: asked for as the run
+   * is created (so its first dispatch finds it ready) and by every dispatch. A failed attempt is
+   * forgotten, so the next ask tries again.
+   */
+  runPublicKey(runId: string): Promise<string> {
     const known = this.runPublicKeys.get(runId);
     if (known !== undefined) return known;
+    const made = this.makeRunKey(runId);
+    made.catch(() => this.runPublicKeys.get(runId) === made && this.runPublicKeys.delete(runId));
+    if (this.runPublicKeys.size >= RUN_KEY_CACHE) this.runPublicKeys.delete(this.runPublicKeys.keys().next().value as string);
+    this.runPublicKeys.set(runId, made);
+    return made;
+  }
+
+  private async makeRunKey(runId: string): Promise<string> {
     const keys = this.keys();
     const row = await store.runKeyOf(
       this.deps.db,
@@ -144,8 +156,6 @@ export class SecretService {
       },
       this.deps.now(),
     );
-    if (this.runPublicKeys.size >= RUN_KEY_CACHE) this.runPublicKeys.delete(this.runPublicKeys.keys().next().value as string);
-    this.runPublicKeys.set(runId, row.publicKey);
     return row.publicKey;
   }
 

@@ -10,7 +10,6 @@ import { LogWriter } from './log-writer.ts';
 import type { AppendLogs } from './log-writer.ts';
 import type { AgentMessageOf } from './messages.ts';
 import type { SecretOutputRow } from '../db/secrets.ts';
-import type { DispatchedSecrets } from '../secrets/dispatched.ts';
 
 export type JobScopedMessage = AgentMessageOf<
   'job.ack' | 'job.reject' | 'job.status' | 'step.status' | 'job.heartbeat' | 'log.chunk' | 'job.context' | 'run.event'
@@ -47,7 +46,11 @@ export interface JobMessageDeps {
   now: () => number;
   log: Logger;
   /** The secret values sent with each attempt, to mask its texts with (SEC-4); without it only agent tokens are masked. */
-  dispatchedSecrets?: Pick<DispatchedSecrets, 'redactorFor' | 'ended'>;
+  /** The secret values sent to each attempt, to mask what it reports (docs/http-api.md#secrets). */
+  dispatchedSecrets?: {
+    redactorFor(dispatchId: string): Promise<(text: string) => string>;
+    ended(dispatchId: string): void;
+  };
   /** Stores a successful job's `secretOutputs` as received (SEC-5); the terminal status waits for it. */
   storeSecretOutputs?: (outputs: SecretOutputRow[]) => Promise<void>;
 }

@@ -5,7 +5,7 @@ import type { Logger } from 'pino';
 import { WebSocketServer } from 'ws';
 import type { WebSocket } from 'ws';
 import type { CommittedUpdate } from '../../actors/runs/supervisor.ts';
-import { parseRequestUrl } from '../http/server.ts';
+import { parseRequestUrl } from '../../lib/request-url.ts';
 
 export const OBSERVE_PATH = '/ws/observe';
 

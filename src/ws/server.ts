@@ -1,7 +1,7 @@
 import type { Server } from 'node:http';
 import type { Logger } from 'pino';
 import { WebSocketServer } from 'ws';
-import { parseRequestUrl } from '../http/server.ts';
+import { parseRequestUrl } from '../../lib/request-url.ts';
 import { AgentConnection } from './connection.ts';
 import type { ConnectionDeps } from './connection.ts';
 import { MAX_FRAME_BYTES } from './messages.ts';
