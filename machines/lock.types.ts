@@ -31,6 +31,17 @@ export interface LockWorkflow {
   /** Whole-run wall clock in ms (`workflow_timeout`). */
   timeout?: number;
   approval?: LockApproval;
+  /** Package registries whose token is a secret reference `<environment>:<secret>` (docs/lockfile.md#workflows). */
+  registries?: LockRegistry[];
+  /** Secret references `<environment>:<secret>` exposed to the dependency install step. */
+  installEnv?: string[];
+}
+
+export interface LockRegistry {
+  url: string;
+  scope?: string;
+  tokenSecret: string;
+  alwaysAuth?: boolean;
 }
 
 /** Branch, tag and repo pattern (docs/lockfile.md#triggers); globs use picomatch semantics. */

@@ -66,6 +66,7 @@ import { createSecrets } from './secrets/index.ts';
 import type { Secrets } from './secrets/index.ts';
 import { withSecretKey } from './secrets/key-file.ts';
 import { createScalerManager } from './scaler/index.ts';
+import { unresolvedReferences } from './secrets/references.ts';
 import { createAgentGateway } from './ws/agent-gateway.ts';
 import { connectionCounters, createAgentMetrics } from './ws/metrics.ts';
 import { attachObserveServer } from './ws/observe.ts';
@@ -293,6 +294,7 @@ function createIntake(wiring: IntakeWiring) {
     ...{ db, createRun: wiring.createRun, sandbox, timeouts: jobTimeoutsOf(config), maxAttempts: config.maxDispatchAttempts, now },
     log: log.child({ component: 'pipeline' }),
     onTriggersMatched: metrics.triggersMatched,
+    unresolvedSecrets: (repository, workflow) => unresolvedReferences(db, repository, workflow),
   });
   const process = createDeliveryProcessor({
     db,

@@ -41,6 +41,8 @@ export interface RunStarterDeps {
   log: Logger;
   /** How long matching a lock file's triggers against an event took (`switchyard_trigger_match_seconds`). */
   onTriggersMatched?: (seconds: number) => void;
+  /** The workflow's secret references (`<environment>:<secret>`) no stored secret answers (SEC-2, docs/http-api.md#secrets). */
+  unresolvedSecrets?: (repository: string, workflow: LockWorkflow) => Promise<string[]>;
 }
 
 const UNRESOLVED = '(unresolved workflow)';
@@ -113,6 +115,11 @@ export function createRunStarter(deps: RunStarterDeps): RunStarter {
   async function startOne(delivery: Delivery, source: SourceBase, workflow: LockWorkflow): Promise<StartedRun> {
     const runId = runIdFor(delivery.source, delivery.deliveryId, workflow.name);
     if (await exists(runId)) return { workflow: workflow.name, runId };
+    const unresolved = (await deps.unresolvedSecrets?.(source.repository, workflow)) ?? [];
+    if (unresolved.length > 0) {
+      const message = `secrets the workflow references are not stored: ${unresolved.join(', ')}`;
+      return { workflow: workflow.name, runId: await failedRun(delivery, source, workflow, { scope: 'run', category: 'secret_resolution', message }) };
+    }
     const inline = await evaluateInline(deps.sandbox, workflow, source.event);
     const environments = await resolveRunEnvironments(deps.db, workflow, source, inline.environments);
     const input = withForgeStatus(

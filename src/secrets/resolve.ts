@@ -3,6 +3,8 @@ import type { LockStaticJob } from '../../machines/lock.types.ts';
 import { coerceError } from '../../lib/errors.ts';
 import { appendAudit, secretOutputsOf, secretsInScopes, testRunSecretsOf } from '../db/secrets.ts';
 import type { RunSource } from '../pipeline/run-source.ts';
+import { referenceScopes, referencedFields, secretReferencesOf } from './references.ts';
+import type { ReferencedFields } from './references.ts';
 import { applicableScopes } from './scopes.ts';
 import type { SecretService } from './service.ts';
 
@@ -14,7 +16,7 @@ export type LocalExecutionAllowed = (environmentName: string) => Promise<boolean
 
 /** The top-level dispatch fields that carry secrets (docs/protocol.md#jobdispatch), and every value in them. */
 export interface DispatchSecrets {
-  fields: { secrets?: Record<string, string>; namespacedSecrets?: Record<string, Record<string, string>>; runPublicKey?: string };
+  fields: { secrets?: Record<string, string>; namespacedSecrets?: Record<string, Record<string, string>>; runPublicKey?: string } & ReferencedFields;
   values: string[];
 }
 
@@ -58,7 +60,8 @@ export async function resolveDispatchSecrets(service: SecretService, allowed: Lo
     return { ok: false, reason };
   }
   const { secrets = {}, namespacedSecrets = {} } = resolved.fields;
-  const keys = [...Object.keys(secrets), ...Object.entries(namespacedSecrets).flatMap(([env, values]) => Object.keys(values).map((k) => `${env}/${k}`))];
+  const referenced = secretReferencesOf(target.source.workflow).map((reference) => reference.text);
+  const keys = [...Object.keys(secrets), ...Object.entries(namespacedSecrets).flatMap(([env, values]) => Object.keys(values).map((k) => `${env}/${k}`)), ...referenced];
   // A resolution that handed out no value has nothing to audit (and costs no write on the way of the dispatch).
   if (keys.length === 0) return { ok: true, ...resolved };
   try {
@@ -72,24 +75,28 @@ export async function resolveDispatchSecrets(service: SecretService, allowed: Lo
 async function resolve(service: SecretService, allowed: LocalExecutionAllowed, target: ResolveTarget): Promise<DispatchSecrets> {
   const { db } = service;
   const environments = jobEnvironments(target.source, target.job);
-  const scopes = applicableScopes(target.source.repository, environments);
+  const { repository, workflow } = target.source;
+  const scopes = applicableScopes(repository, environments);
+  const references = secretReferencesOf(workflow);
+  const readScopes = new Set([...scopes.map((s) => s.scope), ...references.flatMap((r) => referenceScopes(repository, r).map((s) => s.scope))]);
   const upstreams = succeededUpstreams(target.job);
   // Asked together: these reads are on the way of every dispatch.
   const [rows, testRun, outputs, runPublicKey] = await Promise.all([
-    secretsInScopes(db, scopes.map((s) => s.scope)),
+    secretsInScopes(db, [...readScopes]),
     testRunSecretsOf(db, target.runId),
     upstreams.length > 0 ? secretOutputsOf(db, target.runId, upstreams) : Promise.resolve([]),
     service.available ? service.runPublicKey(target.runId) : Promise.resolve(''),
   ]);
   const outputsExist = outputs.length > 0;
   if (!service.available) {
-    if (rows.length > 0 || testRun || outputsExist) throw new Error('secrets apply to this job but no master key is configured (SWITCHYARD_SECRET_KEY)');
+    if (rows.length > 0 || testRun || outputsExist || references.length > 0) throw new Error('secrets apply to this job but no master key is configured (SWITCHYARD_SECRET_KEY)');
     return { fields: {}, values: [] };
   }
   const rankOf = new Map(scopes.map((s) => [s.scope, s]));
   const flat: Record<string, { value: string; rank: number }> = {};
   const namespaced: Record<string, Record<string, { value: string; rank: number }>> = {};
-  for (const { scope, key, value } of service.openRows(rows)) {
+  const opened = service.openRows(rows);
+  for (const { scope, key, value } of opened) {
     const place = rankOf.get(scope);
     if (!place) continue;
     if ((flat[key]?.rank ?? -1) < place.rank) flat[key] = { value, rank: place.rank };
@@ -104,9 +111,15 @@ async function resolve(service: SecretService, allowed: LocalExecutionAllowed, t
     for (const output of await service.openSecretOutputs(target.runId, upstreams)) if (!(output.name in secrets)) secrets[output.name] = output.value;
   }
   if (testRun) await applyTestRunBlob(service, allowed, testRun, environments, { secrets, namespacedSecrets });
-  const values = [...Object.values(secrets), ...Object.values(namespacedSecrets).flatMap((ns) => Object.values(ns))];
+  const referenced = referencedFields(workflow, repository, opened);
+  const values = [
+    ...Object.values(secrets),
+    ...Object.values(namespacedSecrets).flatMap((ns) => Object.values(ns)),
+    ...(referenced.npmRegistries ?? []).map((registry) => registry.token),
+    ...Object.values(referenced.installEnvSecrets ?? {}),
+  ];
   return {
-    fields: { ...(Object.keys(secrets).length > 0 && { secrets }), ...(Object.keys(namespacedSecrets).length > 0 && { namespacedSecrets }), runPublicKey },
+    fields: { ...(Object.keys(secrets).length > 0 && { secrets }), ...(Object.keys(namespacedSecrets).length > 0 && { namespacedSecrets }), ...referenced, runPublicKey },
     values,
   };
 }

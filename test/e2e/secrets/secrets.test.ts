@@ -132,6 +132,23 @@ describe('secrets end to end: storage, dispatch, redaction, secret outputs and t
     assert.match(audit[0]?.actor ?? '', /^coordinator:/);
   });
 
+  it('registry tokens and install secrets the workflow references reach only npmRegistries and installEnvSecrets; an unanswered one fails the job', async () => {
+    const label = `ref-${randomUUID().slice(0, 8)}`;
+    const agent = await agentFor(label);
+    const references = { registries: [{ url: 'https://npm.example.test/', scope: '@acme', tokenSecret: 'prod:DB_PASSWORD', alwaysAuth: true }], installEnv: [':API_KEY'] };
+    const created = await call(coordinator, 'POST', '/api/v1/runs', { repository: 'acme/app', workflow: { name: 'refs-wf', ...references, jobs: [secretJob('install', label)] } });
+    assert.equal(created.status, 201);
+    const dispatch = await agent.dispatch(0);
+    assert.deepEqual(dispatch.npmRegistries, [{ url: 'https://npm.example.test/', scope: '@acme', alwaysAuth: true, token: planted.repoEnvDb }]);
+    assert.deepEqual(dispatch.installEnvSecrets, { API_KEY: planted.repoApiKey });
+    assert.ok(!JSON.stringify(dispatch.jobConfig).includes(planted.repoEnvDb), 'jobConfig holds no secret');
+    agent.runAtOnce(dispatch);
+    await client.waitForRunStatus(String(created.body['runId']), 'success');
+    const missing = await call(coordinator, 'POST', '/api/v1/runs', { repository: 'acme/app', workflow: { name: 'refs-missing', installEnv: ['qa:NOWHERE'], jobs: [secretJob('install', label)] } });
+    const failed = await client.waitForRunStatus(String(missing.body['runId']), 'failed');
+    assert.match(String(failed.jobs[0]?.outcome), /^secret_resolution: the secret qa:NOWHERE the workflow references is not stored in any scope of acme\/app/);
+  });
+
   it('secret outputs: job A’s output, encrypted to the run key, reaches job B’s secrets; the API masks it unless revealed', async () => {
     const label = `out-${randomUUID().slice(0, 8)}`;
     const agent = await agentFor(label);
