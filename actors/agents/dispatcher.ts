@@ -120,7 +120,7 @@ export class Dispatcher {
         // then commit together instead of one database round trip after another.
         await this.offerPass();
       } while (this.offerAgain);
-      if (this.exchange) void this.exchange.exchange.offerRemote();
+      if (this.exchange) void this.exchange.exchange.offerFreedCapacity();
     } catch (thrown) {
       this.log.warn({ err: coerceError(thrown) }, 'offering capacity failed');
     } finally {

@@ -41,6 +41,10 @@ function publishKey(job: OfferedJob): string {
 export class PlacementExchange {
   private offering: Promise<void> | null = null;
   private offerAgain = false;
+  /** Whether the last read of open requests found any: until then a freed slot need not look. */
+  private peersWaiting = true;
+  /** Runs that published a request from this process and have not withdrawn all of them. */
+  private readonly publishedRuns = new Set<string>();
   /** Requests being written (or waiting to be written again), by run, job and attempt. */
   private readonly publishing = new Map<string, OfferedJob>();
 
@@ -60,6 +64,7 @@ export class PlacementExchange {
   publish(job: OfferedJob, tries = 0): void {
     const key = publishKey(job);
     this.publishing.set(key, job);
+    this.publishedRuns.add(job.runId);
     this.store.publish(job).then(
       () => this.publishing.delete(key),
       (thrown: unknown) => {
@@ -78,7 +83,19 @@ export class PlacementExchange {
     for (const [key, job] of this.publishing) {
       if (job.runId === runId && (jobKey === undefined || job.jobKey === jobKey) && (attempt === undefined || job.attempt === attempt)) this.publishing.delete(key);
     }
+    // A run that published nothing from here has no row to remove. One published before a restart
+    // and left behind is removed by the peer that next claims it (its grant finds the run ended).
+    if (jobKey === undefined && !this.publishedRuns.delete(runId)) return;
     this.store.withdraw(runId, jobKey, attempt).catch((thrown: unknown) => this.log.warn({ err: coerceError(thrown), runId }, 'withdrawing a placement request failed'));
+  }
+
+  /**
+   * After local capacity freed: offers it to peers' jobs only when the last look found some open
+   * (a new one is announced by a signal or found by the poll, which call `offerRemote`), so a slot
+   * freed here costs no read while no peer is waiting.
+   */
+  offerFreedCapacity(): Promise<void> {
+    return this.peersWaiting ? this.offerRemote() : Promise.resolve();
   }
 
   /** Offers this coordinator's free agents to the jobs its peers published. */
@@ -97,7 +114,9 @@ export class PlacementExchange {
     do {
       this.offerAgain = false;
       if (!this.registry.all().some((s) => s.unusable === null && s.slots.size < s.maxConcurrency)) return;
-      for (const job of await this.store.open(BATCH)) await this.grant(job);
+      const open = await this.store.open(BATCH);
+      this.peersWaiting = open.length > 0;
+      for (const job of open) await this.grant(job);
     } while (this.offerAgain);
   }
 

@@ -38,6 +38,7 @@ async function createTestRunRoute(deps: TestRunApiDeps, { req, res }: RouteConte
   const body = parse(testRunSchema, await readJson(req, MAX_BODY));
   const blob = await checkedBlob(deps, body);
   const planned = await planManualRun(deps, body);
+  if (blob) planned.source.testRunSecrets = true;
   if (blob) await insertTestRunSecrets(deps.secrets.db, { runId: planned.runId, ...blob, now: deps.now() });
   try {
     await startPlannedRun(deps, planned);

@@ -22,6 +22,8 @@ export interface RunSource {
   environments?: RunEnvironments;
   /** The delivery that started the run, when a webhook did. */
   delivery?: { source: string; deliveryId: string };
+  /** A test run that brought an encrypted secrets blob (kept apart, decrypted at dispatch; docs/http-api.md#test-runs). */
+  testRunSecrets?: true;
 }
 
 /** What every run of one delivery shares, before a workflow is chosen. */

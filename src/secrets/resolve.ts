@@ -83,7 +83,8 @@ async function resolve(service: SecretService, allowed: LocalExecutionAllowed, t
   // Asked together: these reads are on the way of every dispatch.
   const [rows, testRun, outputs, runPublicKey] = await Promise.all([
     secretsInScopes(db, [...readScopes]),
-    testRunSecretsOf(db, target.runId),
+    // Only a test run that brought a blob has one; other runs skip the read.
+    target.source.testRunSecrets === true ? testRunSecretsOf(db, target.runId) : Promise.resolve(null),
     upstreams.length > 0 ? secretOutputsOf(db, target.runId, upstreams) : Promise.resolve([]),
     service.available ? service.runPublicKey(target.runId) : Promise.resolve(''),
   ]);
