@@ -10,7 +10,7 @@ export const INTAKE_LEASE_MS = 60_000;
 const SWEEP_MS = 500;
 const BATCH = 16;
 /** Deliveries processed at once as they are accepted; beyond that they wait for the sweep. */
-const MAX_DIRECT = 64;
+const MAX_DIRECT = 16;
 
 /**
  * The intake queue of the embedded default: the deliveries table is the queue. Workers claim
