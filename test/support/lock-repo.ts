@@ -43,7 +43,8 @@ export function runJob(name: string, steps: string[], extra: object = {}): objec
   };
 }
 
-function git(cwd: string, ...args: string[]): string {
+/** `git` in `cwd` as a fixed test author, without a shell; returns its trimmed output. */
+export function git(cwd: string, ...args: string[]): string {
   return execFileSync('git', args, { cwd, encoding: 'utf8', env: { ...process.env, GIT_AUTHOR_NAME: 't', GIT_AUTHOR_EMAIL: 't@t', GIT_COMMITTER_NAME: 't', GIT_COMMITTER_EMAIL: 't@t' } }).trim();
 }
 
