@@ -67,20 +67,25 @@ export async function acceptDelivery(
 ): Promise<void> {
   const claim = deps.claimAtIntake?.() ?? null;
   const now = deps.now();
-  let fresh = false;
+  // Handed over once the answer is written, so processing never delays the 202; a claim not used goes back.
+  const handOver = (recorded: boolean) => claim && deps.processClaimed?.({ ...d, receivedAt: now, status: 'processing', attempts: 0 }, recorded);
+  let fresh: boolean;
   try {
     fresh = await recordDelivery(deps.db, { ...d, now, claim });
-  } finally {
-    if (claim) deps.processClaimed?.({ ...d, receivedAt: now, status: 'processing', attempts: 0 }, fresh);
+  } catch (thrown) {
+    handOver(false);
+    throw thrown;
   }
   const seconds = (performance.now() - started) / 1000;
   deps.observe(d.source, fresh ? 'accepted' : 'duplicate', seconds);
   if (!fresh) {
+    handOver(false);
     sendJson(res, 200, { accepted: true, duplicate: true, deliveryId: d.deliveryId });
     return;
   }
   sendJson(res, 202, { accepted: true, deliveryId: d.deliveryId });
-  if (!claim) deps.onAccepted({ source: d.source, deliveryId: d.deliveryId });
+  if (claim) handOver(true);
+  else deps.onAccepted({ source: d.source, deliveryId: d.deliveryId });
 }
 
 async function githubRoute(deps: WebhookDeps, { req, res }: RouteContext): Promise<void> {
