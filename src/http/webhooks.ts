@@ -83,9 +83,13 @@ export async function acceptDelivery(
     sendJson(res, 200, { accepted: true, duplicate: true, deliveryId: d.deliveryId });
     return;
   }
-  sendJson(res, 202, { accepted: true, deliveryId: d.deliveryId });
-  if (claim) handOver(true);
-  else deps.onAccepted({ source: d.source, deliveryId: d.deliveryId });
+  try {
+    sendJson(res, 202, { accepted: true, deliveryId: d.deliveryId });
+  } finally {
+    // Recorded is recorded: processed whether or not the client is still there to read the answer.
+    if (claim) handOver(true);
+    else deps.onAccepted({ source: d.source, deliveryId: d.deliveryId });
+  }
 }
 
 async function githubRoute(deps: WebhookDeps, { req, res }: RouteContext): Promise<void> {
