@@ -130,31 +130,33 @@ export class Dispatcher {
 
   /**
    * Tries the waiting jobs in queue order, each reserving its slot before the next is looked at. With
-   * a scaler every job is tried (the scaler is asked again each time). Without, a job whose kind of
-   * agent has no free slot is tried only when its waiting reason would change, so a pass costs one
-   * lookup per kind of agent wanted rather than one placement attempt per waiting job.
+   * a scaler every job is tried (the scaler is asked again each time). Without, each kind of agent
+   * wanted is looked up once: the jobs of a kind with a free agent are tried, first-queued first
+   * across kinds; a kind without one is passed over whole unless its waiting reason changed since its
+   * jobs were last told, so a freed slot costs one lookup per kind, not a walk of the queue.
    */
   private async offerPass(): Promise<void> {
     if (this.scaler) {
       await Promise.all(this.waiting.keys().map((key) => this.tryPlace(key)));
       return;
     }
-    const blocked = new Map<string, string>();
+    const placeable: { key: string; seq: number }[] = [];
     const tries: Promise<void>[] = [];
-    for (const [key, request] of [...this.waiting.entries()]) {
-      const kind = this.waiting.kindOfKey(key) ?? '';
-      let reason = blocked.get(kind);
-      if (reason === undefined) {
-        const found = this.findAgent(request);
-        if (!('none' in found)) {
-          tries.push(this.tryPlace(key));
-          continue;
-        }
-        reason = (found.none === 'capacity' ? capacityReason(found.matching) : noAgentReason(request.requirements, this.labelsFitSome(request.requirements))).message;
-        blocked.set(kind, reason);
+    for (const kind of [...this.waiting.requirementKinds()]) {
+      const first = kind.entries.values().next().value;
+      if (!first) continue;
+      const found = this.findAgent(first.request);
+      if (!('none' in found)) {
+        for (const [key, { seq }] of kind.entries) placeable.push({ key, seq });
+        continue;
       }
-      if (request.reason !== reason) tries.push(this.tryPlace(key));
+      const reason = (found.none === 'capacity' ? capacityReason(found.matching) : noAgentReason(kind.requirements, this.labelsFitSome(kind.requirements))).message;
+      if (kind.toldReason === reason) continue;
+      for (const [key, { request }] of [...kind.entries]) if (request.reason !== reason) tries.push(this.tryPlace(key));
+      kind.toldReason = reason;
     }
+    // Across kinds that may be placed, first-queued first; each reserves before the next is tried.
+    for (const { key } of placeable.sort((a, b) => a.seq - b.seq)) tries.push(this.tryPlace(key));
     await Promise.all(tries);
   }
 

@@ -6,79 +6,73 @@ export interface QueuedRequest {
   requirements: AgentRequirements;
 }
 
+/** The jobs waiting for one kind of agent (equal requirements), first-queued first. */
+export interface WaitingKind<R> {
+  requirements: AgentRequirements;
+  entries: Map<string, { request: R; seq: number }>;
+  /** The waiting reason every job of this kind was last told; cleared when a job joins. */
+  toldReason: string | undefined;
+}
+
 /**
  * The jobs waiting for an agent, first-queued first, indexed so that nothing the dispatcher does per
- * event walks every waiting job: by run (a finished run's jobs leave at once) and by requirements
- * (how many distinct kinds of agent are wanted, whatever the number of jobs).
+ * event walks every waiting job: by run (a finished run's jobs leave at once) and by kind of agent
+ * wanted (an offer looks each kind up once, whatever the number of jobs).
  */
 export class WaitingQueue<R extends QueuedRequest> {
-  private readonly order = new Map<string, R>();
+  private readonly byKey = new Map<string, { request: R; kind: WaitingKind<R> }>();
   private readonly byRun = new Map<string, Set<string>>();
-  private readonly kinds = new Map<string, { requirements: AgentRequirements; count: number }>();
-  private readonly kindOf = new Map<string, string>();
+  private readonly kinds = new Map<string, WaitingKind<R>>();
+  private seq = 0;
 
   get size(): number {
-    return this.order.size;
+    return this.byKey.size;
   }
 
   has(key: string): boolean {
-    return this.order.has(key);
+    return this.byKey.has(key);
   }
 
   get(key: string): R | undefined {
-    return this.order.get(key);
+    return this.byKey.get(key)?.request;
   }
 
   /** Queues `request` last (moving it there when it was queued already). */
   set(key: string, request: R): void {
     this.delete(key);
-    this.order.set(key, request);
+    const kindKey = JSON.stringify(request.requirements);
+    let kind = this.kinds.get(kindKey);
+    if (!kind) this.kinds.set(kindKey, (kind = { requirements: request.requirements, entries: new Map(), toldReason: undefined }));
+    kind.entries.set(key, { request, seq: (this.seq += 1) });
+    kind.toldReason = undefined;
+    this.byKey.set(key, { request, kind });
     const keys = this.byRun.get(request.runId) ?? new Set<string>();
     keys.add(key);
     this.byRun.set(request.runId, keys);
-    const kind = kindKey(request.requirements);
-    this.kindOf.set(key, kind);
-    const entry = this.kinds.get(kind);
-    if (entry) entry.count += 1;
-    else this.kinds.set(kind, { requirements: request.requirements, count: 1 });
   }
 
   delete(key: string): void {
-    const request = this.order.get(key);
-    if (!request) return;
-    this.order.delete(key);
-    const keys = this.byRun.get(request.runId);
+    const found = this.byKey.get(key);
+    if (!found) return;
+    this.byKey.delete(key);
+    const keys = this.byRun.get(found.request.runId);
     keys?.delete(key);
-    if (keys?.size === 0) this.byRun.delete(request.runId);
-    const kind = this.kindOf.get(key) ?? '';
-    this.kindOf.delete(key);
-    const entry = this.kinds.get(kind);
-    if (entry && --entry.count === 0) this.kinds.delete(kind);
+    if (keys?.size === 0) this.byRun.delete(found.request.runId);
+    found.kind.entries.delete(key);
+    if (found.kind.entries.size === 0) this.kinds.delete(JSON.stringify(found.kind.requirements));
   }
 
+  /** Every queued key, first-queued first. */
   keys(): string[] {
-    return [...this.order.keys()];
+    return [...this.kinds.values()].flatMap((kind) => [...kind.entries].map(([key, { seq }]) => ({ key, seq }))).sort((a, b) => a.seq - b.seq).map((e) => e.key);
   }
 
-  entries(): IterableIterator<[string, R]> {
-    return this.order.entries();
-  }
-
-  /** The requirement sets jobs are waiting with, once each. */
-  requirementKinds(): IterableIterator<{ requirements: AgentRequirements }> {
+  /** The kinds of agent jobs are waiting for, each with its jobs. */
+  requirementKinds(): IterableIterator<WaitingKind<R>> {
     return this.kinds.values();
-  }
-
-  /** The key of `request`'s requirement set: jobs with equal keys fit exactly the same agents. */
-  kindOfKey(key: string): string | undefined {
-    return this.kindOf.get(key);
   }
 
   deleteRun(runId: string): void {
     for (const key of [...(this.byRun.get(runId) ?? [])]) this.delete(key);
   }
-}
-
-function kindKey(requirements: AgentRequirements): string {
-  return JSON.stringify(requirements);
 }
