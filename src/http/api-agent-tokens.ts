@@ -3,7 +3,7 @@ import { z } from 'zod';
 import { createAgentToken, listAgentTokens, revokeAgentToken, type AgentTokenRecord } from '../db/agent-tokens.ts';
 import type { Schema } from '../db/schema.ts';
 import { MAX_LIMIT, pageOf, readPage } from './pagination.ts';
-import { HttpError, readJson, sendJson } from './respond.ts';
+import { HttpError, parseBody, readJson, sendJson } from './respond.ts';
 import type { RouteContext, Router } from './router.ts';
 
 export interface AgentTokenApiDeps {
@@ -32,13 +32,6 @@ const createSchema = z
   })
   .strict();
 
-function parse<T>(schema: z.ZodType<T>, value: unknown): T {
-  const result = schema.safeParse(value);
-  if (result.success) return result.data;
-  const issue = result.error.issues[0];
-  throw new HttpError(400, 'invalid request', `${issue?.path.join('.') || 'body'}: ${issue?.message ?? 'invalid'}`);
-}
-
 /** `GET/POST /api/v1/agent-tokens`, `DELETE /api/v1/agent-tokens/:id` (docs/http-api.md#routes). */
 export function registerAgentTokenRoutes(router: Router, deps: AgentTokenApiDeps): void {
   router
@@ -54,7 +47,7 @@ export function registerAgentTokenRoutes(router: Router, deps: AgentTokenApiDeps
 
 /** The plaintext token appears in this response only. */
 async function createRoute(deps: AgentTokenApiDeps, { req, res }: RouteContext) {
-  const body = parse(createSchema, await readJson(req, MAX_BODY));
+  const body = parseBody(createSchema, await readJson(req, MAX_BODY));
   const now = deps.now();
   const { token, record } = await createAgentToken(deps.db, {
     agentType: 'static',

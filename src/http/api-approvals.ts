@@ -7,7 +7,7 @@ import type { WaitingReason } from '../../machines/types.ts';
 import { getApprovalGate, listApprovalGates } from '../db/environments.ts';
 import { readRunRow } from '../db/run-queries.ts';
 import type { Schema } from '../db/schema.ts';
-import { HttpError, readJson, sendJson } from './respond.ts';
+import { HttpError, parseBody, readJson, sendJson } from './respond.ts';
 import type { RouteContext } from './router.ts';
 import type { IncomingRunEvent } from '../../actors/runs/supervisor.ts';
 
@@ -59,13 +59,9 @@ export interface ApprovalDeps {
 export async function decideApprovalRoute(deps: ApprovalDeps, { req, res, params }: RouteContext) {
   const runId = params['id'] ?? '';
   const gateId = params['gateId'] ?? '';
-  const body = decisionSchema.safeParse(await readJson(req, 64 * 1024));
-  if (!body.success) {
-    const issue = body.error.issues[0];
-    throw new HttpError(400, 'invalid request', `${issue?.path.join('.') || 'body'}: ${issue?.message ?? 'invalid'}`);
-  }
-  const { decision, comment } = body.data;
-  const by = actorOf(req, body.data.actor);
+  const body = parseBody(decisionSchema, await readJson(req, 64 * 1024));
+  const { decision, comment } = body;
+  const by = actorOf(req, body.actor);
   const run = await readRunRow(deps.db, runId);
   if (!run) throw new HttpError(404, 'not found', `no run ${runId}`);
   if (isTerminalRunStatus(run.status)) throw new HttpError(409, 'run finished', `run ${runId} ended ${run.status}; its gates can no longer be decided`);

@@ -4,7 +4,7 @@ import { z } from 'zod';
 import { deleteEnvironment, deleteVariable, getEnvironment, loadEnvironments, putEnvironment, putVariable } from '../db/environments.ts';
 import type { EnvironmentRecord } from '../db/environments.ts';
 import type { Schema } from '../db/schema.ts';
-import { HttpError, readJson, sendJson } from './respond.ts';
+import { HttpError, parseBody, readJson, sendJson } from './respond.ts';
 import type { Router } from './router.ts';
 
 export interface EnvironmentApiDeps {
@@ -51,13 +51,6 @@ const environmentSchema = z
 
 const variableSchema = z.object({ value: variableValue }).strict();
 
-function parse<T>(schema: z.ZodType<T>, value: unknown): T {
-  const result = schema.safeParse(value);
-  if (result.success) return result.data;
-  const issue = result.error.issues[0];
-  throw new HttpError(400, 'invalid request', `${issue?.path.join('.') || 'body'}: ${issue?.message ?? 'invalid'}`);
-}
-
 function nameOf(params: Record<string, string>): string {
   const name = params['name'] ?? '';
   if (!NAME.test(name)) throw new HttpError(400, 'invalid request', 'name: letters, digits, dot, dash and underscore, at most 100, starting with a letter or digit');
@@ -90,7 +83,7 @@ export function registerEnvironmentRoutes(router: Router, deps: EnvironmentApiDe
     })
     .on('PUT', '/api/v1/environments/:name', async ({ req, res, params }) => {
       const name = nameOf(params);
-      const { variables: given, ...settings } = parse(environmentSchema, await readJson(req, 1024 * 1024));
+      const { variables: given, ...settings } = parseBody(environmentSchema, await readJson(req, 1024 * 1024));
       const created = await putEnvironment(db, { name, ...settings, repositories: [...new Set(settings.repositories)] }, given, deps.now());
       sendJson(res, created ? 201 : 200, { ...(await getEnvironment(db, name)), created });
     })
@@ -104,7 +97,7 @@ export function registerEnvironmentRoutes(router: Router, deps: EnvironmentApiDe
     })
     .on('PUT', '/api/v1/environments/:name/variables/:key', async ({ req, res, params }) => {
       const [name, key] = [nameOf(params), keyOf(params)];
-      const { value } = parse(variableSchema, await readJson(req, 64 * 1024));
+      const { value } = parseBody(variableSchema, await readJson(req, 64 * 1024));
       const environment = await getEnvironment(db, name);
       if (environment && !(key in environment.variables) && Object.keys(environment.variables).length >= MAX_VARIABLES) {
         throw new HttpError(400, 'invalid request', `environment ${name} has ${MAX_VARIABLES} variables already`);

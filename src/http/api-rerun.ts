@@ -9,7 +9,7 @@ import type { Kysely } from 'kysely';
 import type { NewRun } from '../../actors/runs/ports.ts';
 import type { Schema } from '../db/schema.ts';
 import { isRunSource, type RunSource } from '../pipeline/run-source.ts';
-import { HttpError, readJson, sendJson } from './respond.ts';
+import { HttpError, parseBody, readJson, sendJson } from './respond.ts';
 import type { RouteContext } from './router.ts';
 
 /** What a rerun needs: the run's stored rows, and the runtime's `createRun`. */
@@ -37,11 +37,7 @@ export function rerunOf(inputSummary: unknown): string | null {
  */
 export async function rerunRunRoute(deps: RerunDeps, { req, res, params }: RouteContext) {
   const runId = params['id'] ?? '';
-  const body = rerunSchema.safeParse(await readJson(req, 64 * 1024));
-  if (!body.success) {
-    const issue = body.error.issues[0];
-    throw new HttpError(400, 'invalid request', `${issue?.path.join('.') || 'body'}: ${issue?.message ?? 'invalid'}`);
-  }
+  const body = parseBody(rerunSchema, await readJson(req, 64 * 1024));
   const row = await readRunRow(deps.db, runId);
   if (!row) throw new HttpError(404, 'not found', `no run ${runId}`);
   if (!isTerminalRunStatus(row.status)) {
@@ -51,7 +47,7 @@ export async function rerunRunRoute(deps: RerunDeps, { req, res, params }: Route
   const frozen = await readCreatedRunInput(deps.db, runId);
   if (!isRunSource(source) || !isRunInput(frozen)) throw new HttpError(409, 'not rerunnable', `run ${runId} has no stored input to rerun`);
   const { carried: _earlier, ...whole } = frozen;
-  const carried = body.data.failedOnly ? await carriedJobs(deps.db, runId, frozen) : null;
+  const carried = body.failedOnly ? await carriedJobs(deps.db, runId, frozen) : null;
   const input: RunInput = { ...whole, runId: randomUUID(), createdAt: deps.now(), ...(carried && { carried }) };
   const inputSummary: RerunSource = { ...source, rerunOf: runId };
   try {
@@ -63,7 +59,7 @@ export async function rerunRunRoute(deps: RerunDeps, { req, res, params }: Route
   const jobs = input.jobs.map((job) => job.key);
   const carriedKeys = Object.keys(carried ?? {});
   const rerun = jobs.filter((key) => !carriedKeys.includes(key));
-  sendJson(res, 201, { runId: input.runId, rerunOf: runId, originalRunId: runId, failedOnly: body.data.failedOnly, jobs, rerunJobs: rerun, carriedJobs: carriedKeys });
+  sendJson(res, 201, { runId: input.runId, rerunOf: runId, originalRunId: runId, failedOnly: body.failedOnly, jobs, rerunJobs: rerun, carriedJobs: carriedKeys });
 }
 
 /** Job statuses a failed-only rerun runs again (with everything downstream of them). */

@@ -20,7 +20,7 @@ import { decideApprovalRoute, gatesOf, withRenewedReasons } from './api-approval
 import type { Schema } from '../db/schema.ts';
 import { resolveRunEnvironments } from '../pipeline/environments.ts';
 import type { RunSource } from '../pipeline/run-source.ts';
-import { HttpError, readJson, sendJson } from './respond.ts';
+import { HttpError, parseBody, readJson, sendJson } from './respond.ts';
 import type { RouteContext, Router } from './router.ts';
 
 export interface RunApiDeps {
@@ -52,13 +52,6 @@ export const manualRunSchema = z.object({
 });
 
 const cancelSchema = z.object({ force: z.boolean().default(false), reason: z.string().max(500).optional() });
-
-export function parse<T>(schema: z.ZodType<T>, value: unknown): T {
-  const result = schema.safeParse(value);
-  if (result.success) return result.data;
-  const issue = result.error.issues[0];
-  throw new HttpError(400, 'invalid request', `${issue?.path.join('.') || 'body'}: ${issue?.message ?? 'invalid'}`);
-}
 
 export function registerRunRoutes(router: Router, deps: RunApiDeps): void {
   router
@@ -102,7 +95,7 @@ async function getRunRoute(deps: RunApiDeps, res: RouteContext['res'], runId: st
 
 /** Starts a workflow by hand: the same planning and run actor as a webhook run. */
 async function createRunRoute(deps: RunApiDeps, { req, res }: RouteContext) {
-  const planned = await planManualRun(deps, parse(manualRunSchema, await readJson(req, MAX_BODY)));
+  const planned = await planManualRun(deps, parseBody(manualRunSchema, await readJson(req, MAX_BODY)));
   await startPlannedRun(deps, planned);
   sendJson(res, 201, { runId: planned.runId, jobs: planned.input.jobs.map((job) => job.key) });
 }
@@ -166,7 +159,7 @@ export async function startPlannedRun(deps: Pick<RunApiDeps, 'createRun'>, plann
 
 async function cancelRunRoute(deps: RunApiDeps, { req, res, params }: RouteContext) {
   const runId = params['id'] ?? '';
-  const body = parse(cancelSchema, await readJson(req, 64 * 1024));
+  const body = parseBody(cancelSchema, await readJson(req, 64 * 1024));
   const found = await getRunWithJobs(deps.db, runId);
   if (!found) throw new HttpError(404, 'not found', `no run ${runId}`);
   if (isTerminalRunStatus(found.run.status)) {

@@ -6,8 +6,7 @@ import { SECRET_KEY, formatScope, parseScope } from '../secrets/scopes.ts';
 import { MAX_SECRET_BYTES, SecretsUnavailableError } from '../secrets/service.ts';
 import type { SecretService } from '../secrets/service.ts';
 import { MASK } from '../security/redact.ts';
-import { parse } from './api-runs.ts';
-import { HttpError, readJson, sendJson } from './respond.ts';
+import { HttpError, parseBody, readJson, sendJson } from './respond.ts';
 import type { RouteContext, Router } from './router.ts';
 
 export interface SecretApiDeps {
@@ -49,7 +48,7 @@ function scopeAndKey(params: Record<string, string>): { scope: string; key: stri
 
 async function putRoute(deps: SecretApiDeps, { req, res, params }: RouteContext): Promise<void> {
   const { scope, key } = scopeAndKey(params);
-  const { value } = parse(putSchema, await readJson(req, MAX_BODY));
+  const { value } = parseBody(putSchema, await readJson(req, MAX_BODY));
   const bytes = Buffer.byteLength(value, 'utf8');
   if (bytes > MAX_SECRET_BYTES) throw new HttpError(413, 'secret too large', `the value is ${bytes} bytes; the limit is ${MAX_SECRET_BYTES} bytes`);
   if (bytes === 0) throw new HttpError(400, 'invalid request', 'value must not be empty');

@@ -7,7 +7,7 @@ import { localRepositoryProblem } from '../lockfile/providers/local-git.ts';
 import type { Schema } from '../db/schema.ts';
 import { registerDeliveryRoutes } from './api-deliveries.ts';
 import { MAX_LIMIT, pageOf, readPage } from './pagination.ts';
-import { HttpError, readJson, sendJson } from './respond.ts';
+import { HttpError, parseBody, readJson, sendJson } from './respond.ts';
 import type { Router } from './router.ts';
 
 export interface SourceApiDeps {
@@ -41,13 +41,6 @@ const sourceSchema = z.object({
   repository: z.string().min(1),
 });
 
-function parse<T>(schema: z.ZodType<T>, value: unknown): T {
-  const result = schema.safeParse(value);
-  if (result.success) return result.data;
-  const issue = result.error.issues[0];
-  throw new HttpError(400, 'invalid request', `${issue?.path.join('.') || 'body'}: ${issue?.message ?? 'invalid'}`);
-}
-
 /** The deliveries log with dead letters (src/http/api-deliveries.ts), repository registrations and generic webhook sources. */
 export function registerSourceRoutes(router: Router, deps: SourceApiDeps): void {
   const { db } = deps;
@@ -61,7 +54,7 @@ export function registerSourceRoutes(router: Router, deps: SourceApiDeps): void 
       sendJson(res, 200, { repositories: items.map(({ token, ...rest }) => ({ ...rest, hasToken: token !== null })), nextCursor });
     })
     .on('POST', '/api/v1/repositories', async ({ req, res }) => {
-      const body = parse(repositorySchema, await readJson(req, 64 * 1024));
+      const body = parseBody(repositorySchema, await readJson(req, 64 * 1024));
       const problem = body.provider === 'local' ? await localRepositoryProblem(body.path ?? '') : null;
       if (problem !== null) throw new HttpError(400, 'invalid request', `path: ${problem}`);
       const registration = { name: body.name, provider: body.provider, path: body.path ?? null, cloneUrl: body.cloneUrl ?? null };
@@ -80,7 +73,7 @@ export function registerSourceRoutes(router: Router, deps: SourceApiDeps): void 
       sendJson(res, 200, { sources: items, nextCursor });
     })
     .on('POST', '/api/v1/sources', async ({ req, res }) => {
-      const body = parse(sourceSchema, await readJson(req, 64 * 1024));
+      const body = parseBody(sourceSchema, await readJson(req, 64 * 1024));
       if (body.verification !== 'none' && !body.secret) throw new HttpError(400, 'invalid request', 'secret: required unless verification is none');
       const row = {
         ...{ name: body.name, verification: body.verification, header: body.header ?? null, secret: body.secret ?? null },

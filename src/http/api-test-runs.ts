@@ -3,9 +3,9 @@ import { deleteTestRunSecrets, insertTestRunSecrets } from '../db/secrets.ts';
 import { DecryptError } from '../secrets/crypto.ts';
 import { SecretsUnavailableError } from '../secrets/service.ts';
 import type { SecretService } from '../secrets/service.ts';
-import { manualRunSchema, parse, planManualRun, startPlannedRun } from './api-runs.ts';
+import { manualRunSchema, planManualRun, startPlannedRun } from './api-runs.ts';
 import type { RunApiDeps } from './api-runs.ts';
-import { HttpError, readJson, sendJson } from './respond.ts';
+import { HttpError, parseBody, readJson, sendJson } from './respond.ts';
 import type { RouteContext, Router } from './router.ts';
 
 export type TestRunApiDeps = Pick<RunApiDeps, 'db' | 'createRun' | 'timeouts' | 'maxAttempts' | 'now'> & { secrets: SecretService };
@@ -35,7 +35,7 @@ export function registerTestRunRoutes(router: Router, deps: TestRunApiDeps): voi
  * written before the run exists and removed if the run cannot be created, so no dispatch runs without it.
  */
 async function createTestRunRoute(deps: TestRunApiDeps, { req, res }: RouteContext): Promise<void> {
-  const body = parse(testRunSchema, await readJson(req, MAX_BODY));
+  const body = parseBody(testRunSchema, await readJson(req, MAX_BODY));
   const blob = await checkedBlob(deps, body);
   const planned = await planManualRun(deps, body);
   if (blob) planned.source.testRunSecrets = true;

@@ -1,4 +1,5 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { z } from 'zod';
 
 /** An error a handler throws to answer with a status and a reason (never a stack trace). */
 export class HttpError extends Error {
@@ -10,6 +11,14 @@ export class HttpError extends Error {
   ) {
     super(reason ? `${error}: ${reason}` : error);
   }
+}
+
+/** A request body checked against `schema`; a mismatch is a 400 naming the first field that is wrong. */
+export function parseBody<T>(schema: z.ZodType<T>, value: unknown): T {
+  const result = schema.safeParse(value);
+  if (result.success) return result.data;
+  const issue = result.error.issues[0];
+  throw new HttpError(400, 'invalid request', `${issue?.path.join('.') || 'body'}: ${issue?.message ?? 'invalid'}`);
 }
 
 export function sendJson(res: ServerResponse, status: number, body: unknown): void {
