@@ -8,6 +8,8 @@ export interface QueuedRequest {
 
 /** The jobs waiting for one kind of agent (equal requirements), first-queued first. */
 export interface WaitingKind<R> {
+  /** The requirements as JSON: the kind's key. */
+  key: string;
   requirements: AgentRequirements;
   entries: Map<string, { request: R; seq: number }>;
   /** The waiting reason every job of this kind was last told; cleared when a job joins. */
@@ -42,7 +44,7 @@ export class WaitingQueue<R extends QueuedRequest> {
     this.delete(key);
     const kindKey = JSON.stringify(request.requirements);
     let kind = this.kinds.get(kindKey);
-    if (!kind) this.kinds.set(kindKey, (kind = { requirements: request.requirements, entries: new Map(), toldReason: undefined }));
+    if (!kind) this.kinds.set(kindKey, (kind = { key: kindKey, requirements: request.requirements, entries: new Map(), toldReason: undefined }));
     kind.entries.set(key, { request, seq: (this.seq += 1) });
     kind.toldReason = undefined;
     this.byKey.set(key, { request, kind });
@@ -59,12 +61,12 @@ export class WaitingQueue<R extends QueuedRequest> {
     keys?.delete(key);
     if (keys?.size === 0) this.byRun.delete(found.request.runId);
     found.kind.entries.delete(key);
-    if (found.kind.entries.size === 0) this.kinds.delete(JSON.stringify(found.kind.requirements));
+    if (found.kind.entries.size === 0) this.kinds.delete(found.kind.key);
   }
 
-  /** Every queued key, first-queued first. */
+  /** Every queued key, first-queued first (`set` re-inserts, so the map's order is the queue's). */
   keys(): string[] {
-    return [...this.kinds.values()].flatMap((kind) => [...kind.entries].map(([key, { seq }]) => ({ key, seq }))).sort((a, b) => a.seq - b.seq).map((e) => e.key);
+    return [...this.byKey.keys()];
   }
 
   /** The kinds of agent jobs are waiting for, each with its jobs. */

@@ -42,16 +42,7 @@ export interface InlineGrants {
  * at once. Nothing leaves the process: the slot is reserved in memory and the dispatch is an effect of
  * the entry, carried out only after it commits.
  */
-export function grantInline(args: {
-  runId: string;
-  intents: Intent[];
-  placement: InlinePlacement;
-  at: number;
-  /** Sends the grant to the run actor and returns the intents it recorded. */
-  send: (grant: PlacementGrant & { at: number }) => Intent[];
-  nextSeq: () => number;
-  stateAfter: () => unknown;
-}): InlineGrants {
+export function grantInline(args: PlacingRun & { intents: Intent[]; placement: InlinePlacement; at: number }): InlineGrants {
   const intents: Intent[] = [];
   const followUps: FollowUpEvent[] = [];
   const grants: PlacementGrant[] = [];
@@ -89,6 +80,7 @@ export function answerPlacements(
 export interface PlacingRun {
   runId: string;
   closing: boolean;
+  /** Sends the grant to the run actor and returns the intents it recorded. */
   send: (grant: PlacementGrant & { at: number }) => Intent[];
   nextSeq: () => number;
   stateAfter: () => unknown;
