@@ -1,6 +1,6 @@
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
-import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { adminTokenPath } from '../config/admin-token.ts';
+import { readOrCreateDataDirFile } from '../config/data-dir-file.ts';
 import type { Logger } from 'pino';
 import { HttpError } from './respond.ts';
 import type { IncomingMessage } from 'node:http';
@@ -16,16 +16,12 @@ function sha256(value: string): Buffer {
 export async function loadAdminTokenHash(configured: string | undefined, dataDir: string, log: Logger): Promise<Buffer> {
   if (configured) return sha256(configured);
   const path = adminTokenPath(dataDir);
-  const existing = await readFile(path, 'utf8').catch((error: NodeJS.ErrnoException) => {
-    if (error.code === 'ENOENT') return null;
-    throw error;
-  });
-  if (existing !== null) return sha256(existing.trim());
-  const token = `sya_${randomBytes(32).toString('hex')}`;
-  await mkdir(dataDir, { recursive: true });
-  await writeFile(path, `${token}\n`, { mode: 0o600, flag: 'wx' });
-  log.warn({ path }, 'generated an admin API token; it is shown once here and kept in the data dir');
-  process.stderr.write(`\nSwitchyard admin token (also in ${path}):\n  ${token}\n\n`);
+  const { text, created } = await readOrCreateDataDirFile(path, () => `sya_${randomBytes(32).toString('hex')}`);
+  const token = text.trim();
+  if (created) {
+    log.warn({ path }, 'generated an admin API token; it is shown once here and kept in the data dir');
+    process.stderr.write(`\nSwitchyard admin token (also in ${path}):\n  ${token}\n\n`);
+  }
   return sha256(token);
 }
 

@@ -1,9 +1,10 @@
 import { randomBytes } from 'node:crypto';
-import { chmod, mkdir, readFile, stat, writeFile } from 'node:fs/promises';
+import { stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
 import type { CompiledConfig } from '../config/index.ts';
 import { ConfigError } from '../config/index.ts';
+import { readOrCreateDataDirFile } from '../config/data-dir-file.ts';
 import { parseMasterKey } from './crypto.ts';
 import type { MasterKeys } from './crypto.ts';
 
@@ -22,22 +23,13 @@ export function secretKeyPath(dataDir: string): string {
 export async function withSecretKey(config: CompiledConfig, log: Logger): Promise<CompiledConfig> {
   if (config.secretKey !== undefined || config.databaseUrl !== undefined) return config;
   const path = secretKeyPath(config.dataDir);
-  const existing = await readFile(path, 'utf8').catch((error: NodeJS.ErrnoException) => {
-    if (error.code === 'ENOENT') return null;
-    throw error;
-  });
-  if (existing !== null) {
-    try {
-      return { ...config, secretKey: parseMasterKey(existing) };
-    } catch (thrown) {
-      throw new ConfigError('SWITCHYARD_SECRET_KEY', `Invalid master key file ${path}: ${thrown instanceof Error ? thrown.message : String(thrown)}`);
-    }
+  const { text, created } = await readOrCreateDataDirFile(path, () => randomBytes(32).toString('hex'));
+  if (created) log.warn({ path, mode: ((await stat(path)).mode & 0o777).toString(8) }, 'generated the master key of stored secrets; back it up with the data dir');
+  try {
+    return { ...config, secretKey: parseMasterKey(text) };
+  } catch (thrown) {
+    throw new ConfigError('SWITCHYARD_SECRET_KEY', `Invalid master key file ${path}: ${thrown instanceof Error ? thrown.message : String(thrown)}`);
   }
-  await mkdir(config.dataDir, { recursive: true });
-  await writeFile(path, `${randomBytes(32).toString('hex')}\n`, { mode: 0o600, flag: 'wx' });
-  await chmod(path, 0o600);
-  log.warn({ path, mode: ((await stat(path)).mode & 0o777).toString(8) }, 'generated the master key of stored secrets; back it up with the data dir');
-  return withSecretKey(config, log);
 }
 
 /** The keys sealing and opening stored secrets, or null when none is configured. */
