@@ -13,7 +13,7 @@
  * - sustained runs/s and jobs/s with every run submitted at once.
  * Client, agents and coordinator share one event loop, so the figures are a floor.
  *
- * Run: node --no-node-snapshot --import tsx bench/dispatch.bench.ts [--quick] [--runs N] [--commit-batching off]
+ * Run: node --no-node-snapshot --import tsx bench/dispatch.bench.ts [--quick] [--runs N] [--commit-batching off] [--no-agent-compression]
  */
 import { randomBytes } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
@@ -36,6 +36,8 @@ const FANOUT_RUNS = Math.round(THROUGHPUT_RUNS / 4);
 const FANOUT_JOBS = 4;
 const AGENTS = 50;
 const LABEL = 'bench';
+/** The stock agent offers permessage-deflate; `--no-agent-compression` measures without it (zlib is then off both ways). */
+const AGENTS_COMPRESS = !argv.includes('--no-agent-compression');
 
 /** Per dispatch id and per run: when each step of the path happened. */
 class Timeline {
@@ -89,7 +91,7 @@ async function connectAgents(client: CoordinatorClient, token: string, timeline:
     agent.received.length = 0;
   };
   const ids = Array.from({ length: AGENTS }, (_, i) => `bench-agent-${String(i).padStart(2, '0')}`);
-  return Promise.all(ids.map((agentId) => FakeAgent.connect(client.wsUrl, token, { agentId, labels: [LABEL], maxConcurrency: 1, onDispatch })));
+  return Promise.all(ids.map((agentId) => FakeAgent.connect(client.wsUrl, token, { compress: AGENTS_COMPRESS, agentId, labels: [LABEL], maxConcurrency: 1, onDispatch })));
 }
 
 interface PhaseResult {
@@ -204,7 +206,7 @@ async function main(): Promise<void> {
     };
     report(results);
     console.log(`group commit: ${JSON.stringify(results.groupCommit)}`);
-    const setup = { agents: AGENTS, latencyRuns: LATENCY_RUNS, latencyClients: LATENCY_CLIENTS, database: 'external Postgres' };
+    const setup = { agents: AGENTS, agentsCompress: AGENTS_COMPRESS, latencyRuns: LATENCY_RUNS, latencyClients: LATENCY_CLIENTS, database: 'external Postgres' };
     console.log(`results: ${(await writeResult('dispatch', flags, { setup, ...results })).pathname}`);
   } finally {
     await Promise.all(agents.map((agent) => agent.close()));

@@ -71,6 +71,7 @@ import { createAgentGateway } from './ws/agent-gateway.ts';
 import { connectionCounters, createAgentMetrics } from './ws/metrics.ts';
 import { attachObserveServer } from './ws/observe.ts';
 import { attachAgentServer } from './ws/server.ts';
+import { coerceError } from '../lib/errors.ts';
 import { startTokenExpirySweep } from './ws/token-expiry.ts';
 
 /** How a coordinator stops: `drainMs` lets running jobs finish first, `abort` ends that wait. */
@@ -216,6 +217,8 @@ export function createRuntime(deps: RuntimeDeps) {
     async start() {
       await sharing.peers.start(deps.listen);
       await ownership.start();
+      // Once its lease is written, so that the peers it wakes see it alive.
+      await sharing.exchange.join().catch((thrown: unknown) => deps.log.warn({ err: coerceError(thrown) }, 'announcing this coordinator to its peers failed'));
       router.start();
     },
     /** Stops writing; with `release`, gives the lease up so a peer adopts the runs at once, not after the TTL. */

@@ -21,6 +21,15 @@ export interface PlacementRequest {
   attempt: number;
 }
 
+/**
+ * A job waiting here: the reason its run was last told, the attempt published to peers, and whether
+ * a peer holds its request (it won the claim and is granting the job from its own agents).
+ */
+type WaitingRequest = PlacementRequest & { reason: string | null; published?: number; peerHolds?: boolean };
+
+/** How long a job a peer claimed is left to that peer's grant (the claim's time to live in src/db/shared-agents.ts). */
+const PEER_CLAIM_WAIT_MS = 10_000;
+
 /** A scaler consulted when no connected agent can take a job (docs/architecture.md#the-scaler); optional. */
 export interface ScalerPort {
   /** Asks for an agent for the job; the answer is its waiting reason, or null to keep the dispatcher's own. */
@@ -36,7 +45,7 @@ export interface ScalerPort {
  * first, until a new agent or a freed slot lets one through.
  */
 export class Dispatcher {
-  private readonly waiting = new WaitingQueue<PlacementRequest & { reason: string | null; published?: number }>();
+  private readonly waiting = new WaitingQueue<WaitingRequest>();
   private offering = false;
   private offerAgain = false;
   private scaler: ScalerPort | null = null;
@@ -62,6 +71,7 @@ export class Dispatcher {
   /** Jobs no agent here can take are offered to peers' agents; `stillWaiting` tells a job granted elsewhere. */
   attachExchange(exchange: PlacementExchange, stillWaiting: (runId: string, jobKey: string) => boolean): void {
     this.exchange = { exchange, stillWaiting };
+    exchange.whenPeersJoin(() => this.publishWaiting());
   }
 
   /** An agent here with a free slot for the job, honouring scaler bindings; none once paused. */
@@ -168,7 +178,7 @@ export class Dispatcher {
 
   private async tryPlace(key: string): Promise<void> {
     const request = this.waiting.get(key);
-    if (!request || this.paused) return;
+    if (!request || this.paused || request.peerHolds) return;
     if (this.exchange && !this.exchange.stillWaiting(request.runId, request.jobKey)) {
       this.waiting.delete(key);
       return;
@@ -190,7 +200,9 @@ export class Dispatcher {
     this.waiting.delete(key);
     this.registry.reserve(session.agentId, dispatchId, { runId: request.runId, jobKey: request.jobKey });
     if (!(await this.claimPublished(request))) {
-      // A peer holds the request and is granting it; the job stays listed in case that grant never comes.
+      // A peer holds the request and is granting it; the job stays listed in case that grant never
+      // comes, but is not tried again here before the peer's claim could have run out.
+      this.waitForPeerGrant(request);
       this.registry.release(session.agentId, dispatchId);
       if (!this.waiting.has(key)) this.waiting.set(key, request);
       return;
@@ -201,20 +213,37 @@ export class Dispatcher {
     await this.sendToRun(request.runId, { type: 'placement.granted', jobKey: request.jobKey, agentId: session.agentId, dispatchId, agentKind });
   }
 
-  /** Once per attempt, a job no agent here can take is offered to the agents of every coordinator. */
-  private publish(request: PlacementRequest & { published?: number }): void {
-    if (!this.exchange || request.published === request.attempt) return;
+  /**
+   * Once per attempt, a job no agent here can take is offered to the agents of every coordinator,
+   * while there is another coordinator to take it (`publishWaiting` catches up when one joins).
+   */
+  private publish(request: WaitingRequest): void {
+    if (!this.exchange?.exchange.hasPeers || request.published === request.attempt) return;
     request.published = request.attempt;
     this.exchange.exchange.publish(request);
   }
 
-  /** A published job is granted here only if this coordinator wins its request, then withdrawn. */
-  private async claimPublished(request: PlacementRequest & { published?: number }): Promise<boolean> {
+  /** A peer joined: every job still waiting here is offered to it too. */
+  private publishWaiting(): void {
+    for (const key of this.waiting.keys()) {
+      const request = this.waiting.get(key);
+      if (request) this.publish(request);
+    }
+  }
+
+  private waitForPeerGrant(request: WaitingRequest): void {
+    request.peerHolds = true;
+    const timer = setTimeout(() => {
+      request.peerHolds = false;
+      void this.offer();
+    }, PEER_CLAIM_WAIT_MS);
+    timer.unref();
+  }
+
+  /** A published job is granted here only if this coordinator takes its request back (one write). */
+  private async claimPublished(request: WaitingRequest): Promise<boolean> {
     if (!this.exchange || request.published !== request.attempt) return true;
-    const { exchange } = this.exchange;
-    if (!(await exchange.claim(request))) return false;
-    exchange.withdraw(request.runId, request.jobKey, request.attempt);
-    return true;
+    return this.exchange.exchange.reclaim(request);
   }
 
   private labelsFitSome(requirements: AgentRequirements): boolean {

@@ -10,7 +10,7 @@ export interface PeerSubscription {
   close(): Promise<void>;
 }
 
-/** Subscribes to this coordinator's wake-ups from peers (`inbox`, `agents`, `placement`, `reconnected`). */
+/** Subscribes to this coordinator's wake-ups from peers (`inbox`, `agents`, `placement`, `joined`, `reconnected`). */
 export type ListenForPeers = (onSignal: (payload: string) => void) => PeerSubscription;
 
 /** A job here held by an agent: the peers' loop asks about its agent when that agent's coordinator died. */
@@ -68,6 +68,7 @@ export class PeerSync {
     if (payload === 'inbox' || again) this.ports.wakeInbox();
     if (payload === 'agents' || again) this.quietly(this.ports.shared.drainCommands(), 'carrying out agent commands');
     if (payload === 'placement' || again) this.quietly(this.ports.exchange.offerRemote(), 'offering agents to peers');
+    if (payload === 'joined' || again) this.quietly(this.ports.exchange.checkPeers(), 'looking for peer coordinators');
   }
 
   private schedule(): void {
@@ -78,6 +79,7 @@ export class PeerSync {
     this.quietly(this.ports.shared.drainCommands(), 'carrying out agent commands');
     this.quietly(this.ports.exchange.offerRemote(), 'offering agents to peers');
     this.quietly(this.disconnectDeadPeersAgents(), 'finding agents of dead coordinators');
+    this.quietly(this.ports.exchange.checkPeers(), 'looking for peer coordinators');
     if (this.timer !== null) this.schedule();
   }
 

@@ -20,6 +20,12 @@ export interface PlacementExchangeStore {
   open(limit: number): Promise<OfferedJob[]>;
   /** Takes one attempt's request for a while; false when another coordinator has it. */
   claim(job: OfferedJob): Promise<boolean>;
+  /** The owner takes back its own request for good (claim and withdrawal in one); false when a peer holds it. */
+  reclaim(job: OfferedJob): Promise<boolean>;
+  /** Whether any other coordinator holds a live lease on the database. */
+  peersAlive(): Promise<boolean>;
+  /** Tells every coordinator that this one started, so they offer it their waiting jobs at once. */
+  announce(): Promise<void>;
   /** The request is answered or moot; with `attempt`, only that attempt's (a newer one stays). */
   withdraw(runId: string, jobKey?: string, attempt?: number): Promise<void>;
 }
@@ -47,6 +53,13 @@ export class PlacementExchange {
   private readonly publishedRuns = new Set<string>();
   /** Requests being written (or waiting to be written again), by run, job and attempt. */
   private readonly publishing = new Map<string, OfferedJob>();
+  /**
+   * Whether another coordinator may take a job published here. Alone, nothing is published (no one
+   * would read it) and each placement costs no write; when a peer joins, `onPeersJoined` publishes
+   * the jobs still waiting. Unknown (before the first look) counts as alive.
+   */
+  private peersKnownAlive = true;
+  private onPeersJoined: () => void = () => undefined;
 
   constructor(
     private readonly store: PlacementExchangeStore,
@@ -75,8 +88,35 @@ export class PlacementExchange {
     );
   }
 
-  claim(job: OfferedJob): Promise<boolean> {
-    return this.store.claim(job);
+  /** False while no other coordinator is alive: a job waiting here is then offered to no one else. */
+  get hasPeers(): boolean {
+    return this.peersKnownAlive;
+  }
+
+  /** `publishWaiting` runs when a peer appears after this coordinator was alone. */
+  whenPeersJoin(publishWaiting: () => void): void {
+    this.onPeersJoined = publishWaiting;
+  }
+
+  /** Announces this coordinator to its peers, then looks whether any are alive. */
+  async join(): Promise<void> {
+    await this.store.announce();
+    await this.checkPeers();
+  }
+
+  /** Looks at the peers' leases again (a signal that one joined, the poll, a reconnect). */
+  async checkPeers(): Promise<void> {
+    const alive = await this.store.peersAlive();
+    const joined = alive && !this.peersKnownAlive;
+    this.peersKnownAlive = alive;
+    if (joined) this.onPeersJoined();
+  }
+
+  /** The owner's own request, taken back and removed in one write before it grants the job here. */
+  async reclaim(job: OfferedJob): Promise<boolean> {
+    if (!(await this.store.reclaim(job))) return false;
+    this.publishing.delete(publishKey(job));
+    return true;
   }
 
   withdraw(runId: string, jobKey?: string, attempt?: number): void {

@@ -148,6 +148,11 @@ export class GroupCommitter {
       this.failures = 0;
       this.queue.splice(0, batch.length);
       this.options.observer?.onBatch(batch.length, (performance.now() - started) / 1000);
+      if ('entry' in batch[0]!.work) {
+        this.continueFlushing();
+        setImmediate(() => this.settleCommitted(batch));
+        return;
+      }
       this.settleCommitted(batch);
     } else if (error instanceof FencedError) {
       this.fence(error);
@@ -160,7 +165,15 @@ export class GroupCommitter {
       this.queue.splice(0, batch.length);
       await this.isolate(batch, error);
     }
-    if (this.queue.length > 0 && !this.stopped) this.scheduleFlush(0);
+    this.continueFlushing();
+  }
+
+  /**
+   * Sends the next batch at once, before the one just committed is settled: the database works on
+   * it while this thread runs what the settled entries release (their effects, the next events).
+   */
+  private continueFlushing(): void {
+    if (this.queue.length > 0 && !this.stopped) void this.flush();
     else this.flushing = false;
   }
 

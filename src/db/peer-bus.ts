@@ -6,6 +6,9 @@ import type { Logger } from 'pino';
 /** The channel every coordinator listens on for placement requests of its peers. */
 export const PLACEMENT_CHANNEL = 'sy_placement';
 
+/** The payload on PLACEMENT_CHANNEL of a coordinator that started (a new request's payload is 'placement'). */
+export const PEER_JOINED = 'joined';
+
 /**
  * The channel one coordinator listens on. Channel names are identifiers of at most 63 bytes and a
  * coordinator id is free text, so it is hashed; `coordinatorChannelSql` computes the same in SQL.

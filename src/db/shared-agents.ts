@@ -2,7 +2,7 @@ import { sql, type Kysely } from 'kysely';
 import type { OfferedJob, PlacementExchangeStore } from '../../actors/agents/placement-exchange.ts';
 import type { AgentCommand, QueuedAgentCommand, SharedAgentStore, SharedSession } from '../../actors/agents/shared-agents.ts';
 import { toJson } from './json.ts';
-import { PLACEMENT_CHANNEL, coordinatorChannelSql } from './peer-bus.ts';
+import { PEER_JOINED, PLACEMENT_CHANNEL, coordinatorChannelSql } from './peer-bus.ts';
 import type { Schema } from './schema.ts';
 
 /** Records (or takes over) an agent's session on this coordinator. */
@@ -144,6 +144,27 @@ export async function claimPlacementRequest(db: Kysely<Schema>, args: { runId: s
   return result.numUpdatedRows > 0n;
 }
 
+/**
+ * The owner takes its own request back to grant the job on one of its agents: claim and withdrawal
+ * in one write, won unless a peer holds a live claim on it (or it is not there).
+ */
+export async function reclaimPlacementRequest(db: Kysely<Schema>, args: { runId: string; jobKey: string; attempt: number; me: string; now: number }): Promise<boolean> {
+  const result = await db
+    .deleteFrom('placement_requests')
+    .where('run_id', '=', args.runId)
+    .where('job_key', '=', args.jobKey)
+    .where('attempt', '=', args.attempt)
+    .where((eb) => eb.or([eb('claimed_by', 'is', null), eb('claimed_by', '=', args.me), eb('claim_until', '<', args.now)]))
+    .executeTakeFirst();
+  return result.numDeletedRows > 0n;
+}
+
+/** Whether a coordinator other than `me` holds a live lease. */
+export async function peerCoordinatorsAlive(db: Kysely<Schema>, me: string, now: number): Promise<boolean> {
+  const row = await db.selectFrom('coordinators').select('id').where('id', '<>', me).where('lease_until', '>', now).limit(1).executeTakeFirst();
+  return row !== undefined;
+}
+
 /** The request is answered (granted) or moot (its run ended). */
 export async function withdrawPlacementRequests(db: Kysely<Schema>, args: { runId: string; jobKey?: string; attempt?: number }): Promise<void> {
   let query = db.deleteFrom('placement_requests').where('run_id', '=', args.runId);
@@ -175,6 +196,9 @@ export function placementStoreOf(db: Kysely<Schema>, me: string, now: () => numb
     open: async (limit) =>
       (await openPlacementRequests(db, { except: me, now: now(), limit })).map((row) => ({ ...row, requirements: row.requirements as OfferedJob['requirements'] })),
     claim: (job) => claimPlacementRequest(db, { ...job, me, now: now(), ttlMs: CLAIM_TTL_MS }),
+    reclaim: (job) => reclaimPlacementRequest(db, { ...job, me, now: now() }),
+    peersAlive: () => peerCoordinatorsAlive(db, me, now()),
+    announce: async () => void (await sql`SELECT pg_notify(${PLACEMENT_CHANNEL}, ${PEER_JOINED})`.execute(db)),
     withdraw: (runId, jobKey, attempt) => withdrawPlacementRequests(db, { runId, ...(jobKey !== undefined && { jobKey }), ...(attempt !== undefined && { attempt }) }),
   };
 }

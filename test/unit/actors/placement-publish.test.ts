@@ -19,7 +19,10 @@ function flakyStore(failures: number) {
     },
     open: () => Promise.resolve([]),
     claim: () => Promise.resolve(true),
+    reclaim: () => Promise.resolve(true),
     withdraw: () => Promise.resolve(),
+    peersAlive: () => Promise.resolve(true),
+    announce: () => Promise.resolve(),
   };
   return { store, written, calls: () => calls };
 }

@@ -1,0 +1,110 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { pino } from 'pino';
+import { Dispatcher } from '../../../actors/agents/dispatcher.ts';
+import { PlacementExchange } from '../../../actors/agents/placement-exchange.ts';
+import type { OfferedJob, PlacementExchangeStore } from '../../../actors/agents/placement-exchange.ts';
+import { AgentRegistry } from '../../../actors/agents/registry.ts';
+import type { AgentSession } from '../../../actors/agents/registry.ts';
+import type { IncomingRunEvent } from '../../../actors/runs/supervisor.ts';
+import type { AgentRequirements } from '../../../machines/types.ts';
+
+const log = pino({ level: 'silent' });
+const linux: AgentRequirements = { runsOn: [{ kind: 'exact', value: 'linux' }], excludeLabels: [], runsOnPick: 'deterministic', executor: 'any' };
+
+function session(agentId: string): AgentSession {
+  return {
+    ...{ agentId, labels: ['linux'], taints: [], properties: { 'switchyard.runSteps': true }, connectionId: `c-${agentId}`, tokenId: null },
+    ...{ maxConcurrency: 1, scalerManaged: false, unusable: null, lastFrameAt: 0, slots: new Map(), sent: new Set<string>() },
+    link: { send: () => undefined, close: () => undefined },
+  };
+}
+
+/** The shared placement table as a list of calls, with peers alive or not as the test says. */
+function recordingStore(peers: { alive: boolean }) {
+  const calls: string[] = [];
+  const table = new Map<string, OfferedJob>();
+  const key = (job: OfferedJob) => `${job.runId}/${job.jobKey}/${job.attempt}`;
+  const store: PlacementExchangeStore = {
+    publish: (job) => Promise.resolve(void (calls.push(`publish ${job.runId}`), table.set(key(job), job))),
+    open: () => Promise.resolve([]),
+    claim: (job) => Promise.resolve((calls.push(`claim ${job.runId}`), table.has(key(job)))),
+    reclaim: (job) => Promise.resolve((calls.push(`reclaim ${job.runId}`), table.delete(key(job)))),
+    withdraw: (runId) => Promise.resolve(void calls.push(`withdraw ${runId}`)),
+    peersAlive: () => Promise.resolve(peers.alive),
+    announce: () => Promise.resolve(void calls.push('announce')),
+  };
+  return { store, calls, table };
+}
+
+async function setup(peers: { alive: boolean }) {
+  const registry = new AgentRegistry(() => 0);
+  const told: { runId: string; event: IncomingRunEvent }[] = [];
+  const dispatcher = new Dispatcher(registry, (runId, event) => Promise.resolve(void told.push({ runId, event })), log);
+  const recorded = recordingStore(peers);
+  const exchange = new PlacementExchange(recorded.store, registry, (job) => dispatcher.findFor(job), () => Promise.resolve(), log);
+  dispatcher.attachExchange(exchange, () => true);
+  await exchange.join();
+  const request = (runId: string) => dispatcher.requestPlacement({ runId, kind: 'requestPlacement', effectId: `${runId}:0:0`, payload: { jobKey: 'build', requirements: linux, attempt: 1 } });
+  const granted = () => told.filter((t) => t.event.type === 'placement.granted').map((t) => t.runId);
+  return { registry, dispatcher, exchange, request, granted, ...recorded };
+}
+
+const settle = () => new Promise((resolve) => setImmediate(resolve));
+
+describe('placement requests are shared only while another coordinator is alive', () => {
+  it('alone, a job that waits is not published and its grant costs no write to the shared table', async () => {
+    const { registry, request, granted, calls } = await setup({ alive: false });
+    const agent = session('a');
+    registry.add(agent);
+    await request('run-1');
+    await request('run-2');
+    registry.release('a', [...agent.slots.keys()][0] ?? '');
+    await settle();
+    assert.deepEqual(granted(), ['run-1', 'run-2']);
+    assert.deepEqual(calls, ['announce'], 'nothing but the announcement touched the shared table');
+  });
+
+  it('when a peer joins, every job still waiting is published at once', async () => {
+    const peers = { alive: false };
+    const { registry, exchange, request, calls, table } = await setup(peers);
+    registry.add(session('a'));
+    await request('run-1');
+    await request('run-2');
+    await request('run-3');
+    assert.equal(table.size, 0);
+    peers.alive = true;
+    await exchange.checkPeers();
+    await settle();
+    assert.deepEqual(calls.filter((c) => c.startsWith('publish')).sort(), ['publish run-2', 'publish run-3']);
+  });
+
+  it('with a peer alive, the owner grants a published job after taking it back in one write (no claim, no withdrawal)', async () => {
+    const { registry, request, granted, calls } = await setup({ alive: true });
+    const agent = session('a');
+    registry.add(agent);
+    await request('run-1');
+    await request('run-2');
+    assert.deepEqual(calls, ['announce', 'publish run-2']);
+    registry.release('a', [...agent.slots.keys()][0] ?? '');
+    await settle();
+    assert.deepEqual(granted(), ['run-1', 'run-2']);
+    assert.deepEqual(calls, ['announce', 'publish run-2', 'reclaim run-2']);
+  });
+
+  it('a job a peer holds is not granted here: the reclaim loses and the job keeps waiting', async () => {
+    const { registry, dispatcher, request, granted, table, calls } = await setup({ alive: true });
+    const agent = session('a');
+    registry.add(agent);
+    await request('run-1');
+    await request('run-2');
+    table.clear(); // a peer claimed and withdrew it: its grant is on the way to the run
+    registry.release('a', [...agent.slots.keys()][0] ?? '');
+    await settle();
+    assert.deepEqual(granted(), ['run-1']);
+    assert.equal(dispatcher.waitingCount, 1);
+    assert.equal(agent.slots.size, 0, 'the slot reserved for the lost claim was given back');
+    await dispatcher.offer();
+    assert.equal(calls.filter((c) => c.startsWith('reclaim')).length, 1, 'not tried again before the peer’s claim could run out');
+  });
+});
