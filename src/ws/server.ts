@@ -8,6 +8,14 @@ import { MAX_FRAME_BYTES } from './messages.ts';
 
 const AGENT_PATHS = new Set(['/ws/agent', '/ws']);
 
+/**
+ * Compression work on agent frames that may run at once in this process (ws's limit is one queue
+ * for every socket; its default of 10 made frames of 50 busy agents wait in line for the zlib
+ * threads: dispatch bench, 140 → 193 one-job runs/s). Each socket keeps one zlib stream, so this
+ * bounds work in flight, not streams created.
+ */
+export const ZLIB_CONCURRENCY = 64;
+
 export interface AgentServer {
   connections: Set<AgentConnection>;
   close(): Promise<void>;
@@ -15,7 +23,7 @@ export interface AgentServer {
 
 /** Serves the agent protocol on `/ws/agent` and `/ws` of the coordinator's HTTP server. */
 export function attachAgentServer(server: Server, deps: ConnectionDeps, log: Logger): AgentServer {
-  const wss = new WebSocketServer({ noServer: true, maxPayload: MAX_FRAME_BYTES, perMessageDeflate: { threshold: 128 } });
+  const wss = new WebSocketServer({ noServer: true, maxPayload: MAX_FRAME_BYTES, perMessageDeflate: { threshold: 128, concurrencyLimit: ZLIB_CONCURRENCY } });
   const connections = new Set<AgentConnection>();
   server.on('upgrade', (req, socket, head) => {
     const path = parseRequestUrl(req)?.pathname;

@@ -16,6 +16,7 @@ import {
   type WireJobState,
   type WireStepState,
 } from '../../src/ws/messages.ts';
+import { ZLIB_CONCURRENCY } from '../../src/ws/server.ts';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 
@@ -71,7 +72,8 @@ export class FakeAgent {
 
   /** Opens the socket and stops there: the handshake is up to the test. */
   static async open(url: string, options: FakeAgentOptions = {}): Promise<FakeAgent> {
-    const socket = new WebSocket(url, { perMessageDeflate: options.compress === false ? false : { threshold: 128 }, maxPayload: 64 * 1024 * 1024 });
+    // In-process agents share ws's one zlib queue with the coordinator; the first socket sets its limit.
+    const socket = new WebSocket(url, { perMessageDeflate: options.compress === false ? false : { threshold: 128, concurrencyLimit: ZLIB_CONCURRENCY }, maxPayload: 64 * 1024 * 1024 });
     await new Promise<void>((resolve, reject) => {
       socket.once('open', () => resolve());
       socket.once('error', reject);
