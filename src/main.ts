@@ -197,7 +197,7 @@ export function createRuntime(deps: RuntimeDeps) {
     ...{ config, db, now: () => clock.now(), onStoreError: (err: unknown) => log.warn({ err }, 'the sealed values of an attempt could not be read or dropped') },
     localExecutionAllowed: async (name: string) => (await getEnvironment(db, name))?.allowLocalExecution === true,
   });
-  const sharing = createSharing(deps, { supervisor, registry, dispatcher, deliver, wakeInbox: () => router.wake(), pollMs, openFrame: secrets.openFromPeer });
+  const sharing = createSharing(deps, { supervisor, registry, dispatcher, deliver, wakeInbox: () => router.wake(), pollMs, secrets });
   supervisor.observe((update) => {
     if (['success', 'failed', 'cancelled'].includes(update.status)) dispatcher.forgetRun(update.runId);
   });
@@ -255,16 +255,17 @@ function createOwnership(deps: RuntimeDeps, parts: { store: OwnershipStore; metr
 /** Agents shared with peer coordinators on the same database (FO-3): sessions, offered jobs, commands. */
 function createSharing(
   deps: RuntimeDeps,
-  parts: { supervisor: Supervisor; registry: AgentRegistry; dispatcher: Dispatcher; deliver: EventRouter['deliver']; wakeInbox: () => void; pollMs: number; openFrame: Secrets['openFromPeer'] },
+  parts: { supervisor: Supervisor; registry: AgentRegistry; dispatcher: Dispatcher; deliver: EventRouter['deliver']; wakeInbox: () => void; pollMs: number; secrets: Secrets },
 ) {
   const { db, clock, log, config } = deps;
   const { supervisor, registry, dispatcher, deliver } = parts;
   const [me, now] = [config.coordinatorId, () => clock.now()];
-  const shared = new SharedAgents(me, sharedAgentStoreOf(db, me, now), registry, log.child({ component: 'shared-agents' }), config.dispatchAckTimeoutMs, parts.openFrame);
+  const shared = new SharedAgents(me, sharedAgentStoreOf(db, me, now), registry, log.child({ component: 'shared-agents' }), config.dispatchAckTimeoutMs, parts.secrets.openFromPeer);
   const exchange = new PlacementExchange(placementStoreOf(db, me, now), registry, (job) => dispatcher.findFor(job), deliver, log.child({ component: 'exchange' }));
   dispatcher.attachExchange(exchange, (runId, jobKey) => supervisor.jobHasTag(runId, jobKey, 'waits-for-agent'));
   const peers = new PeerSync({
     ...{ shared, exchange, registry, wakeInbox: parts.wakeInbox, pollMs: parts.pollMs, clock, log },
+    secretsChanged: () => parts.secrets.service.scopes.invalidate(),
     heldJobs: () => heldJobsOf(supervisor),
     agentLost: async (job) => void (await deliver(job.runId, { type: 'agent.disconnected', jobKey: job.jobKey, agentId: job.agentId, cause: 'coordinator' })),
     clearOwnSessions: () => clearSessionsOf(db, me),

@@ -3,11 +3,14 @@ import { sql, type RawBuilder } from 'kysely';
 import pg from 'pg';
 import type { Logger } from 'pino';
 
-/** The channel every coordinator listens on for placement requests of its peers. */
+/**
+ * The channel every coordinator listens on. Its payloads: 'placement' (a peer published a placement
+ * request), PEER_JOINED (a coordinator started), SECRETS_CHANGED (a secret was stored or deleted).
+ */
 export const PLACEMENT_CHANNEL = 'sy_placement';
 
-/** The payload on PLACEMENT_CHANNEL of a coordinator that started (a new request's payload is 'placement'). */
 export const PEER_JOINED = 'joined';
+export const SECRETS_CHANGED = 'secrets';
 
 /**
  * The channel one coordinator listens on. Channel names are identifiers of at most 63 bytes and a

@@ -1,6 +1,7 @@
 import { sql } from 'kysely';
 import type { Kysely, Transaction } from 'kysely';
 import { toJson } from './json.ts';
+import { PLACEMENT_CHANNEL, SECRETS_CHANGED } from './peer-bus.ts';
 import type { Schema } from './schema.ts';
 
 /** Every secret query (docs/database.md). Values here are ciphertexts; plaintext never reaches this module. */
@@ -32,6 +33,17 @@ export async function upsertSecret(db: Kysely<Schema>, row: SecretRow & { now: n
 export async function deleteSecret(db: Kysely<Schema>, scope: string, key: string): Promise<boolean> {
   const result = await db.deleteFrom('secrets').where('scope', '=', scope).where('key', '=', key).executeTakeFirst();
   return Number(result.numDeletedRows) > 0;
+}
+
+/** Every scope that holds at least one secret. */
+export async function scopesWithSecrets(db: Kysely<Schema>): Promise<string[]> {
+  const rows = await db.selectFrom('secrets').select('scope').distinct().execute();
+  return rows.map((row) => row.scope);
+}
+
+/** Tells every coordinator, when the transaction commits, that the set of stored secrets changed. */
+export async function announceSecretsChanged(tx: Transaction<Schema>): Promise<void> {
+  await sql`SELECT pg_notify(${PLACEMENT_CHANNEL}, ${SECRETS_CHANGED})`.execute(tx);
 }
 
 export async function listSecrets(db: Kysely<Schema>): Promise<SecretListing[]> {

@@ -82,7 +82,8 @@ async function resolve(service: SecretService, allowed: LocalExecutionAllowed, t
   const upstreams = succeededUpstreams(target.job);
   // Asked together: these reads are on the way of every dispatch.
   const [rows, testRun, outputs, runPublicKey] = await Promise.all([
-    secretsInScopes(db, [...readScopes]),
+    // Rows are read only from scopes known to hold some (usually none: no read at all).
+    service.scopes.holding(readScopes).then((held) => secretsInScopes(db, held)),
     // Only a test run that brought a blob has one; other runs skip the read.
     target.source.testRunSecrets === true ? testRunSecretsOf(db, target.runId) : Promise.resolve(null),
     upstreams.length > 0 ? secretOutputsOf(db, target.runId, upstreams) : Promise.resolve([]),

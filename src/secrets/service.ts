@@ -5,6 +5,7 @@ import * as store from '../db/secrets.ts';
 import type { Schema } from '../db/schema.ts';
 import { DecryptError, SECRET_OUTPUT_INFO, UPLOAD_INFO, generateX25519, open, openEnvelope, seal } from './crypto.ts';
 import type { MasterKeys } from './crypto.ts';
+import { SecretScopeIndex } from './scope-index.ts';
 
 /** Largest secret value accepted (docs/http-api.md#secrets). */
 export const MAX_SECRET_BYTES = 64 * 1024;
@@ -45,6 +46,8 @@ const RUN_KEY_CACHE = 10_000;
 
 export class SecretService {
   private readonly runPublicKeys = new Map<string, Promise<string>>();
+  /** Which scopes hold secrets, so a dispatch under none reads no secret rows. */
+  readonly scopes = new SecretScopeIndex(() => store.scopesWithSecrets(this.deps.db));
 
   constructor(private readonly deps: SecretServiceDeps) {}
 
@@ -75,8 +78,9 @@ export class SecretService {
     return this.deps.db.transaction().execute(async (tx) => {
       const outcome = await store.upsertSecret(tx, { scope, key, ciphertext: sealed.ciphertext, keyVersion: sealed.keyVersion, now });
       await store.appendAudit(tx, { at: now, actor, action: 'put', scope, keys: [key], outcome });
+      await store.announceSecretsChanged(tx);
       return outcome;
-    });
+    }).finally(() => this.scopes.invalidate());
   }
 
   async delete(scope: string, key: string, actor: string): Promise<boolean> {
@@ -84,8 +88,9 @@ export class SecretService {
     return this.deps.db.transaction().execute(async (tx) => {
       const deleted = await store.deleteSecret(tx, scope, key);
       if (deleted) await store.appendAudit(tx, { at: now, actor, action: 'delete', scope, keys: [key], outcome: 'deleted' });
+      if (deleted) await store.announceSecretsChanged(tx);
       return deleted;
-    });
+    }).finally(() => this.scopes.invalidate());
   }
 
   /** Re-encrypts every master-key ciphertext under the current key, in one transaction; counts by table. */
