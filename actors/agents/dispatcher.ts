@@ -3,7 +3,7 @@ import type { Logger } from 'pino';
 import type { AgentRequirements, LabelMatcher, WaitingReason } from '../../machines/types.ts';
 import { agentCanTake, labelsFit } from './match.ts';
 import type { PlacementExchange } from './placement-exchange.ts';
-import { WaitingQueue } from './waiting-queue.ts';
+import { WaitingQueue, type WaitingKind } from './waiting-queue.ts';
 import type { AgentRegistry } from './registry.ts';
 import { coerceError } from '../../lib/errors.ts';
 import type { Effect } from '../runs/ports.ts';
@@ -26,6 +26,9 @@ export interface PlacementRequest {
  * a peer holds its request (it won the claim and is granting the job from its own agents).
  */
 type WaitingRequest = PlacementRequest & { reason: string | null; published?: number; peerHolds?: boolean };
+
+/** Why no agent here can take a job now. */
+type NoAgent = Extract<ReturnType<AgentRegistry['find']>, { none: unknown }>;
 
 /** How long a job a peer claimed is left to that peer's grant (the claim's time to live in src/db/shared-agents.ts). */
 const PEER_CLAIM_WAIT_MS = 10_000;
@@ -150,24 +153,47 @@ export class Dispatcher {
       await Promise.all(this.waiting.keys().map((key) => this.tryPlace(key)));
       return;
     }
-    const placeable: { key: string; seq: number }[] = [];
     const tries: Promise<void>[] = [];
+    const placeable: { kind: WaitingKind<WaitingRequest>; next: Iterator<[string, { request: WaitingRequest; seq: number }]>; head: [string, { seq: number }] }[] = [];
     for (const kind of [...this.waiting.requirementKinds()]) {
       const first = kind.entries.values().next().value;
       if (!first) continue;
       const found = this.findAgent(first.request);
-      if (!('none' in found)) {
-        for (const [key, { seq }] of kind.entries) placeable.push({ key, seq });
+      if ('none' in found) this.tellKind(kind, found, tries);
+      else {
+        const next = kind.entries.entries();
+        const head = next.next();
+        if (!head.done) placeable.push({ kind, next, head: head.value });
+      }
+    }
+    // Across kinds with a free agent, first-queued first; each reserves before the next is tried, and
+    // a kind stops at its first job no agent is left for: its later jobs are not walked.
+    while (placeable.length > 0) {
+      const at = placeable.reduce((best, cursor, i) => (cursor.head[1].seq < (placeable[best]?.head[1].seq ?? Infinity) ? i : best), 0);
+      const cursor = placeable[at];
+      if (!cursor) break;
+      const [key] = cursor.head;
+      const request = this.waiting.get(key);
+      const found = request ? this.findAgent(request) : null;
+      if (found && 'none' in found) {
+        placeable.splice(at, 1);
+        this.tellKind(cursor.kind, found, tries);
         continue;
       }
-      const reason = (found.none === 'capacity' ? capacityReason(found.matching) : noAgentReason(kind.requirements, this.labelsFitSome(kind.requirements))).message;
-      if (kind.toldReason === reason) continue;
-      for (const [key, { request }] of [...kind.entries]) if (request.reason !== reason) tries.push(this.tryPlace(key));
-      kind.toldReason = reason;
+      if (found) tries.push(this.tryPlace(key));
+      const head = cursor.next.next();
+      if (head.done) placeable.splice(at, 1);
+      else cursor.head = head.value;
     }
-    // Across kinds that may be placed, first-queued first; each reserves before the next is tried.
-    for (const { key } of placeable.sort((a, b) => a.seq - b.seq)) tries.push(this.tryPlace(key));
     await Promise.all(tries);
+  }
+
+  /** The jobs of a kind no agent here can take now are told why, once per change of the reason. */
+  private tellKind(kind: WaitingKind<WaitingRequest>, found: NoAgent, tries: Promise<void>[]): void {
+    const reason = (found.none === 'capacity' ? capacityReason(found.matching) : noAgentReason(kind.requirements, this.labelsFitSome(kind.requirements))).message;
+    if (kind.toldReason === reason) return;
+    for (const [key, { request }] of [...kind.entries]) if (request.reason !== reason) tries.push(this.tryPlace(key));
+    kind.toldReason = reason;
   }
 
   /** Forget jobs of a run that finished or moved to another coordinator. */

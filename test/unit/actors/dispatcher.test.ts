@@ -95,4 +95,22 @@ describe('Dispatcher: the waiting queue', () => {
     await dispatcher.offer();
     assert.equal(dispatcher.isWaiting('mac-waiting', 'build'), false, 'and gets the agent at the next offer');
   });
+
+  it('a freed slot looks at the jobs its kind can take and stops there: the rest of a long queue is not walked', async () => {
+    const { registry, dispatcher, request, granted } = setup();
+    const agent = session('a', 'linux');
+    registry.add(agent);
+    for (let i = 0; i < 1_000; i++) await request(`run-${i}`, 'linux');
+    const find = registry.find.bind(registry);
+    let lookups = 0;
+    registry.find = (requirements) => {
+      lookups += 1;
+      return find(requirements);
+    };
+    registry.release('a', [...agent.slots.keys()][0] ?? '');
+    await settle();
+    assert.deepEqual(granted().map((g) => g.runId), ['run-0', 'run-1']);
+    assert.ok(lookups < 10, `${lookups} agent lookups for one freed slot`);
+    assert.equal(dispatcher.waitingCount, 998);
+  });
 });
