@@ -10,7 +10,7 @@ import type { CompiledConfig } from './config/index.ts';
 import { reachableAddress } from './config/coordinator-target.ts';
 import { updateConcurrencyGroup } from './db/concurrency-groups.ts';
 import { recordApprovalGate } from './db/environments.ts';
-import { getRepository } from './db/repositories.ts';
+import { getRepository, type RepositoryCache } from './db/repositories.ts';
 import { createGitHubStatusReporter, runPageLink } from './forge/github-status.ts';
 import type { Schema } from './db/schema.ts';
 import type { RunSources } from './pipeline/run-source.ts';
@@ -25,7 +25,7 @@ export interface EffectHandlerDeps {
   log: Logger;
 }
 
-export type EffectHandlerParts = Pick<AgentEffectsDeps, 'registry' | 'shared' | 'deliver'> & { sources: RunSources; dispatcher: Dispatcher; secrets?: Secrets };
+export type EffectHandlerParts = Pick<AgentEffectsDeps, 'registry' | 'shared' | 'deliver'> & { sources: RunSources; dispatcher: Dispatcher; secrets?: Secrets; repositories?: RepositoryCache };
 
 /** Every effect kind and who carries it out: a kind without a handler here does not compile. */
 export function effectHandlers(deps: EffectHandlerDeps, parts: EffectHandlerParts): EffectHandlers {
@@ -51,7 +51,7 @@ function createForgeStatusReporter(deps: EffectHandlerDeps, parts: EffectHandler
   const { config } = deps;
   const base = config.publicUrl ?? `http://${reachableAddress(config.host, config.port)}`;
   return createGitHubStatusReporter({
-    ...{ sourceOf: (runId) => parts.sources.of(runId), repository: (name) => getRepository(deps.db, name) },
+    ...{ sourceOf: (runId) => parts.sources.of(runId), repository: (name) => parts.repositories?.get(name) ?? getRepository(deps.db, name) },
     ...{ apiUrl: config.githubApiUrl, runLink: (runId) => runPageLink(base, runId), log: deps.log.child({ component: 'forge-status' }) },
   });
 }

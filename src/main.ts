@@ -38,7 +38,7 @@ import { genericSourceRepository } from './db/generic-sources.ts';
 import { getEnvironment } from './db/environments.ts';
 import { runInboxOf } from './db/inbox.ts';
 import { PLACEMENT_CHANNEL, coordinatorChannel, listenForPeers } from './db/peer-bus.ts';
-import { getRepository } from './db/repositories.ts';
+import { RepositoryCache } from './db/repositories.ts';
 import { readRunInputSummary } from './db/run-queries.ts';
 import { createRunStore } from './db/run-store.ts';
 import type { Schema } from './db/schema.ts';
@@ -114,10 +114,10 @@ export async function startCoordinator(configured: CompiledConfig, log: Logger, 
     ...connectionCounters(agentMetrics),
   });
   const router = adminRoutes({ db, config, timeouts: jobTimeoutsOf(config), now: () => clock.now(), metrics: registry, runtime, kickToken: gateway.kickToken });
-  const intake = createIntake({ db, config, registry, createRun: (run) => runtime.createRun(run), now: () => clock.now(), log });
+  const intake = createIntake({ db, config, registry, createRun: (run) => runtime.createRun(run), repositories: runtime.repositories, now: () => clock.now(), log });
   registerGithubWebhook(router, intake.webhooks);
   registerGenericWebhook(router, intake.webhooks);
-  registerSourceRoutes(router, { db, now: () => clock.now(), onRequeued: (key) => intake.queue.notify(key) });
+  registerSourceRoutes(router, { db, now: () => clock.now(), onRequeued: (key) => intake.queue.notify(key), onRepositoriesChanged: () => runtime.repositories.invalidate() });
   const scaler = await attachScalers({ config, db, clock, log, registry, runtime, router });
   const adminTokenHash = await loadAdminTokenHash(config.adminToken, config.dataDir, log);
   await runtime.start();
@@ -193,20 +193,18 @@ export function createRuntime(deps: RuntimeDeps) {
   const deliver = (runId: string, event: Parameters<EventRouter['deliver']>[1]) => router.deliver(runId, event);
   const registry = new AgentRegistry(() => clock.now());
   const dispatcher = new Dispatcher(registry, deliver, log.child({ component: 'dispatcher' }));
-  const secrets = createSecrets({
-    ...{ config, db, now: () => clock.now(), onStoreError: (err: unknown) => log.warn({ err }, 'the sealed values of an attempt could not be read or dropped') },
-    localExecutionAllowed: async (name: string) => (await getEnvironment(db, name))?.allowLocalExecution === true,
-  });
-  const sharing = createSharing(deps, { supervisor, registry, dispatcher, deliver, wakeInbox: () => router.wake(), pollMs, secrets });
+  const secrets = runtimeSecrets(deps);
+  const repositories = new RepositoryCache(db);
+  const sharing = createSharing(deps, { supervisor, registry, dispatcher, deliver, wakeInbox: () => router.wake(), pollMs, secrets, repositories });
   supervisor.observe((update) => {
     if (['success', 'failed', 'cancelled'].includes(update.status)) dispatcher.forgetRun(update.runId);
   });
   const sources = new RunSources((runId) => readRunInputSummary(db, runId));
-  const handlers = effectHandlers(deps, { dispatcher, registry, shared: sharing.shared, deliver, sources, secrets });
+  const handlers = effectHandlers(deps, { dispatcher, registry, shared: sharing.shared, deliver, sources, secrets, repositories });
   const executor = new EffectExecutor({ handlers, markDone: (ids) => store.markEffectsDone(ids), clock, log, metrics });
   const ownership = createOwnership(deps, { store, metrics, supervisor, router, reattach: { supervisor, deliver, shared: sharing.shared, log } });
   return {
-    ...{ supervisor, router, dispatcher, registry, deliver, executor, ownership, shared: sharing.shared, secrets },
+    ...{ supervisor, router, dispatcher, registry, deliver, executor, ownership, shared: sharing.shared, secrets, repositories },
     /** Creates a run here; its source is kept for its dispatches. */
     createRun(run: NewRun): Promise<void> {
       sources.remember(run.input.runId, run.inputSummary);
@@ -252,10 +250,18 @@ function createOwnership(deps: RuntimeDeps, parts: { store: OwnershipStore; metr
   });
 }
 
+/** The coordinator's secrets; an environment's `allowLocalExecution` is read from its table. */
+function runtimeSecrets({ config, db, clock, log }: RuntimeDeps): Secrets {
+  return createSecrets({
+    ...{ config, db, now: () => clock.now(), onStoreError: (err: unknown) => log.warn({ err }, 'the sealed values of an attempt could not be read or dropped') },
+    localExecutionAllowed: async (name: string) => (await getEnvironment(db, name))?.allowLocalExecution === true,
+  });
+}
+
 /** Agents shared with peer coordinators on the same database (FO-3): sessions, offered jobs, commands. */
 function createSharing(
   deps: RuntimeDeps,
-  parts: { supervisor: Supervisor; registry: AgentRegistry; dispatcher: Dispatcher; deliver: EventRouter['deliver']; wakeInbox: () => void; pollMs: number; secrets: Secrets },
+  parts: { supervisor: Supervisor; registry: AgentRegistry; dispatcher: Dispatcher; deliver: EventRouter['deliver']; wakeInbox: () => void; pollMs: number; secrets: Secrets; repositories: RepositoryCache },
 ) {
   const { db, clock, log, config } = deps;
   const { supervisor, registry, dispatcher, deliver } = parts;
@@ -265,7 +271,10 @@ function createSharing(
   dispatcher.attachExchange(exchange, (runId, jobKey) => supervisor.jobHasTag(runId, jobKey, 'waits-for-agent'));
   const peers = new PeerSync({
     ...{ shared, exchange, registry, wakeInbox: parts.wakeInbox, pollMs: parts.pollMs, clock, log },
-    secretsChanged: () => parts.secrets.service.scopes.invalidate(),
+    forgetReads: (what) => {
+      if (what !== 'repositories') parts.secrets.service.scopes.invalidate();
+      if (what !== 'secrets') parts.repositories.invalidate();
+    },
     heldJobs: () => heldJobsOf(supervisor),
     agentLost: async (job) => void (await deliver(job.runId, { type: 'agent.disconnected', jobKey: job.jobKey, agentId: job.agentId, cause: 'coordinator' })),
     clearOwnSessions: () => clearSessionsOf(db, me),
@@ -284,6 +293,7 @@ interface IntakeWiring {
   config: CompiledConfig;
   registry: Registry;
   createRun: (run: NewRun) => Promise<void>;
+  repositories: RepositoryCache;
   now: () => number;
   log: Logger;
 }
@@ -305,7 +315,7 @@ function createIntake(wiring: IntakeWiring) {
     now,
     log: log.child({ component: 'intake' }),
     pipeline: {
-      ...{ repository: (name: string) => getRepository(db, name), genericSourceRepository: (source: string) => genericSourceRepository(db, source) },
+      ...{ repository: (name: string) => wiring.repositories.get(name), genericSourceRepository: (source: string) => genericSourceRepository(db, source) },
       ...{ cache, startRuns, log, onLockFile: metrics.lockFile, githubApiUrl: config.githubApiUrl },
     },
     onProcessed: metrics.processed,

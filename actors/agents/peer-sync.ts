@@ -10,7 +10,7 @@ export interface PeerSubscription {
   close(): Promise<void>;
 }
 
-/** Subscribes to this coordinator's wake-ups from peers (`inbox`, `agents`, `placement`, `joined`, `secrets`, `reconnected`). */
+/** Subscribes to this coordinator's wake-ups from peers (`inbox`, `agents`, `placement`, `joined`, `secrets`, `repositories`, `reconnected`). */
 export type ListenForPeers = (onSignal: (payload: string) => void) => PeerSubscription;
 
 /** A job here held by an agent: the peers' loop asks about its agent when that agent's coordinator died. */
@@ -30,8 +30,8 @@ export interface PeerSyncPorts {
   agentLost(job: HeldJob): Promise<void>;
   /** The run inbox has events for runs here. */
   wakeInbox(): void;
-  /** Stored secrets may have changed (a peer's signal, a reconnect, the poll): what was read of them is stale. */
-  secretsChanged(): void;
+  /** Stored secrets or repositories may have changed (a peer's signal; 'all' on a reconnect or the poll): what was read of them is stale. */
+  forgetReads(what: 'secrets' | 'repositories' | 'all'): void;
   /** Sessions this coordinator recorded before a restart under the same id. */
   clearOwnSessions(): Promise<void>;
   /** How often peers' tables are read without a signal. */
@@ -71,7 +71,8 @@ export class PeerSync {
     if (payload === 'agents' || again) this.quietly(this.ports.shared.drainCommands(), 'carrying out agent commands');
     if (payload === 'placement' || again) this.quietly(this.ports.exchange.offerRemote(), 'offering agents to peers');
     if (payload === 'joined' || again) this.quietly(this.ports.exchange.checkPeers(), 'looking for peer coordinators');
-    if (payload === 'secrets' || again) this.ports.secretsChanged();
+    if (again) this.ports.forgetReads('all');
+    else if (payload === 'secrets' || payload === 'repositories') this.ports.forgetReads(payload);
   }
 
   private schedule(): void {
@@ -83,7 +84,7 @@ export class PeerSync {
     this.quietly(this.ports.exchange.offerRemote(), 'offering agents to peers');
     this.quietly(this.disconnectDeadPeersAgents(), 'finding agents of dead coordinators');
     this.quietly(this.ports.exchange.checkPeers(), 'looking for peer coordinators');
-    this.ports.secretsChanged();
+    this.ports.forgetReads('all');
     if (this.timer !== null) this.schedule();
   }
 

@@ -5,12 +5,14 @@ import type { Logger } from 'pino';
 
 /**
  * The channel every coordinator listens on. Its payloads: 'placement' (a peer published a placement
- * request), PEER_JOINED (a coordinator started), SECRETS_CHANGED (a secret was stored or deleted).
+ * request), PEER_JOINED (a coordinator started), SECRETS_CHANGED (a secret was stored or deleted),
+ * REPOSITORIES_CHANGED (a repository was registered, changed or removed).
  */
 export const PLACEMENT_CHANNEL = 'sy_placement';
 
 export const PEER_JOINED = 'joined';
 export const SECRETS_CHANGED = 'secrets';
+export const REPOSITORIES_CHANGED = 'repositories';
 
 /**
  * The channel one coordinator listens on. Channel names are identifiers of at most 63 bytes and a

@@ -1,4 +1,5 @@
-import type { Kysely } from 'kysely';
+import { sql, type Kysely } from 'kysely';
+import { PLACEMENT_CHANNEL, REPOSITORIES_CHANGED } from './peer-bus.ts';
 import type { Schema } from './schema.ts';
 
 export interface RepositoryRegistration {
@@ -35,6 +36,7 @@ export async function listRepositories(db: Kysely<Schema>, page: { limit: number
   return (await query.execute()).map(fromRow);
 }
 
+/** Registers (or re-registers) a repository; every coordinator is told when it commits. */
 export async function upsertRepository(db: Kysely<Schema>, repo: RepositoryRegistration, now: number): Promise<void> {
   const values = {
     name: repo.name,
@@ -45,14 +47,50 @@ export async function upsertRepository(db: Kysely<Schema>, repo: RepositoryRegis
     token: repo.token,
     created_at: now,
   };
-  await db
-    .insertInto('repositories')
-    .values(values)
-    .onConflict((oc) => oc.column('name').doUpdateSet({ ...values, created_at: undefined }))
-    .execute();
+  await db.transaction().execute(async (tx) => {
+    await tx
+      .insertInto('repositories')
+      .values(values)
+      .onConflict((oc) => oc.column('name').doUpdateSet({ ...values, created_at: undefined }))
+      .execute();
+    await announceRepositoriesChanged(tx);
+  });
 }
 
 export async function deleteRepository(db: Kysely<Schema>, name: string): Promise<boolean> {
-  const result = await db.deleteFrom('repositories').where('name', '=', name).executeTakeFirst();
-  return result.numDeletedRows > 0n;
+  return db.transaction().execute(async (tx) => {
+    const result = await tx.deleteFrom('repositories').where('name', '=', name).executeTakeFirst();
+    if (result.numDeletedRows > 0n) await announceRepositoriesChanged(tx);
+    return result.numDeletedRows > 0n;
+  });
+}
+
+async function announceRepositoriesChanged(tx: Kysely<Schema>): Promise<void> {
+  await sql`SELECT pg_notify(${PLACEMENT_CHANNEL}, ${REPOSITORIES_CHANGED})`.execute(tx);
+}
+
+/**
+ * Registered repositories by name, read once and kept until a registration changes: here (the
+ * routes call `invalidate`), a peer's signal (sent in the write's transaction), a reconnect of the
+ * listener, or the peers' poll, which bounds how stale a lost signal leaves it. Only found ones are
+ * kept, so a repository registered by other means is seen at its next delivery.
+ */
+export class RepositoryCache {
+  private readonly byName = new Map<string, Promise<RepositoryRegistration | null>>();
+
+  constructor(private readonly db: Kysely<Schema>) {}
+
+  get(name: string): Promise<RepositoryRegistration | null> {
+    const cached = this.byName.get(name);
+    if (cached) return cached;
+    const reading = getRepository(this.db, name);
+    this.byName.set(name, reading);
+    const forget = () => this.byName.get(name) === reading && this.byName.delete(name);
+    reading.then((repo) => repo === null && forget(), forget);
+    return reading;
+  }
+
+  invalidate(): void {
+    this.byName.clear();
+  }
 }

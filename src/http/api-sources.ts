@@ -14,6 +14,8 @@ export interface SourceApiDeps {
   db: Kysely<Schema>;
   now: () => number;
   onRequeued: (key: DeliveryKey) => void;
+  /** A repository was registered, changed or removed here (what was read of them is stale). */
+  onRepositoriesChanged?: () => void;
 }
 
 /** A branch name git accepts that can never read as an option (a subset of `git check-ref-format`). */
@@ -58,12 +60,13 @@ export function registerSourceRoutes(router: Router, deps: SourceApiDeps): void 
       const problem = body.provider === 'local' ? await localRepositoryProblem(body.path ?? '') : null;
       if (problem !== null) throw new HttpError(400, 'invalid request', `path: ${problem}`);
       const registration = { name: body.name, provider: body.provider, path: body.path ?? null, cloneUrl: body.cloneUrl ?? null };
-      await upsertRepository(db, { ...registration, defaultBranch: body.defaultBranch ?? null, token: body.token ?? null }, deps.now());
+      await upsertRepository(db, { ...registration, defaultBranch: body.defaultBranch ?? null, token: body.token ?? null }, deps.now()).finally(() => deps.onRepositoriesChanged?.());
       sendJson(res, 201, { ...registration, defaultBranch: body.defaultBranch ?? null });
     })
     .on('DELETE', '/api/v1/repositories/:owner/:name', async ({ res, params }) => {
       const name = `${params['owner']}/${params['name']}`;
-      if (!(await deleteRepository(db, name))) throw new HttpError(404, 'not found', `no repository ${name}`);
+      const deleted = await deleteRepository(db, name).finally(() => deps.onRepositoriesChanged?.());
+      if (!deleted) throw new HttpError(404, 'not found', `no repository ${name}`);
       sendJson(res, 200, { name, deleted: true });
     })
     .on('GET', '/api/v1/sources', async ({ res, url }) => {
