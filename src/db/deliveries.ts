@@ -22,6 +22,11 @@ export interface Delivery {
   receivedAt: number;
   status: DeliveryStatus;
   attempts: number;
+  /**
+   * Recorded by this process a moment ago and handed straight to processing: no earlier attempt
+   * can have started its runs, so they are not looked up before they are created.
+   */
+  recordedNow?: true;
 }
 
 export interface DeliveryKey {

@@ -68,7 +68,7 @@ export async function acceptDelivery(
   const claim = deps.claimAtIntake?.() ?? null;
   const now = deps.now();
   // Handed over once the answer is written, so processing never delays the 202; a claim not used goes back.
-  const handOver = (recorded: boolean) => claim && deps.processClaimed?.({ ...d, receivedAt: now, status: 'processing', attempts: 0 }, recorded);
+  const handOver = (recorded: boolean) => claim && deps.processClaimed?.({ ...d, receivedAt: now, status: 'processing', attempts: 0, recordedNow: true }, recorded);
   let fresh: boolean;
   try {
     fresh = await recordDelivery(deps.db, { ...d, now, claim });

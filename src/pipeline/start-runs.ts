@@ -100,11 +100,13 @@ async function evaluateInline(sandbox: Sandbox, workflow: LockWorkflow, event: E
 
 /** Starts the runs of one delivery; each workflow on its own, so one failure never stops the others (INT-8, B15). */
 export function createRunStarter(deps: RunStarterDeps): RunStarter {
-  const exists = (runId: string) => runExists(deps.db, runId);
+  // A delivery recorded a moment ago has no runs yet (and were one there, its creation is refused
+  // as a journal conflict and the delivery retried, which then finds it).
+  const exists = (delivery: Delivery, runId: string) => (delivery.recordedNow ? Promise.resolve(false) : runExists(deps.db, runId));
 
   async function failedRun(delivery: Delivery, source: SourceBase, workflow: LockWorkflow, initFailure: InitFailure): Promise<string> {
     const runId = runIdFor(delivery.source, delivery.deliveryId, workflow.name);
-    if (await exists(runId)) return runId;
+    if (await exists(delivery, runId)) return runId;
     const planned = planRun({ runId, createdAt: deps.now(), workflow, timeouts: deps.timeouts, maxAttempts: deps.maxAttempts, repository: source.repository, initFailure });
     const input = withForgeStatus(planned, source);
     const unstorable = await create(deps, { input, repository: source.repository, inputSummary: toSource(source, workflow, delivery, {}) });
@@ -114,7 +116,7 @@ export function createRunStarter(deps: RunStarterDeps): RunStarter {
 
   async function startOne(delivery: Delivery, source: SourceBase, workflow: LockWorkflow): Promise<StartedRun> {
     const runId = runIdFor(delivery.source, delivery.deliveryId, workflow.name);
-    if (await exists(runId)) return { workflow: workflow.name, runId };
+    if (await exists(delivery, runId)) return { workflow: workflow.name, runId };
     const unresolved = (await deps.unresolvedSecrets?.(source.repository, workflow)) ?? [];
     if (unresolved.length > 0) {
       const message = `secrets the workflow references are not stored: ${unresolved.join(', ')}`;
