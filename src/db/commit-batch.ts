@@ -2,13 +2,14 @@ import { sql, type Kysely, type RawBuilder } from 'kysely';
 import type { CommitBatchInput, CommitEntry } from './commit.types.ts';
 import { serializeEntry, toCommitRows, type CommitRows } from './commit-rows.ts';
 import { JournalConflictError, classifyDatabaseError } from './errors.ts';
+import { executePrepared } from './database.ts';
 import { assertFence, fenceCtes, type FenceRow } from './fence.ts';
 import type { Schema } from './schema.ts';
 
 /**
  * Group commit: journals the events of many runs and stores their snapshots, projections, timer
  * changes and outbox effects in ONE statement (so one round trip and one transaction), all or
- * nothing. Entries arrive serialized (`serializeEntry`, at submit), so nothing here stringifies.
+ * nothing, prepared once per connection and shape (which tables the batch writes). Entries arrive serialized (`serializeEntry`, at submit), so nothing here stringifies.
  *
  * Fencing (fence.ts): every write is conditional on this coordinator's epoch and on owning every
  * existing run of the batch; otherwise nothing is written and FencedError is thrown. New runs get
@@ -20,11 +21,11 @@ export async function commitSerialized(db: Kysely<Schema>, input: CommitBatchInp
   const rows = toCommitRows(input.entries);
   let fence: FenceRow | undefined;
   try {
-    const result = await sql<FenceRow>`
+    const statement = sql<FenceRow>`
       WITH ${fenceCtes(input.coordinatorId, input.epoch, rows.existingRunIds)},
       ${sql.join(writes(rows, input))}
-      SELECT epoch, mine FROM fence`.execute(db);
-    fence = result.rows[0];
+      SELECT epoch, mine FROM fence`;
+    [fence] = await executePrepared<FenceRow>(db, statement.compile(db));
   } catch (error) {
     throw translateConflict(error);
   }

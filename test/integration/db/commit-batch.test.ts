@@ -1,4 +1,5 @@
 import { it } from 'node:test';
+import { sql } from 'kysely';
 import assert from 'node:assert/strict';
 import { commitBatch } from '../../../src/db/commit-batch.ts';
 import type { CommitEntry } from '../../../src/db/commit.types.ts';
@@ -99,6 +100,17 @@ await describeEachKind('commitBatch', (kind) => {
       assert.equal(run.failure_reason, 'compile failed');
       assert.deepEqual(run.init_failure, { scope: 'run' });
       assert.equal((await rowCounts(db)).timers, 0);
+    }));
+
+  it('is a prepared statement per shape: later batches of the same shape are not parsed again', () =>
+    withTestDatabase(kind, async ({ db }) => {
+      await claimCoordinatorLease(db, { id: ME, ttlMs: 10_000, now: 0 });
+      for (let i = 1; i <= 4; i++) await commit(db, [entry(`run-${i}`, 1)]);
+      // One at a time, the pool hands out its one idle connection again: the statement is prepared there.
+      const prepared = await sql<{ name: string }>`SELECT name FROM pg_prepared_statements WHERE statement LIKE '%fence AS%'`.execute(db);
+      assert.equal(prepared.rows.length, 1, 'the four commits of one shape share one prepared statement');
+      assert.match(prepared.rows[0]?.name ?? '', /^sy_[0-9a-f]{24}$/);
+      assert.equal((await rowCounts(db)).runs, 4);
     }));
 
   it('never moves a snapshot back to an older seq', () =>
