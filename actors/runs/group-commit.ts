@@ -148,7 +148,8 @@ export class GroupCommitter {
       this.failures = 0;
       this.queue.splice(0, batch.length);
       this.options.observer?.onBatch(batch.length, (performance.now() - started) / 1000);
-      if ('entry' in batch[0]!.work) {
+      if (batch.every((pending) => 'entry' in pending.work)) {
+        // Failure records settle first: their runs' later writes still queued are given up with them.
         this.continueFlushing();
         setImmediate(() => this.settleCommitted(batch));
         return;

@@ -9,7 +9,8 @@ import type { Schema } from './schema.ts';
 /**
  * Group commit: journals the events of many runs and stores their snapshots, projections, timer
  * changes and outbox effects in ONE statement (so one round trip and one transaction), all or
- * nothing, prepared once per connection and shape (which tables the batch writes). Entries arrive serialized (`serializeEntry`, at submit), so nothing here stringifies.
+ * nothing; a named statement, prepared once per connection and shape (which tables the batch
+ * writes). Entries arrive serialized (`serializeEntry`, at submit), so nothing here stringifies.
  *
  * Fencing (fence.ts): every write is conditional on this coordinator's epoch and on owning every
  * existing run of the batch; otherwise nothing is written and FencedError is thrown. New runs get

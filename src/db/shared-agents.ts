@@ -1,4 +1,4 @@
-import { sql, type Kysely } from 'kysely';
+import { sql, type Kysely, type RawBuilder } from 'kysely';
 import type { OfferedJob, PlacementExchangeStore } from '../../actors/agents/placement-exchange.ts';
 import type { AgentCommand, QueuedAgentCommand, SharedAgentStore, SharedSession } from '../../actors/agents/shared-agents.ts';
 import { toJson } from './json.ts';
@@ -128,20 +128,19 @@ export async function openPlacementRequests(db: Kysely<Schema>, args: { except: 
   return rows.map((row) => ({ runId: row.run_id, jobKey: row.job_key, attempt: row.attempt, ownerId: row.owner_id, requirements: row.requirements }));
 }
 
+/** One attempt's request that no one holds a live claim on, or that `me` holds. */
+function claimable(args: { runId: string; jobKey: string; attempt: number; me: string; now: number }): RawBuilder<unknown> {
+  return sql`run_id = ${args.runId} AND job_key = ${args.jobKey} AND attempt = ${args.attempt}
+    AND (claimed_by IS NULL OR claimed_by = ${args.me} OR claim_until < ${args.now})`;
+}
+
 /**
  * Claims one attempt's request for `ttlMs`: of two coordinators racing for it, one wins. A claimer
  * that dies before granting loses the claim when it runs out, and the request is open again.
  */
 export async function claimPlacementRequest(db: Kysely<Schema>, args: { runId: string; jobKey: string; attempt: number; me: string; now: number; ttlMs: number }): Promise<boolean> {
-  const result = await db
-    .updateTable('placement_requests')
-    .set({ claimed_by: args.me, claim_until: args.now + args.ttlMs })
-    .where('run_id', '=', args.runId)
-    .where('job_key', '=', args.jobKey)
-    .where('attempt', '=', args.attempt)
-    .where((eb) => eb.or([eb('claimed_by', 'is', null), eb('claimed_by', '=', args.me), eb('claim_until', '<', args.now)]))
-    .executeTakeFirst();
-  return result.numUpdatedRows > 0n;
+  const result = await sql`UPDATE placement_requests SET claimed_by = ${args.me}, claim_until = ${args.now + args.ttlMs} WHERE ${claimable(args)}`.execute(db);
+  return (result.numAffectedRows ?? 0n) > 0n;
 }
 
 /**
@@ -149,14 +148,8 @@ export async function claimPlacementRequest(db: Kysely<Schema>, args: { runId: s
  * in one write, won unless a peer holds a live claim on it (or it is not there).
  */
 export async function reclaimPlacementRequest(db: Kysely<Schema>, args: { runId: string; jobKey: string; attempt: number; me: string; now: number }): Promise<boolean> {
-  const result = await db
-    .deleteFrom('placement_requests')
-    .where('run_id', '=', args.runId)
-    .where('job_key', '=', args.jobKey)
-    .where('attempt', '=', args.attempt)
-    .where((eb) => eb.or([eb('claimed_by', 'is', null), eb('claimed_by', '=', args.me), eb('claim_until', '<', args.now)]))
-    .executeTakeFirst();
-  return result.numDeletedRows > 0n;
+  const result = await sql`DELETE FROM placement_requests WHERE ${claimable(args)}`.execute(db);
+  return (result.numAffectedRows ?? 0n) > 0n;
 }
 
 /** Whether a coordinator other than `me` holds a live lease. */
