@@ -71,8 +71,8 @@ import { createAgentGateway } from './ws/agent-gateway.ts';
 import { connectionCounters, createAgentMetrics } from './ws/metrics.ts';
 import { attachObserveServer } from './ws/observe.ts';
 import { attachAgentServer } from './ws/server.ts';
-import { coerceError } from '../lib/errors.ts';
 import { startTokenExpirySweep } from './ws/token-expiry.ts';
+import { coerceError } from '../lib/errors.ts';
 
 /** How a coordinator stops: `drainMs` lets running jobs finish first, `abort` ends that wait. */
 export type CloseOptions = DrainOptions;

@@ -29,6 +29,7 @@ export interface AdminRuntime {
   registry: AgentApiDeps['agents'];
   ownership: { readonly held: boolean };
   secrets: { service: SecretService };
+  repositories: { get: NonNullable<RunApiDeps['repository']> };
 }
 
 export interface AdminRouteDeps {
@@ -47,12 +48,12 @@ export function adminRoutes(deps: AdminRouteDeps): Router {
   const router = new Router();
   registerHealthRoutes(router, { db, registry: deps.metrics, leaseHeld: () => runtime.ownership.held, coordinatorId: config.coordinatorId });
   registerRunRoutes(router, {
-    ...{ db, createRun: (run) => runtime.createRun(run), deliver: runtime.deliver },
+    ...{ db, createRun: (run) => runtime.createRun(run), deliver: runtime.deliver, repository: (name) => runtime.repositories.get(name) },
     ...{ timeouts: deps.timeouts, maxAttempts: config.maxDispatchAttempts, now },
   });
   registerSecretRoutes(router, { secrets: runtime.secrets.service });
   registerTestRunRoutes(router, {
-    ...{ db, createRun: (run) => runtime.createRun(run), secrets: runtime.secrets.service },
+    ...{ db, createRun: (run) => runtime.createRun(run), secrets: runtime.secrets.service, repository: (name) => runtime.repositories.get(name) },
     ...{ timeouts: deps.timeouts, maxAttempts: config.maxDispatchAttempts, now },
   });
   registerAgentTokenRoutes(router, { db, now, onRevoked: deps.kickToken });

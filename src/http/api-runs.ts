@@ -6,7 +6,7 @@ import type { NewRun } from '../../actors/runs/ports.ts';
 import type { IncomingRunEvent } from '../../actors/runs/supervisor.ts';
 import { planRun } from '../../machines/run.plan.ts';
 import type { RunInput } from '../../machines/run.types.ts';
-import { getRepository } from '../db/repositories.ts';
+import { getRepository, type RepositoryRegistration } from '../db/repositories.ts';
 import { forgeStatusFor } from '../../machines/run.forge.ts';
 import { isTerminalRunStatus } from '../../machines/status.ts';
 import type { JobTimeouts } from '../../machines/types.ts';
@@ -32,6 +32,8 @@ export interface RunApiDeps {
   timeouts: JobTimeouts;
   maxAttempts: number;
   now: () => number;
+  /** A registered repository as this coordinator keeps it (read from its table when absent). */
+  repository?: (name: string) => Promise<RepositoryRegistration | null>;
 }
 
 const MAX_BODY = 5 * 1024 * 1024;
@@ -109,7 +111,7 @@ export interface PlannedRun {
 }
 
 /** A manual run's plan and frozen source (RUN-3); a workflow that cannot be planned is a 400. */
-export async function planManualRun(deps: Pick<RunApiDeps, 'db' | 'timeouts' | 'maxAttempts' | 'now'>, body: ManualRunBody): Promise<PlannedRun> {
+export async function planManualRun(deps: Pick<RunApiDeps, 'db' | 'timeouts' | 'maxAttempts' | 'now' | 'repository'>, body: ManualRunBody): Promise<PlannedRun> {
   const problem = findWorkflowProblem(body.workflow);
   if (problem) throw new HttpError(400, 'invalid workflow', `${problem.path.map(String).join('.')}: ${problem.problem}`);
   const runId = randomUUID();
@@ -131,7 +133,8 @@ export async function planManualRun(deps: Pick<RunApiDeps, 'db' | 'timeouts' | '
     throw new HttpError(400, 'invalid workflow', thrown instanceof Error ? thrown.message : String(thrown));
   }
   // A run on a registered GitHub repository reports its commit status like a webhook run.
-  if ((await getRepository(deps.db, body.repository))?.provider === 'github') input = { ...input, forgeStatus: forgeStatusFor(input.workflowName) };
+  const repository = await (deps.repository ?? ((name: string) => getRepository(deps.db, name)))(body.repository);
+  if (repository?.provider === 'github') input = { ...input, forgeStatus: forgeStatusFor(input.workflowName) };
   const source: RunSource = {
     repository: body.repository,
     repoUrl: body.repoUrl ?? null,

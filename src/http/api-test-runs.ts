@@ -8,7 +8,7 @@ import type { RunApiDeps } from './api-runs.ts';
 import { HttpError, parseBody, readJson, sendJson } from './respond.ts';
 import type { RouteContext, Router } from './router.ts';
 
-export type TestRunApiDeps = Pick<RunApiDeps, 'db' | 'createRun' | 'timeouts' | 'maxAttempts' | 'now'> & { secrets: SecretService };
+export type TestRunApiDeps = Pick<RunApiDeps, 'db' | 'createRun' | 'timeouts' | 'maxAttempts' | 'now' | 'repository'> & { secrets: SecretService };
 
 const MAX_BODY = 5 * 1024 * 1024;
 
