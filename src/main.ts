@@ -202,7 +202,7 @@ export function createRuntime(deps: RuntimeDeps) {
   const sources = new RunSources((runId) => readRunInputSummary(db, runId));
   const handlers = effectHandlers(deps, { dispatcher, registry, shared: sharing.shared, deliver, sources, secrets, repositories });
   const executor = new EffectExecutor({ handlers, markDone: (ids) => store.markEffectsDone(ids), clock, log, metrics });
-  const ownership = createOwnership(deps, { store, metrics, supervisor, router, reattach: { supervisor, deliver, shared: sharing.shared, log } });
+  const ownership = createOwnership(deps, { store, metrics, supervisor, router, reattach: { supervisor, deliver, shared: sharing.shared, registry, log } });
   return {
     ...{ supervisor, router, dispatcher, registry, deliver, executor, ownership, shared: sharing.shared, secrets, repositories },
     /** Creates a run here; its source is kept for its dispatches. */

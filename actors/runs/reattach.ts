@@ -1,4 +1,5 @@
 import type { Logger } from 'pino';
+import type { AgentRegistry } from '../agents/registry.ts';
 import type { SharedAgents } from '../agents/shared-agents.ts';
 import { forEachConcurrently } from '../../lib/concurrently.ts';
 import { coerceError } from '../../lib/errors.ts';
@@ -9,15 +10,23 @@ export interface ReattachDeps {
   deliver: (runId: string, event: IncomingRunEvent) => Promise<unknown>;
   /** Agents connected to any live coordinator (their jobs are not disconnected). */
   shared: Pick<SharedAgents, 'isConnectedAnywhere'>;
+  /** Agents connected here. */
+  registry: Pick<AgentRegistry, 'get'>;
   log: Logger;
 }
 
-/** The agents holding the run's jobs that have a session on some live coordinator. */
-async function liveAgentsOf(deps: ReattachDeps, runId: string): Promise<string[]> {
+/**
+ * Tells a restored run which agents holding its jobs are connected somewhere. The agents connected
+ * here are looked at again with no wait before the event is sent: one that registered during the
+ * look-up reclaimed its jobs with an event sent before this one, so leaving it out would undo that
+ * reclaim (its job would go recovering, waiting for a reclaim that already came).
+ */
+async function tellRestored(deps: ReattachDeps, runId: string): Promise<void> {
   const held = new Set(deps.supervisor.jobsOf(runId).flatMap((job) => (job.context.assignment ? [job.context.assignment.agentId] : [])));
-  const live: string[] = [];
-  for (const agentId of held) if (await deps.shared.isConnectedAnywhere(agentId)) live.push(agentId);
-  return live;
+  const elsewhere = new Set<string>();
+  for (const agentId of held) if (await deps.shared.isConnectedAnywhere(agentId)) elsewhere.add(agentId);
+  const liveAgents = [...held].filter((agentId) => elsewhere.has(agentId) || deps.registry.get(agentId) !== undefined);
+  await deps.deliver(runId, { type: 'run.restored', liveAgents });
 }
 
 /**
@@ -30,7 +39,7 @@ export async function reattachRuns(deps: ReattachDeps, runIds: string[]): Promis
   // every run wait for a commit of its own (10,000 adopted runs: 40 s before the last deadline was armed).
   await forEachConcurrently(runIds, REATTACH_IN_FLIGHT, async (runId) => {
     try {
-      await deps.deliver(runId, { type: 'run.restored', liveAgents: await liveAgentsOf(deps, runId) });
+      await tellRestored(deps, runId);
     } catch (thrown) {
       deps.log.error({ err: coerceError(thrown), runId }, 'reattaching a restored run failed');
     }

@@ -18,11 +18,29 @@ it('restored runs are told together, so their events share commits instead of wa
   const timeout = new Promise((_, reject) => (timer = setTimeout(() => reject(new Error(`only ${told.length} runs told before the first was durable`)), 2_000)));
   try {
     await Promise.race([
-      reattachRuns({ supervisor: { jobsOf: () => [] }, deliver, shared: { isConnectedAnywhere: () => Promise.resolve(false) }, log: pino({ level: 'silent' }) }, runIds),
+      reattachRuns({ supervisor: { jobsOf: () => [] }, deliver, shared: { isConnectedAnywhere: () => Promise.resolve(false) }, registry: { get: () => undefined }, log: pino({ level: 'silent' }) }, runIds),
       timeout,
     ]);
   } finally {
     clearTimeout(timer);
   }
   assert.deepEqual(told, runIds);
+});
+
+it('an agent that registers here while the run is being looked at counts as live: its reclaim went first and is not undone', async () => {
+  const connected = new Set<string>();
+  const told: { runId: string; liveAgents: string[] }[] = [];
+  const job = { jobKey: 'build', context: { assignment: { agentId: 'agent-1' } } } as unknown as ReturnType<Parameters<typeof reattachRuns>[0]['supervisor']['jobsOf']>[number];
+  await reattachRuns(
+    {
+      supervisor: { jobsOf: () => [job] },
+      deliver: (runId, event) => Promise.resolve(void told.push({ runId, liveAgents: (event as { liveAgents: string[] }).liveAgents })),
+      // Not connected when the shared table is read; it registers here (and reclaims) before that read returns.
+      shared: { isConnectedAnywhere: () => Promise.resolve(false).finally(() => connected.add('agent-1')) },
+      registry: { get: (agentId) => (connected.has(agentId) ? ({ agentId } as never) : undefined) },
+      log: pino({ level: 'silent' }),
+    },
+    ['run-1'],
+  );
+  assert.deepEqual(told, [{ runId: 'run-1', liveAgents: ['agent-1'] }]);
 });
