@@ -7,6 +7,7 @@ import { randomBytes } from 'node:crypto';
 import { mkdir, writeFile } from 'node:fs/promises';
 import { cpus, loadavg, totalmem } from 'node:os';
 import pg from 'pg';
+import { forEachConcurrently } from '../lib/concurrently.ts';
 
 export interface BenchFlags {
   /** `--quick`: small sizes, a smoke run of the whole suite in a minute or two. */
@@ -110,12 +111,7 @@ export function percentiles(samples: number[]): Percentiles {
 
 /** Runs `count` tasks with at most `width` in flight. */
 export async function pool(count: number, width: number, task: (i: number) => Promise<void>): Promise<void> {
-  let next = 0;
-  await Promise.all(
-    Array.from({ length: width }, async () => {
-      while (next < count) await task(next++);
-    }),
-  );
+  await forEachConcurrently(Array.from({ length: count }, (_, i) => i), width, task);
 }
 
 export const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));

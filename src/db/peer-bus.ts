@@ -1,7 +1,8 @@
 import { createHash } from 'node:crypto';
-import { sql, type RawBuilder } from 'kysely';
+import { sql, type Kysely, type RawBuilder } from 'kysely';
 import pg from 'pg';
 import type { Logger } from 'pino';
+import type { Schema } from './schema.ts';
 
 /**
  * The channel every coordinator listens on. Its payloads: 'placement' (a peer published a placement
@@ -13,6 +14,14 @@ export const PLACEMENT_CHANNEL = 'sy_placement';
 export const PEER_JOINED = 'joined';
 export const SECRETS_CHANGED = 'secrets';
 export const REPOSITORIES_CHANGED = 'repositories';
+
+/**
+ * Tells every coordinator (this one too) `payload` on PLACEMENT_CHANNEL; inside a transaction, when
+ * it commits.
+ */
+export async function notifyEveryCoordinator(db: Kysely<Schema>, payload: typeof PEER_JOINED | typeof SECRETS_CHANGED | typeof REPOSITORIES_CHANGED): Promise<void> {
+  await sql`SELECT pg_notify(${PLACEMENT_CHANNEL}, ${payload})`.execute(db);
+}
 
 /**
  * The channel one coordinator listens on. Channel names are identifiers of at most 63 bytes and a

@@ -1,5 +1,5 @@
-import { sql, type Kysely } from 'kysely';
-import { PLACEMENT_CHANNEL, REPOSITORIES_CHANGED } from './peer-bus.ts';
+import type { Kysely } from 'kysely';
+import { REPOSITORIES_CHANGED, notifyEveryCoordinator } from './peer-bus.ts';
 import type { Schema } from './schema.ts';
 
 export interface RepositoryRegistration {
@@ -53,20 +53,16 @@ export async function upsertRepository(db: Kysely<Schema>, repo: RepositoryRegis
       .values(values)
       .onConflict((oc) => oc.column('name').doUpdateSet({ ...values, created_at: undefined }))
       .execute();
-    await announceRepositoriesChanged(tx);
+    await notifyEveryCoordinator(tx, REPOSITORIES_CHANGED);
   });
 }
 
 export async function deleteRepository(db: Kysely<Schema>, name: string): Promise<boolean> {
   return db.transaction().execute(async (tx) => {
     const result = await tx.deleteFrom('repositories').where('name', '=', name).executeTakeFirst();
-    if (result.numDeletedRows > 0n) await announceRepositoriesChanged(tx);
+    if (result.numDeletedRows > 0n) await notifyEveryCoordinator(tx, REPOSITORIES_CHANGED);
     return result.numDeletedRows > 0n;
   });
-}
-
-async function announceRepositoriesChanged(tx: Kysely<Schema>): Promise<void> {
-  await sql`SELECT pg_notify(${PLACEMENT_CHANNEL}, ${REPOSITORIES_CHANGED})`.execute(tx);
 }
 
 /**

@@ -1,7 +1,6 @@
 import { sql } from 'kysely';
 import type { Kysely, Transaction } from 'kysely';
 import { toJson } from './json.ts';
-import { PLACEMENT_CHANNEL, SECRETS_CHANGED } from './peer-bus.ts';
 import type { Schema } from './schema.ts';
 
 /** Every secret query (docs/database.md). Values here are ciphertexts; plaintext never reaches this module. */
@@ -39,11 +38,6 @@ export async function deleteSecret(db: Kysely<Schema>, scope: string, key: strin
 export async function scopesWithSecrets(db: Kysely<Schema>): Promise<string[]> {
   const rows = await db.selectFrom('secrets').select('scope').distinct().execute();
   return rows.map((row) => row.scope);
-}
-
-/** Tells every coordinator, when the transaction commits, that the set of stored secrets changed. */
-export async function announceSecretsChanged(tx: Transaction<Schema>): Promise<void> {
-  await sql`SELECT pg_notify(${PLACEMENT_CHANNEL}, ${SECRETS_CHANGED})`.execute(tx);
 }
 
 export async function listSecrets(db: Kysely<Schema>): Promise<SecretListing[]> {

@@ -2,7 +2,7 @@ import { sql, type Kysely, type RawBuilder } from 'kysely';
 import type { OfferedJob, PlacementExchangeStore } from '../../actors/agents/placement-exchange.ts';
 import type { AgentCommand, QueuedAgentCommand, SharedAgentStore, SharedSession } from '../../actors/agents/shared-agents.ts';
 import { toJson } from './json.ts';
-import { PEER_JOINED, PLACEMENT_CHANNEL, coordinatorChannelSql } from './peer-bus.ts';
+import { PEER_JOINED, PLACEMENT_CHANNEL, coordinatorChannelSql, notifyEveryCoordinator } from './peer-bus.ts';
 import type { Schema } from './schema.ts';
 
 /** Records (or takes over) an agent's session on this coordinator. */
@@ -191,7 +191,7 @@ export function placementStoreOf(db: Kysely<Schema>, me: string, now: () => numb
     claim: (job) => claimPlacementRequest(db, { ...job, me, now: now(), ttlMs: CLAIM_TTL_MS }),
     reclaim: (job) => reclaimPlacementRequest(db, { ...job, me, now: now() }),
     peersAlive: () => peerCoordinatorsAlive(db, me, now()),
-    announce: async () => void (await sql`SELECT pg_notify(${PLACEMENT_CHANNEL}, ${PEER_JOINED})`.execute(db)),
+    announce: () => notifyEveryCoordinator(db, PEER_JOINED),
     withdraw: (runId, jobKey, attempt) => withdrawPlacementRequests(db, { runId, ...(jobKey !== undefined && { jobKey }), ...(attempt !== undefined && { attempt }) }),
   };
 }

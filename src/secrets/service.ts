@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Kysely } from 'kysely';
 import { z } from 'zod';
+import { SECRETS_CHANGED, notifyEveryCoordinator } from '../db/peer-bus.ts';
 import * as store from '../db/secrets.ts';
 import type { Schema } from '../db/schema.ts';
 import { DecryptError, SECRET_OUTPUT_INFO, UPLOAD_INFO, generateX25519, open, openEnvelope, seal } from './crypto.ts';
@@ -78,7 +79,7 @@ export class SecretService {
     return this.deps.db.transaction().execute(async (tx) => {
       const outcome = await store.upsertSecret(tx, { scope, key, ciphertext: sealed.ciphertext, keyVersion: sealed.keyVersion, now });
       await store.appendAudit(tx, { at: now, actor, action: 'put', scope, keys: [key], outcome });
-      await store.announceSecretsChanged(tx);
+      await notifyEveryCoordinator(tx, SECRETS_CHANGED);
       return outcome;
     }).finally(() => this.scopes.invalidate());
   }
@@ -88,7 +89,7 @@ export class SecretService {
     return this.deps.db.transaction().execute(async (tx) => {
       const deleted = await store.deleteSecret(tx, scope, key);
       if (deleted) await store.appendAudit(tx, { at: now, actor, action: 'delete', scope, keys: [key], outcome: 'deleted' });
-      if (deleted) await store.announceSecretsChanged(tx);
+      if (deleted) await notifyEveryCoordinator(tx, SECRETS_CHANGED);
       return deleted;
     }).finally(() => this.scopes.invalidate());
   }
