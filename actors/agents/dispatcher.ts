@@ -180,7 +180,7 @@ export class Dispatcher {
         this.tellKind(cursor.kind, found, tries);
         continue;
       }
-      if (found) tries.push(this.tryPlace(key));
+      if (found) tries.push(this.tryPlace(key, found));
       const head = cursor.next.next();
       if (head.done) placeable.splice(at, 1);
       else cursor.head = head.value;
@@ -202,14 +202,15 @@ export class Dispatcher {
     this.exchange?.exchange.withdraw(runId);
   }
 
-  private async tryPlace(key: string): Promise<void> {
+  /** `looked` is the agent lookup for this job the caller just made, with nothing in between. */
+  private async tryPlace(key: string, looked?: ReturnType<Dispatcher['findAgent']>): Promise<void> {
     const request = this.waiting.get(key);
     if (!request || this.paused || request.peerHolds) return;
     if (this.exchange && !this.exchange.stillWaiting(request.runId, request.jobKey)) {
       this.waiting.delete(key);
       return;
     }
-    const found = this.findAgent(request);
+    const found = looked ?? this.findAgent(request);
     if ('none' in found) {
       const own = found.none === 'capacity' ? capacityReason(found.matching) : noAgentReason(request.requirements, this.labelsFitSome(request.requirements));
       const scaled = this.scaler?.requestAgent(request) ?? null;

@@ -133,7 +133,7 @@ export async function planManualRun(deps: Pick<RunApiDeps, 'db' | 'timeouts' | '
     throw new HttpError(400, 'invalid workflow', thrown instanceof Error ? thrown.message : String(thrown));
   }
   // A run on a registered GitHub repository reports its commit status like a webhook run.
-  const repository = await (deps.repository ?? ((name: string) => getRepository(deps.db, name)))(body.repository);
+  const repository = deps.repository ? await deps.repository(body.repository) : await getRepository(deps.db, body.repository);
   if (repository?.provider === 'github') input = { ...input, forgeStatus: forgeStatusFor(input.workflowName) };
   const source: RunSource = {
     repository: body.repository,
