@@ -20,7 +20,8 @@ export interface IntentParams {
   /** Deadlines are stored with the snapshot and fired by the timer service (docs/architecture.md#time-durable-deadlines). */
   armDeadline: DeadlineSpec;
   disarmDeadline: { id: string; jobKey: string | null };
-  requestPlacement: { jobKey: string; requirements: AgentRequirements; attempt: number };
+  /** `heldReason`: the waiting reason the job already shows, when it asks again; an unchanged answer is not sent. */
+  requestPlacement: { jobKey: string; requirements: AgentRequirements; attempt: number; heldReason?: string };
   sendDispatch: { jobKey: string; agentId: string; dispatchId: string; attempt: number; job: DispatchedJob };
   sendCancel: { jobKey: string; agentId: string; dispatchId: string; force: boolean; reason: string };
   closeAgentConnection: { agentId: string; code: number; reason: string };

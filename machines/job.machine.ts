@@ -97,7 +97,7 @@ export const jobMachine = jobSetup.createMachine({
           on: {
             'placement.granted': { target: '#job.assigned.dispatched', actions: 'startAttempt' },
             'placement.none': { actions: 'wait' },
-            'job.restored': { actions: 'askForPlacement' },
+            'job.restored': { actions: { type: 'askForPlacement', params: { again: true } } },
             'placement.refused': { target: '#job.failed', actions: { type: 'failNoAgent', params: { message: 'queue full' } } },
             'provision.failed': [
               { guard: 'attemptsLeftAfterThis', actions: 'noteProvisioningFailure' },

@@ -228,9 +228,10 @@ export const jobSetup = jobBase.extend({
       const { agentId, dispatchId } = context.assignment;
       enqueue({ type: 'releaseSlot', params: { agentId, dispatchId } });
     }),
-    askForPlacement: compose(({ context, enqueue }) => {
+    askForPlacement: compose<{ again?: boolean } | undefined>(({ context, enqueue }, params) => {
       const { jobKey, requirements, attempt } = context;
-      enqueue({ type: 'requestPlacement', params: { jobKey, requirements, attempt } });
+      const heldReason = params?.again === true ? context.waiting?.message : undefined;
+      enqueue({ type: 'requestPlacement', params: heldReason === undefined ? { jobKey, requirements, attempt } : { jobKey, requirements, attempt, heldReason } });
     }),
     askForConcurrency: compose(({ context, enqueue }) => {
       if (!context.concurrency) return;

@@ -92,9 +92,11 @@ export class Dispatcher {
   }
 
   async requestPlacement(effect: Effect<'requestPlacement'>): Promise<void> {
-    const request = { runId: effect.runId, ...effect.payload };
+    const { heldReason, ...asked } = effect.payload;
+    const request = { runId: effect.runId, ...asked };
     const key = keyOf(request.runId, request.jobKey);
-    this.waiting.set(key, { ...request, reason: null });
+    // A job asking again (restored here) already shows its reason: the same answer is not sent twice.
+    this.waiting.set(key, { ...request, reason: heldReason ?? null });
     await this.tryPlace(key);
   }
 

@@ -67,6 +67,17 @@ describe('Dispatcher: the waiting queue', () => {
     assert.deepEqual(reasons('waiter-1').at(-1), 'all 2 matching agents are busy', 'the rest were told the new reason');
   });
 
+  it('a job asking again with the reason it already shows is not told it again; a different reason is told', async () => {
+    const { dispatcher, told, reasons } = setup();
+    const again = (runId: string, heldReason: string) =>
+      dispatcher.requestPlacement({ runId, kind: 'requestPlacement', effectId: `${runId}:1:0`, payload: { jobKey: 'build', requirements: needs('gpu'), attempt: 1, heldReason } });
+    await again('restored-same', 'no connected agent matches labels gpu');
+    assert.deepEqual(told, [], 'an unchanged reason costs the run no event');
+    assert.equal(dispatcher.isWaiting('restored-same', 'build'), true, 'the job still waits here for an agent');
+    await again('restored-changed', '1 matching agent is busy');
+    assert.deepEqual(reasons('restored-changed'), ['no connected agent matches labels gpu']);
+  });
+
   it('forgetting a run takes only its jobs out of the queue', async () => {
     const { dispatcher, request } = setup();
     await request('keep', 'nobody');

@@ -27,11 +27,12 @@ describe('job machine: restored in a new process (FO-2)', () => {
     assert.deepEqual(intents, [intent.placement(0)]);
   });
 
-  it('a job waiting for an agent asks for placement again and keeps waiting', () => {
+  it('a job waiting for an agent asks for placement again with the reason it shows, and keeps waiting', () => {
     const [waiting] = stepJob(queuedJob(), { type: 'placement.none', reason: { kind: 'capacity', message: 'busy' }, at: 2_000 });
     const [same, intents] = stepJob(waiting, restored([]));
     assert.deepEqual(same.value, { waiting: 'agent' });
-    assert.deepEqual(intents, [intent.placement(0)]);
+    const asked = intent.placement(0);
+    assert.deepEqual(intents, [{ ...asked, params: { ...asked.params, heldReason: 'busy' } }]);
   });
 
   it('a job whose agent is live somewhere changes nothing', () => {
