@@ -5,8 +5,14 @@ import type { Supervisor } from './supervisor.ts';
 /** What run metrics read of the runs owned here at each scrape: how many are active, and why their jobs wait. */
 export function liveRunsOf(supervisor: Supervisor): LiveRuns {
   return {
-    activeCount: () => supervisor.ownedRunIds().length,
-    waitingKinds: () => supervisor.ownedRunIds().flatMap((runId) => supervisor.jobsOf(runId).flatMap((job) => (job.context.waiting ? [job.context.waiting.kind] : []))),
+    activeCount: () => supervisor.size,
+    waitingKinds: () => {
+      const kinds: string[] = [];
+      supervisor.forEachOpenJob((_runId, _jobKey, context) => {
+        if (context.waiting) kinds.push(context.waiting.kind);
+      });
+      return kinds;
+    },
   };
 }
 

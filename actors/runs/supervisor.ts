@@ -128,6 +128,17 @@ export class Supervisor {
     });
   }
 
+  /** Visits every open job of the runs owned here, building no lists: a metrics scrape looks at every one. */
+  forEachOpenJob(visit: (runId: string, jobKey: string, context: JobContext) => void): void {
+    for (const [runId, handle] of this.runs) {
+      const children = handle.actor.getSnapshot().children;
+      for (const jobKey in children) {
+        const snapshot = children[jobKey]?.getSnapshot();
+        if (snapshot?.status === 'active') visit(runId, jobKey, snapshot.context);
+      }
+    }
+  }
+
   /** Creates the run actor and resolves once its first snapshot is durable (RUN-2). */
   async createRun(newRun: NewRun): Promise<void> {
     this.assertRunning();
