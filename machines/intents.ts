@@ -77,6 +77,13 @@ export const RUN_INTENTS = ['armDeadline', 'disarmDeadline', 'releaseSlot', 'rep
  */
 export const OWN_LINE_EFFECTS: ReadonlySet<string> = new Set(['reportForgeStatus'] satisfies IntentKind[]);
 
+/**
+ * Effects that are run after commit but never written to the outbox: what they ask for lives only in
+ * this process's memory, and a restore asks for it again by itself (`run.restored` makes every
+ * waiting job ask for placement anew, FO-2). An outbox row and its done mark would buy nothing.
+ */
+export const UNRECORDED_EFFECTS: ReadonlySet<string> = new Set(['requestPlacement'] satisfies IntentKind[]);
+
 export type JobIntentKind = (typeof JOB_INTENTS)[number];
 export type RunIntentKind = (typeof RUN_INTENTS)[number];
 

@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
 import { coerceError } from '../../lib/errors.ts';
-import { OWN_LINE_EFFECTS } from '../../machines/intents.ts';
+import { OWN_LINE_EFFECTS, UNRECORDED_EFFECTS } from '../../machines/intents.ts';
 import type { RuntimeMetrics } from './metrics.ts';
 import type { Effect, EffectHandlers } from './ports.ts';
 import type { Clock } from '../clock.ts';
@@ -97,7 +97,7 @@ export class EffectExecutor {
       await this.handle(effect);
       this.redriving.delete(effect.effectId);
       this.track(-1);
-      this.markDone(effect.effectId);
+      if (!UNRECORDED_EFFECTS.has(effect.kind)) this.markDone(effect.effectId);
       return true;
     } catch (thrown) {
       this.logOf(effect).warn({ err: coerceError(thrown), attempt }, 'effect failed');

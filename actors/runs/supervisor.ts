@@ -1,6 +1,7 @@
 import { createActor } from 'xstate';
 import type { Actor } from 'xstate';
 import type { Logger } from 'pino';
+import { UNRECORDED_EFFECTS } from '../../machines/intents.ts';
 import { JOB_MACHINE_VERSION } from '../../machines/job.machine.ts';
 import { RUN_MACHINE_ID, RUN_MACHINE_VERSION } from '../../machines/run.machine.ts';
 import type { RunContext, RunEvent } from '../../machines/run.machine.ts';
@@ -311,7 +312,7 @@ export class Supervisor {
   private serialize(handle: RunHandle, entry: CommitEntry): SerializedEntry | UnstorableEntryError {
     let serialized: SerializedEntry;
     try {
-      serialized = this.options.store.serialize(entry);
+      serialized = this.options.store.serialize({ ...entry, effects: entry.effects.filter((effect) => !UNRECORDED_EFFECTS.has(effect.kind)) });
     } catch (thrown) {
       if (!(thrown instanceof UnstorableEntryError)) throw thrown;
       handle.log.error({ err: thrown, seq: entry.snapshot.seq }, 'run entry cannot be serialized; failing the run');

@@ -50,6 +50,20 @@ test('each effect reaches the handler of its own kind, in the order its run comm
   assert.deepEqual(done, ['run-1:1:0', 'run-1:2:0', 'run-1:3:0']);
 });
 
+test('a placement request runs in its run\'s order but is never marked done: it has no outbox row (a restore asks again)', async () => {
+  const seen: string[] = [];
+  const { clock, done, executor } = setup({
+    releaseSlot: (effect) => void seen.push(`release ${effect.payload.dispatchId}`),
+    requestPlacement: (effect) => void seen.push(`place ${effect.payload.jobKey}`),
+  });
+  const ask: Effect<'requestPlacement'> = { effectId: 'run-1:2:0', runId: 'run-1', kind: 'requestPlacement', payload: { jobKey: 'build', requirements: { runsOn: [], excludeLabels: [], runsOnPick: 'deterministic', executor: 'any' }, attempt: 1 } };
+  executor.execute([release(1), ask, release(3)]);
+  await clock.advance(100);
+  await executor.idle();
+  assert.deepEqual(seen, ['release d1', 'place build', 'release d3']);
+  assert.deepEqual(done, ['run-1:1:0', 'run-1:3:0']);
+});
+
 test('an effect that keeps failing steps out of line and is re-driven until it succeeds', async () => {
   let failuresLeft = 8;
   const seen: string[] = [];
