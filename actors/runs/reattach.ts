@@ -46,5 +46,9 @@ export async function reattachRuns(deps: ReattachDeps, runIds: string[]): Promis
   });
 }
 
-/** Restored runs told at once; their events go into shared group commits. */
-const REATTACH_IN_FLIGHT = 512;
+/**
+ * Restored runs told at once; their events go into shared group commits. Several commits' worth (the
+ * default batch is 512 entries): while one batch is written, the next fills. With one batch's worth the
+ * database and this thread took turns (10,000 adopted runs: 6.3 s to all live, against 4.2 s).
+ */
+const REATTACH_IN_FLIGHT = 2048;
