@@ -1,4 +1,5 @@
-import { assertEvent, assign, enqueueActions, setup } from 'xstate';
+import { assertEvent, enqueueActions, setup } from 'xstate';
+import { assign, compactEnqueue } from './assign.ts';
 import type { ParameterizedObject } from 'xstate';
 import type { ArmedDeadlines, Assignment, JobConcurrency, JobEvent, JobInput, MatrixPlace } from './job.events.ts';
 import { JOB_INTENTS, intentSlots } from './intents.ts';
@@ -116,7 +117,7 @@ type Params = ParameterizedObject['params'] | undefined;
 function compose<P extends Params = undefined>(
   collect: Parameters<typeof enqueueActions<JobContext, Ev, P, Ev, never, JobIntent, never>>[0],
 ) {
-  return enqueueActions<JobContext, Ev, P, Ev, never, JobIntent, never>(collect);
+  return enqueueActions<JobContext, Ev, P, Ev, never, JobIntent, never>((args, params) => collect({ ...args, enqueue: compactEnqueue(args.enqueue) }, params));
 }
 
 /** assign, typed for parameterized actions. */

@@ -1,4 +1,5 @@
-import { assertEvent, assign, enqueueActions, setup } from 'xstate';
+import { assertEvent, enqueueActions, setup } from 'xstate';
+import { assign, compactEnqueue } from './assign.ts';
 import type { EventFrom, ParameterizedObject, SnapshotFrom } from 'xstate';
 import { jobMachine } from './job.machine.ts';
 import { JOB_EVENT_TYPES } from './job.events.ts';
@@ -71,7 +72,7 @@ export type RunIntent = Intent<RunIntentKind>;
 function compose<P extends Params = undefined>(
   collect: Parameters<typeof enqueueActions<RunContext, RunEvent, P, RunEvent, RunActors, RunIntent, never>>[0],
 ) {
-  return enqueueActions<RunContext, RunEvent, P, RunEvent, RunActors, RunIntent, never>(collect);
+  return enqueueActions<RunContext, RunEvent, P, RunEvent, RunActors, RunIntent, never>((args, params) => collect({ ...args, enqueue: compactEnqueue(args.enqueue) }, params));
 }
 
 function timeOf(context: RunContext, event: { at?: number }): number {

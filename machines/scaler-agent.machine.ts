@@ -1,4 +1,5 @@
-import { assertEvent, assign, enqueueActions, sendParent, setup } from 'xstate';
+import { assertEvent, enqueueActions, sendParent, setup } from 'xstate';
+import { assign } from './assign.ts';
 import type { SnapshotFrom } from 'xstate';
 import type { DestroyIntent, ScalerAgent, ScalerAgentEvent, ScalerAgentNotice, ScalerAgentState, ScalerIntent, ScalerTimeouts, SpawnFailureIntent } from './scaler.types.ts';
 
