@@ -53,6 +53,25 @@ for (const kind of DATABASE_KINDS) {
       });
     });
 
+    it('a run actor whose action throws leaves memory as last committed; the other runs carry on', async () => {
+      await withTestDatabase(kind, async ({ db }) => {
+        const runtime = await startTestRuntime(db, 'coord-a');
+        try {
+          const [crashing, healthy] = [randomUUID(), randomUUID()];
+          for (const runId of [crashing, healthy]) await runtime.supervisor.createRun({ input: planFor(runId, waitingWorkflow('wf')), repository: null });
+          // Straight to the actor: recordCancel reads `reason`, which throws (the supervisor's own copy of an event would read it first).
+          const actor = (runtime.supervisor as unknown as { runs: Map<string, { actor: { send: (event: unknown) => void } }> }).runs.get(crashing)?.actor;
+          actor?.send({ type: 'run.cancel', force: false, by: 'test', at: 1, get reason(): string { throw new Error('boom in an action'); } });
+          assert.equal(runtime.supervisor.owns(crashing), false, 'the crashed actor is gone');
+          assert.equal(runtime.supervisor.owns(healthy), true);
+          await runtime.supervisor.send(healthy, { type: 'run.cancel', reason: 'still served', force: false, by: 'test' });
+          assert.equal((await db.selectFrom('runs').select('status').where('run_id', '=', healthy).executeTakeFirstOrThrow()).status, 'cancelled');
+        } finally {
+          await runtime.stop();
+        }
+      });
+    });
+
     it('group commit: concurrent events of many runs share transactions', async () => {
       await withTestDatabase(kind, async ({ db }) => {
         const runtime = await startTestRuntime(db, 'coord-a');
