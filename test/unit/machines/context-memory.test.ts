@@ -1,11 +1,12 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import v8 from 'node:v8';
+import vm from 'node:vm';
 import { RunHarness, jobPlan, startedJob } from '../../support/machines.ts';
 
 // V8's own verdict on an object's layout; the flag only allows the %-syntax in functions compiled after it.
 v8.setFlagsFromString('--allow-natives-syntax');
-const hasFastProperties = new Function('object', 'return %HasFastProperties(object)') as (object: object) => boolean;
+const hasFastProperties = vm.runInThisContext('(object) => %HasFastProperties(object)') as (object: object) => boolean;
 
 describe('contexts a live run keeps stay compact (machines/assign.ts)', () => {
   it('a job context after several assigns keeps fast properties, not a 1.6 KB dictionary', () => {
