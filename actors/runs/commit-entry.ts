@@ -111,6 +111,28 @@ export function runFailureOf(entry: FailureSource, reason: string, failedAt: num
   };
 }
 
+/**
+ * The record that fails a run whose actor crashed (an action threw): the run shows failed with the
+ * error instead of staying running with no actor. A crash while the context was built leaves none,
+ * so the run's own fields come from its input when it is new.
+ */
+export function crashFailureOf(
+  crash: { runId: string; seq: number; machineVersion: number; error: unknown; context: RunContext | undefined; newRun: NewRun | undefined },
+  failedAt: number,
+): RunFailureRecord {
+  const { runId, newRun, context } = crash;
+  const message = crash.error instanceof Error ? crash.error.message : String(crash.error);
+  const source: FailureSource = {
+    ...{ runId, isNewRun: newRun !== undefined, snapshot: { seq: crash.seq, machineId: RUN_MACHINE_ID, machineVersion: crash.machineVersion } },
+    run: {
+      workflowName: newRun?.input.workflowName ?? context?.workflowName ?? '',
+      repository: newRun?.repository ?? null,
+      createdAt: newRun?.input.createdAt ?? context?.createdAt ?? failedAt,
+    },
+  };
+  return runFailureOf(source, `its run actor crashed: ${message}`, failedAt);
+}
+
 /** A stored run's deadlines and pending effects, checked: rows of a kind this build does not know are named apart. */
 export function restoredWorkOf(row: StoredRun): { timers: Omit<ArmedTimer, 'runId'>[]; effects: EffectRow[]; unknownKinds: string[] } {
   const timers: Omit<ArmedTimer, 'runId'>[] = [];

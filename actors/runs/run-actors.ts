@@ -21,6 +21,15 @@ export function armedDeadlines(snapshot: PersistedMachineSnapshot<RunContext>): 
   return armed;
 }
 
+/** Calls `visit` for each job of the run still open (its actor active), in spawn order. */
+export function visitOpenJobs(handle: { actor: Actor<RuntimeRunMachine> }, visit: (jobKey: string, context: JobContext) => void): void {
+  const children = handle.actor.getSnapshot().children;
+  for (const jobKey in children) {
+    const snapshot = children[jobKey]?.getSnapshot();
+    if (snapshot?.status === 'active') visit(jobKey, snapshot.context);
+  }
+}
+
 /** Input is only read on creation; a restored actor takes everything from its snapshot. */
 export function restoreActor(machine: RuntimeRunMachine, snapshot: unknown, runId: string): Actor<RuntimeRunMachine> {
   return createActor(machine, { snapshot: snapshot as never, input: undefined, id: runId });

@@ -15,7 +15,7 @@ import { IntentRecorder, runtimeRunMachine } from './intent-recorder.ts';
 import type { Intent, RuntimeRunMachine } from './intent-recorder.ts';
 import type { FencedError } from './errors.ts';
 import type { CommitEntry, NewRun, RunCommit, SerializedEntry, StoredRun } from './ports.ts';
-import { buildCommitEntry, restoredWorkOf, runFailureOf } from './commit-entry.ts';
+import { buildCommitEntry, crashFailureOf, restoredWorkOf, runFailureOf } from './commit-entry.ts';
 import type { ArmedTimer } from './timer-service.ts';
 import { stateSummary } from '../../machines/projection.ts';
 import { answerPlacements } from './inline-placement.ts';
@@ -24,7 +24,7 @@ import { TimerService } from './timer-service.ts';
 import { deliverDeadline } from './deadline-delivery.ts';
 import { CommitObservers } from './commit-observers.ts';
 import type { CommittedUpdate } from './commit-observers.ts';
-import { CrashObserver, armedDeadlines, persistedOf, restoreActor } from './run-actors.ts';
+import { CrashObserver, armedDeadlines, persistedOf, restoreActor, visitOpenJobs } from './run-actors.ts';
 import type { RestoreReport, RunHandle, SupervisorOptions } from './supervisor.types.ts';
 
 export type { CommittedUpdate } from './commit-observers.ts';
@@ -123,22 +123,14 @@ export class Supervisor {
   /** Every open job of an owned run with its context (read-only); what state it is in, ask with `jobHasTag`. */
   jobsOf(runId: string): { jobKey: string; context: JobContext }[] {
     const handle = this.runs.get(runId);
-    if (!handle) return [];
-    return Object.entries(handle.actor.getSnapshot().children).flatMap(([jobKey, child]) => {
-      const snapshot = child?.getSnapshot();
-      return snapshot && snapshot.status === 'active' ? [{ jobKey, context: snapshot.context }] : [];
-    });
+    const jobs: { jobKey: string; context: JobContext }[] = [];
+    if (handle) visitOpenJobs(handle, (jobKey, context) => jobs.push({ jobKey, context }));
+    return jobs;
   }
 
   /** Visits every open job of the runs owned here, building no lists: a metrics scrape looks at every one. */
   forEachOpenJob(visit: (runId: string, jobKey: string, context: JobContext) => void): void {
-    for (const [runId, handle] of this.runs) {
-      const children = handle.actor.getSnapshot().children;
-      for (const jobKey in children) {
-        const snapshot = children[jobKey]?.getSnapshot();
-        if (snapshot?.status === 'active') visit(runId, jobKey, snapshot.context);
-      }
-    }
+    for (const [runId, handle] of this.runs) visitOpenJobs(handle, (jobKey, context) => visit(runId, jobKey, context));
   }
 
   /** Creates the run actor and resolves once its first snapshot is durable (RUN-2). */
@@ -152,6 +144,8 @@ export class Supervisor {
     const recorded = this.recording(runId, () => actor.start());
     const handle: RunHandle = { actor, seq: 0, written: new Map(), closing: false };
     this.runs.set(runId, handle);
+    // A crash inside start() reached the observer before the run was registered.
+    if (actor.getSnapshot().status === 'error') this.dropCrashed();
     const created = { type: 'run.created', input: newRun.input, at: newRun.input.createdAt };
     log.info({ workflow: newRun.input.workflowName, jobs: newRun.input.jobs.length }, 'run created');
     await this.commit(handle, runId, created, this.answerPlacements(handle, runId, recorded, created.at), { isNewRun: true, newRun });
@@ -213,6 +207,11 @@ export class Supervisor {
     actor.subscribe(this.crashes);
     actor.start();
     this.runs.set(row.runId, { actor, seq: row.seq, written: new Map(), closing: false });
+    const started = actor.getSnapshot();
+    if (started.status === 'error') {
+      this.dropCrashed();
+      throw coerceError(started.error);
+    }
     const { timers, effects, unknownKinds } = restoredWorkOf(row);
     if (unknownKinds.length > 0) log.error({ unknownKinds }, 'stored rows of kinds this build does not know; left untouched');
     if (this.deferTimers) this.deferredTimers.set(row.runId, timers);
@@ -289,6 +288,14 @@ export class Supervisor {
       for (const grant of answered.grants) this.options.inlinePlacement?.undo(grant);
       throw thrown;
     };
+    const current = handle.actor.getSnapshot();
+    if (current.status === 'error') {
+      this.close(runId, handle);
+      const crash = { runId, seq: handle.seq, machineVersion: SNAPSHOT_VERSION, error: current.error, context: current.context as RunContext | undefined, newRun: extra.newRun };
+      // Rejects with RunNotStorableError once the run is failed in the database.
+      await this.committer.failRun(crashFailureOf(crash, this.options.clock.now())).catch(undoGrants);
+      return;
+    }
     const snapshot = persistedOf(handle.actor);
     const timerEvent = event.type.startsWith('timer.') && 'deadlineId' in event ? String(event.deadlineId) : null;
     const entry = buildCommitEntry({

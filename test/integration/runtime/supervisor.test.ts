@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { describe, it } from 'node:test';
-import { FencedError, RunNotOwnedError } from '../../../actors/runs/errors.ts';
+import { FencedError, RunNotOwnedError, RunNotStorableError } from '../../../actors/runs/errors.ts';
 import { SNAPSHOT_VERSION } from '../../../actors/runs/supervisor.ts';
 import { readJournal } from '../../../src/db/journal.ts';
 import { DATABASE_KINDS, skipReason, withTestDatabase } from '../../support/database.ts';
@@ -66,6 +66,25 @@ for (const kind of DATABASE_KINDS) {
           assert.equal(runtime.supervisor.owns(healthy), true);
           await runtime.supervisor.send(healthy, { type: 'run.cancel', reason: 'still served', force: false, by: 'test' });
           assert.equal((await db.selectFrom('runs').select('status').where('run_id', '=', healthy).executeTakeFirstOrThrow()).status, 'cancelled');
+        } finally {
+          await runtime.stop();
+        }
+      });
+    });
+
+    it('a run actor that crashes while it is created is failed in the database with the error, not left running', async () => {
+      await withTestDatabase(kind, async ({ db }) => {
+        const runtime = await startTestRuntime(db, 'coord-a');
+        try {
+          const runId = randomUUID();
+          const input = planFor(runId, waitingWorkflow('wf'));
+          // The run chart reads maxAttempts only while it builds its context, inside actor.start().
+          Object.defineProperty(input, 'maxAttempts', { get: () => { throw new Error('boom in the context factory'); } });
+          await assert.rejects(runtime.supervisor.createRun({ input, repository: 'acme/app' }), RunNotStorableError);
+          assert.equal(runtime.supervisor.owns(runId), false, 'the crashed actor is gone');
+          const run = await db.selectFrom('runs').selectAll().where('run_id', '=', runId).executeTakeFirstOrThrow();
+          assert.deepEqual([run.status, run.workflow_name, run.repository], ['failed', 'wf', 'acme/app']);
+          assert.match(run.failure_reason ?? '', /its run actor crashed: boom in the context factory/);
         } finally {
           await runtime.stop();
         }
