@@ -23,7 +23,8 @@ export interface WaitingKind<R> {
  */
 export class WaitingQueue<R extends QueuedRequest> {
   private readonly byKey = new Map<string, { request: R; kind: WaitingKind<R> }>();
-  private readonly byRun = new Map<string, Set<string>>();
+  /** A run's waiting keys: one key alone (most runs), a set once two wait (a set costs 0.2 KB of each waiting run). */
+  private readonly byRun = new Map<string, string | Set<string>>();
   private readonly kinds = new Map<string, WaitingKind<R>>();
   private seq = 0;
 
@@ -48,18 +49,23 @@ export class WaitingQueue<R extends QueuedRequest> {
     kind.entries.set(key, { request, seq: (this.seq += 1) });
     kind.toldReason = undefined;
     this.byKey.set(key, { request, kind });
-    const keys = this.byRun.get(request.runId) ?? new Set<string>();
-    keys.add(key);
-    this.byRun.set(request.runId, keys);
+    const keys = this.byRun.get(request.runId);
+    if (keys === undefined) this.byRun.set(request.runId, key);
+    else if (typeof keys !== 'string') keys.add(key);
+    else this.byRun.set(request.runId, new Set([keys, key]));
   }
 
   delete(key: string): void {
     const found = this.byKey.get(key);
     if (!found) return;
     this.byKey.delete(key);
-    const keys = this.byRun.get(found.request.runId);
-    keys?.delete(key);
-    if (keys?.size === 0) this.byRun.delete(found.request.runId);
+    const { runId } = found.request;
+    const keys = this.byRun.get(runId);
+    if (keys === key) this.byRun.delete(runId);
+    else if (typeof keys === 'object') {
+      keys.delete(key);
+      if (keys.size === 0) this.byRun.delete(runId);
+    }
     found.kind.entries.delete(key);
     if (found.kind.entries.size === 0) this.kinds.delete(found.kind.key);
   }
@@ -75,6 +81,7 @@ export class WaitingQueue<R extends QueuedRequest> {
   }
 
   deleteRun(runId: string): void {
-    for (const key of [...(this.byRun.get(runId) ?? [])]) this.delete(key);
+    const keys = this.byRun.get(runId);
+    for (const key of typeof keys === 'string' ? [keys] : [...(keys ?? [])]) this.delete(key);
   }
 }
