@@ -60,7 +60,7 @@ async function eventsPerSecond(runs: number, eventsTotal: number, batching: bool
     }),
   );
   const seconds = (performance.now() - started) / 1000;
-  runtime.stop();
+  await runtime.stop();
   await drop();
   return Math.round((perRun * runs) / seconds);
 }
@@ -75,7 +75,7 @@ async function memoryPerIdleRun(count: number): Promise<number> {
   await runtime.executor.idle();
   gc?.();
   const bytes = (process.memoryUsage().heapUsed - before) / count;
-  runtime.stop();
+  await runtime.stop();
   await drop();
   return Math.round(bytes);
 }
@@ -85,13 +85,13 @@ async function adoptionMs(count: number): Promise<number> {
   const first = await startTestRuntime(database.db, 'bench-dead', {}, log);
   await createRuns(first, count);
   await first.executor.idle();
-  first.stop();
+  await first.stop();
   await new Promise((resolve) => setTimeout(resolve, 500));
   const started = performance.now();
   const second = await startTestRuntime(database.db, 'bench-adopter', {}, log);
   const ms = performance.now() - started;
   const adopted = second.supervisor.size;
-  second.stop();
+  await second.stop();
   await drop();
   if (adopted !== count) throw new Error(`adopted ${adopted} of ${count}`);
   return Math.round(ms);
