@@ -38,10 +38,11 @@ export interface JobProjection {
   outputs: JobOutputs | null;
 }
 
-export function projectRun(snapshot: PersistedMachineSnapshot<RunContext>): RunProjection {
+/** A run's row, from a stored snapshot, or from the live one, whose tags need no resolving. */
+export function projectRun(snapshot: { value: unknown; context: RunContext; tags?: ReadonlySet<string> }): RunProjection {
   const { context } = snapshot;
   return {
-    status: runStatusOf(snapshot),
+    status: snapshot.tags instanceof Set ? (runStatusOfTags(snapshot.tags) ?? 'pending') : runStatusOf(snapshot),
     workflowName: context.workflowName,
     createdAt: context.createdAt,
     finishedAt: context.finishedAt,

@@ -57,11 +57,15 @@ function journaledEvents(parts: EntryParts): RunCommit['events'] {
   return [{ ...first, stateAfter: parts.firstStateAfter }, ...followUps.map((f) => ({ seq: f.seq, event: f.event, receivedAt: f.event.at, stateAfter: f.stateAfter }))];
 }
 
+function effectRowsOf(intents: Intent[], runId: string, seq: number): EffectRow[] {
+  return intents.filter(isEffectIntent).map((intent, n) => effectRowOf(intent, `${runId}:${seq}:${n}`));
+}
+
 /** Everything one accepted event writes: journal row, snapshot, projections, timers, outbox. */
 export function buildCommitEntry(parts: EntryParts): RunCommit {
   const { runId, seq, snapshot } = parts;
   const run = projectRun(snapshot);
-  const effects = parts.intents.filter(isEffectIntent).map((intent, n) => effectRowOf(intent, `${runId}:${seq}:${n}`));
+  const effects = effectRowsOf(parts.intents, runId, seq);
   return {
     runId,
     isNewRun: parts.isNewRun,
@@ -148,4 +152,38 @@ export function restoredWorkOf(row: StoredRun): { timers: Omit<ArmedTimer, 'runI
     else unknownKinds.push(`effect ${effect.kind}`);
   }
   return { timers, effects, unknownKinds };
+}
+
+/** What an event that changed no state leaves to write: its journal row and the effects it asked for. */
+export interface UnchangedParts {
+  runId: string;
+  seq: number;
+  event: { type: string; at: number };
+  intents: Intent[];
+  machineVersion: number;
+  /** The run's live state (unchanged by the event), for its projection. */
+  live: { value: unknown; context: RunContext; tags: ReadonlySet<string> };
+  stateAfter: unknown;
+}
+
+/**
+ * The entry of an event after which the run and every job hold the very snapshots they held before
+ * (xstate snapshots are immutable): nothing stored changes but the snapshot's seq. Only an event that
+ * asked for nothing durable (UNRECORDED_EFFECTS alone, no deadline) gets one.
+ */
+export function unchangedEntry(parts: UnchangedParts): RunCommit {
+  const { runId, seq } = parts;
+  const run = projectRun(parts.live);
+  return {
+    runId,
+    isNewRun: false,
+    unchanged: true,
+    events: [{ seq, event: parts.event, receivedAt: parts.event.at, stateAfter: parts.stateAfter }],
+    snapshot: { seq, machineId: RUN_MACHINE_ID, machineVersion: parts.machineVersion, snapshot: null, status: run.status, updatedAt: parts.event.at },
+    run: { ...run, repository: null },
+    jobs: [],
+    removedJobs: [],
+    timers: [],
+    effects: effectRowsOf(parts.intents, runId, seq),
+  };
 }

@@ -21,6 +21,12 @@ export interface StoredEffect {
 export interface CommitEntry<Effects extends StoredEffect = StoredEffect, Kind extends string = string> {
   runId: string;
   isNewRun: boolean;
+  /**
+   * The event changed no state (a restored run whose jobs only ask for agents again): its journal row
+   * and effects are written, the stored snapshot only moves to its seq, and the run and job rows stay.
+   * `snapshot.snapshot` is then not read.
+   */
+  unchanged?: boolean;
   events: { seq: number; event: unknown; receivedAt: number; stateAfter: unknown }[];
   snapshot: { seq: number; machineId: string; machineVersion: number; snapshot: unknown; status: string; updatedAt: number };
   run: {
@@ -65,7 +71,8 @@ export interface SerializedEntry {
   /** Journal rows and outbox rows, one JSON object each. */
   events: string[];
   effects: string[];
-  snapshot: { seq: number; machineId: string; machineVersion: number; status: string; updatedAt: number; json: string };
+  /** `json` null: the state is the one stored (an `unchanged` entry); only seq and updated_at move. */
+  snapshot: { seq: number; machineId: string; machineVersion: number; status: string; updatedAt: number; json: string | null };
   /** The run row, its free-form values as JSON; an absent `inputSummary` keeps what is stored. */
   run: Omit<CommitEntry['run'], 'initFailure' | 'inputSummary'> & { initFailure: string; inputSummary?: string };
   /** The JSON of each job's projection; equal text means the job did not change. */

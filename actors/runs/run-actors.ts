@@ -10,14 +10,18 @@ export function persistedOf(actor: Actor<RuntimeRunMachine>): PersistedMachineSn
   return actor.getPersistedSnapshot() as unknown as PersistedMachineSnapshot<RunContext>;
 }
 
-/** Deadline id → due time of every deadline the run and its jobs hold armed right now. */
-export function armedDeadlines(snapshot: PersistedMachineSnapshot<RunContext>): Map<string, number> {
+/** Deadline id → due time of every deadline the run and its jobs hold armed right now (read from the live state, not persisted first). */
+export function armedDeadlines(actor: Actor<RuntimeRunMachine>): Map<string, number> {
   const armed = new Map<string, number>();
   const add = (deadlines: Record<string, { id: string; at: number } | undefined>) => {
     for (const deadline of Object.values(deadlines)) if (deadline) armed.set(deadline.id, deadline.at);
   };
+  const snapshot = actor.getSnapshot();
   add(snapshot.context.deadlines);
-  for (const child of Object.values(snapshot.children ?? {})) add((child.snapshot.context as JobContext).deadlines);
+  for (const jobKey in snapshot.children) {
+    const child = snapshot.children[jobKey]?.getSnapshot();
+    if (child) add(child.context.deadlines);
+  }
   return armed;
 }
 
@@ -28,6 +32,30 @@ export function visitOpenJobs(handle: { actor: Actor<RuntimeRunMachine> }, visit
     const snapshot = children[jobKey]?.getSnapshot();
     if (snapshot?.status === 'active') visit(jobKey, snapshot.context);
   }
+}
+
+/**
+ * The snapshot objects a run's state is made of: the run's, then each job's key and snapshot. xstate
+ * snapshots are immutable and a transition that changes nothing keeps them, so equal lists mean the
+ * same state (`unchangedEntry`).
+ */
+export function stateRefsOf(actor: Actor<RuntimeRunMachine>): unknown[] {
+  const snapshot = actor.getSnapshot();
+  const refs: unknown[] = [snapshot];
+  for (const jobKey in snapshot.children) refs.push(jobKey, snapshot.children[jobKey]?.getSnapshot());
+  return refs;
+}
+
+export function sameRefs(before: readonly unknown[], after: readonly unknown[]): boolean {
+  return before.length === after.length && before.every((ref, i) => ref === after[i]);
+}
+
+/** `stateSummary` of the live state, without persisting it first. */
+export function liveStateSummary(actor: Actor<RuntimeRunMachine>): { run: unknown; jobs: Record<string, unknown> } {
+  const snapshot = actor.getSnapshot();
+  const jobs: Record<string, unknown> = {};
+  for (const jobKey in snapshot.children) jobs[jobKey] = snapshot.children[jobKey]?.getSnapshot().value;
+  return { run: snapshot.value, jobs };
 }
 
 /** Input is only read on creation; a restored actor takes everything from its snapshot. */

@@ -15,7 +15,7 @@ import { IntentRecorder, runtimeRunMachine } from './intent-recorder.ts';
 import type { Intent, RuntimeRunMachine } from './intent-recorder.ts';
 import type { FencedError } from './errors.ts';
 import type { CommitEntry, NewRun, RunCommit, SerializedEntry, StoredRun } from './ports.ts';
-import { buildCommitEntry, crashFailureOf, restoredWorkOf, runFailureOf } from './commit-entry.ts';
+import { buildCommitEntry, crashFailureOf, restoredWorkOf, runFailureOf, unchangedEntry } from './commit-entry.ts';
 import type { ArmedTimer } from './timer-service.ts';
 import { stateSummary } from '../../machines/projection.ts';
 import { answerPlacements } from './inline-placement.ts';
@@ -24,11 +24,18 @@ import { TimerService } from './timer-service.ts';
 import { deliverDeadline } from './deadline-delivery.ts';
 import { CommitObservers } from './commit-observers.ts';
 import type { CommittedUpdate } from './commit-observers.ts';
-import { CrashObserver, armedDeadlines, persistedOf, restoreActor, visitOpenJobs } from './run-actors.ts';
+import { CrashObserver, armedDeadlines, liveStateSummary, persistedOf, restoreActor, sameRefs, stateRefsOf, visitOpenJobs } from './run-actors.ts';
 import type { RestoreReport, RunHandle, SupervisorOptions } from './supervisor.types.ts';
 
 export type { CommittedUpdate } from './commit-observers.ts';
 export type { RestoreReport, SupervisorOptions } from './supervisor.types.ts';
+
+/** What commit needs besides the event: whether it created the run, and the run's state before it (`stateRefsOf`). */
+interface EntryExtra {
+  isNewRun: boolean;
+  newRun?: NewRun;
+  before?: unknown[];
+}
 
 /** One number for the pair of charts a snapshot holds: the run and its job children. */
 export const SNAPSHOT_VERSION = RUN_MACHINE_VERSION * 1000 + JOB_MACHINE_VERSION;
@@ -158,9 +165,10 @@ export class Supervisor {
     if (!handle || handle.closing) throw new RunNotOwnedError(runId);
     const event = { ...incoming, at: incoming.at ?? this.options.clock.now() };
     handle.seq += 1;
+    const before = stateRefsOf(handle.actor);
     const recorded = this.recording(runId, () => handle.actor.send(event));
     this.options.metrics.actorEvents.inc();
-    await this.commit(handle, runId, event, this.answerPlacements(handle, runId, recorded, event.at), { isNewRun: false });
+    await this.commit(handle, runId, event, this.answerPlacements(handle, runId, recorded, event.at), { isNewRun: false, before });
   }
 
   /** Restores runs from stored snapshots; a snapshot this build cannot read is refused, not guessed. */
@@ -231,7 +239,7 @@ export class Supervisor {
       this.deferredTimers.delete(runId);
       const handle = this.runs.get(runId);
       if (!handle) continue;
-      const armed = armedDeadlines(persistedOf(handle.actor));
+      const armed = armedDeadlines(handle.actor);
       for (const timer of timers) if (armed.get(timer.deadlineId) === timer.dueAt) this.timers.arm({ runId, ...timer });
     }
     this.options.metrics.timersArmed.set(this.timers.size);
@@ -280,9 +288,8 @@ export class Supervisor {
     runId: string,
     event: { type: string; at: number },
     answered: InlineGrants,
-    extra: { isNewRun: boolean; newRun?: NewRun },
+    extra: EntryExtra,
   ): Promise<void> {
-    const { intents, followUps, firstStateAfter } = answered;
     // A grant made in this entry gives its slot back if the entry is never stored.
     const undoGrants = (thrown: unknown) => {
       for (const grant of answered.grants) this.options.inlinePlacement?.undo(grant);
@@ -296,20 +303,8 @@ export class Supervisor {
       await this.committer.failRun(crashFailureOf(crash, this.options.clock.now())).catch(undoGrants);
       return;
     }
-    const snapshot = persistedOf(handle.actor);
-    const timerEvent = event.type.startsWith('timer.') && 'deadlineId' in event ? String(event.deadlineId) : null;
-    const entry = buildCommitEntry({
-      runId,
-      seq: handle.seq,
-      event,
-      intents,
-      snapshot,
-      machineVersion: SNAPSHOT_VERSION,
-      firedDeadlineId: timerEvent,
-      ...{ followUps, firstStateAfter },
-      ...extra,
-    });
-    if (snapshot.status === 'done') this.close(runId, handle);
+    const { entry, done } = this.entryOf(handle, runId, event, answered, extra);
+    if (done) this.close(runId, handle);
     const serialized = this.serialize(handle, entry);
     if (serialized instanceof UnstorableEntryError) {
       this.close(runId, handle);
@@ -318,8 +313,28 @@ export class Supervisor {
       return;
     }
     await this.committer.submit(serialized).catch(undoGrants);
-    if (snapshot.status === 'done') this.retire(runId, handle);
+    if (done) this.retire(runId, handle);
     this.afterCommit(runId, entry);
+  }
+
+  /**
+   * What `event` writes, and whether it finished the run. An event that left every snapshot as it was
+   * and asked for nothing durable (a restored run whose jobs only ask for agents again) writes its
+   * journal row and no state: no snapshot, run or job rows (`unchangedEntry`).
+   */
+  private entryOf(handle: RunHandle, runId: string, event: { type: string; at: number }, answered: InlineGrants, extra: EntryExtra): { entry: RunCommit; done: boolean } {
+    const { intents, followUps, firstStateAfter } = answered;
+    const { before, ...creation } = extra;
+    const seq = handle.seq;
+    const timerEvent = event.type.startsWith('timer.') && 'deadlineId' in event ? String(event.deadlineId) : null;
+    const askedNothingDurable = followUps.length === 0 && intents.every((intent) => UNRECORDED_EFFECTS.has(intent.type));
+    if (timerEvent === null && before !== undefined && askedNothingDurable && sameRefs(before, stateRefsOf(handle.actor))) {
+      const unchanged = { runId, seq, event, intents, machineVersion: SNAPSHOT_VERSION, live: handle.actor.getSnapshot(), stateAfter: liveStateSummary(handle.actor) };
+      return { entry: unchangedEntry(unchanged), done: false };
+    }
+    const snapshot = persistedOf(handle.actor);
+    const parts = { runId, seq, event, intents, snapshot, machineVersion: SNAPSHOT_VERSION, firedDeadlineId: timerEvent, followUps, firstStateAfter };
+    return { entry: buildCommitEntry({ ...parts, ...creation }), done: snapshot.status === 'done' };
   }
 
   /** The entry as it will be stored, with only the jobs it changed, or why it cannot be. */

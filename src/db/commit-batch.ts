@@ -43,7 +43,7 @@ function fenced(list: readonly string[], columns: string): RawBuilder<unknown> {
   return sql`json_to_recordset(${`[${list.join(',')}]`}::json) AS t(${sql.raw(columns)}) WHERE EXISTS (SELECT 1 FROM ok)`;
 }
 
-/** One data-modifying CTE per table that has rows in this batch (snapshot and run always do). */
+/** One data-modifying CTE per table that has rows in this batch. */
 function writes(rows: CommitRows, input: CommitBatchInput): RawBuilder<unknown>[] {
   const ctes: RawBuilder<unknown>[] = [];
   const add = (name: string, statement: RawBuilder<unknown>) => ctes.push(sql`${sql.id(name)} AS (${statement})`);
@@ -60,6 +60,23 @@ function writes(rows: CommitRows, input: CommitBatchInput): RawBuilder<unknown>[
              ${input.coordinatorId}::text, ${input.epoch}::int8
         FROM ${fenced(rows.events, 'run_id text, seq int4, event json, received_at int8, state_after json')}`);
   }
+  addSnapshots(rows, add);
+  addJobs(rows, add);
+  addTimersAndEffects(rows, input.now, add);
+  return ctes;
+}
+
+type AddCte = (name: string, statement: RawBuilder<unknown>) => void;
+
+/** Changed runs: their snapshot and run rows. Unchanged ones: the snapshot's seq alone. */
+function addSnapshots(rows: CommitRows, add: AddCte): void {
+  if (rows.snapshotSeqs.length > 0) {
+    add('snapshot_seqs', sql`
+      UPDATE run_snapshots AS s SET seq = t.seq, updated_at = t.updated_at
+        FROM (SELECT * FROM ${fenced(rows.snapshotSeqs, 'run_id text, seq int4, updated_at int8')}) AS t
+       WHERE s.run_id = t.run_id AND s.seq < t.seq`);
+  }
+  if (rows.snapshots.length === 0) return;
   add('snapshots', sql`
     INSERT INTO run_snapshots AS s (run_id, seq, machine_id, machine_version, snapshot, status, updated_at)
     SELECT run_id, seq, machine_id, machine_version, coalesce(snapshot, 'null'), status, updated_at
@@ -77,12 +94,7 @@ function writes(rows: CommitRows, input: CommitBatchInput): RawBuilder<unknown>[
       repository = coalesce(excluded.repository, r.repository), status = excluded.status,
       updated_at = excluded.updated_at, finished_at = excluded.finished_at, failure_reason = excluded.failure_reason,
       init_failure = excluded.init_failure, input_summary = coalesce(excluded.input_summary, r.input_summary)`);
-  addJobs(rows, add);
-  addTimersAndEffects(rows, input.now, add);
-  return ctes;
 }
-
-type AddCte = (name: string, statement: RawBuilder<unknown>) => void;
 
 function addJobs(rows: CommitRows, add: AddCte): void {
   if (rows.removedJobs.length > 0) {

@@ -11,6 +11,8 @@ export interface CommitRows {
   existingRunIds: string[];
   events: string[];
   snapshots: string[];
+  /** Runs whose state no entry of the batch changed: their stored snapshot only moves to the new seq. */
+  snapshotSeqs: string[];
   runs: string[];
   jobs: string[];
   removedJobs: string[];
@@ -53,7 +55,7 @@ export function serializeEntry(entry: CommitEntry): SerializedEntry {
       machineVersion: snapshot.machineVersion,
       status: snapshot.status,
       updatedAt: snapshot.updatedAt,
-      json: json('snapshot', snapshot.snapshot),
+      json: entry.unchanged === true ? null : json('snapshot', snapshot.snapshot),
     },
     run: {
       workflowName: run.workflowName,
@@ -106,7 +108,7 @@ interface MergedRun {
  */
 export function toCommitRows(entries: readonly SerializedEntry[]): CommitRows {
   const rows: CommitRows = {
-    newRunIds: [], existingRunIds: [], events: [], snapshots: [], runs: [], jobs: [], removedJobs: [], armed: [], disarmed: [], effects: [],
+    newRunIds: [], existingRunIds: [], events: [], snapshots: [], snapshotSeqs: [], runs: [], jobs: [], removedJobs: [], armed: [], disarmed: [], effects: [],
   };
   const runs = new Map<string, MergedRun>();
   for (const entry of entries) {
@@ -134,8 +136,13 @@ function mergeEntry(runs: Map<string, MergedRun>, entry: SerializedEntry): void 
     runs.set(entry.runId, merged);
   }
   merged.isNew ||= entry.isNewRun;
-  if (entry.snapshot.seq >= merged.snapshot.seq) merged.snapshot = entry.snapshot;
-  merged.run = entry.run;
+  const changed = entry.snapshot.json !== null;
+  if (entry.snapshot.seq >= merged.snapshot.seq) {
+    // An unchanged state after a changed one in the same batch: the changed snapshot, at the later seq.
+    const { seq, updatedAt } = entry.snapshot;
+    merged.snapshot = changed || merged.snapshot.json === null ? entry.snapshot : { ...merged.snapshot, seq, updatedAt };
+  }
+  if (changed) merged.run = entry.run;
   merged.repository = entry.run.repository ?? merged.repository;
   if (entry.run.inputSummary !== undefined) merged.inputSummary = entry.run.inputSummary;
   for (const job of entry.jobs) merged.jobs.set(job.jobKey, job.json);
@@ -145,18 +152,18 @@ function mergeEntry(runs: Map<string, MergedRun>, entry: SerializedEntry): void 
 
 function pushRun(rows: CommitRows, runId: string, merged: MergedRun): void {
   (merged.isNew ? rows.newRunIds : rows.existingRunIds).push(runId);
-  const { snapshot: s, run } = merged;
+  const { snapshot: s } = merged;
   const run_id = str(runId);
   const updated_at = num(s.updatedAt);
-  rows.snapshots.push(
-    `{"run_id":${run_id},"seq":${num(s.seq)},"machine_id":${str(s.machineId)},"machine_version":${num(s.machineVersion)},` +
-      `"status":${str(s.status)},"updated_at":${updated_at},"snapshot":${s.json}}`,
-  );
-  rows.runs.push(
-    `{"run_id":${run_id},"workflow_name":${str(run.workflowName)},"repository":${str(merged.repository)},"status":${str(run.status)},` +
-      `"created_at":${num(run.createdAt)},"updated_at":${updated_at},"finished_at":${num(run.finishedAt)},` +
-      `"failure_reason":${str(run.failureReason)},"init_failure":${run.initFailure},"input_summary":${merged.inputSummary ?? 'null'}}`,
-  );
+  if (s.json === null) {
+    rows.snapshotSeqs.push(`{"run_id":${run_id},"seq":${num(s.seq)},"updated_at":${updated_at}}`);
+  } else {
+    rows.snapshots.push(
+      `{"run_id":${run_id},"seq":${num(s.seq)},"machine_id":${str(s.machineId)},"machine_version":${num(s.machineVersion)},` +
+        `"status":${str(s.status)},"updated_at":${updated_at},"snapshot":${s.json}}`,
+    );
+    pushRunRow(rows, run_id, updated_at, merged);
+  }
   const prefix = `{"run_id":${run_id},"updated_at":${updated_at},`;
   for (const job of merged.jobs.values()) rows.jobs.push(prefix + job.slice(1));
   for (const key of merged.removedJobs) rows.removedJobs.push(`{"run_id":${run_id},"job_key":${str(key)}}`);
@@ -165,4 +172,13 @@ function pushRun(rows: CommitRows, runId: string, merged: MergedRun): void {
     if (timer.op === 'disarm') rows.disarmed.push(`${deadline}}`);
     else rows.armed.push(`${deadline},"kind":${str(timer.kind)},"job_key":${str(timer.jobKey)},"due_at":${num(timer.dueAt)}}`);
   }
+}
+
+function pushRunRow(rows: CommitRows, run_id: string, updated_at: string, merged: MergedRun): void {
+  const { run } = merged;
+  rows.runs.push(
+    `{"run_id":${run_id},"workflow_name":${str(run.workflowName)},"repository":${str(merged.repository)},"status":${str(run.status)},` +
+      `"created_at":${num(run.createdAt)},"updated_at":${updated_at},"finished_at":${num(run.finishedAt)},` +
+      `"failure_reason":${str(run.failureReason)},"init_failure":${run.initFailure},"input_summary":${merged.inputSummary ?? 'null'}}`,
+  );
 }

@@ -102,6 +102,29 @@ await describeEachKind('commitBatch', (kind) => {
       assert.equal((await rowCounts(db)).timers, 0);
     }));
 
+  it('an unchanged entry journals its event and moves only the snapshot seq; after a changed one in its batch, that snapshot is kept at the later seq', () =>
+    withTestDatabase(kind, async ({ db }) => {
+      await claimCoordinatorLease(db, { id: ME, ttlMs: 10_000, now: 0 });
+      // What a restored run's `run.restored` writes when its jobs only ask for agents again: no snapshot, run or job rows.
+      const unchanged = (seq: number) => entry('run-1', seq, { unchanged: true, snapshot: { ...entry('run-1', seq).snapshot, snapshot: null }, jobs: [] });
+      await commit(db, [entry('run-1', 1)]);
+      await commit(db, [unchanged(2)]);
+      const afterUnchanged = await db.selectFrom('run_snapshots').selectAll().executeTakeFirstOrThrow();
+      assert.deepEqual([afterUnchanged.seq, afterUnchanged.updated_at, afterUnchanged.snapshot], [2, 1_002, { status: 'active', value: 's1', context: { seq: 1 } }]);
+      const run = await db.selectFrom('runs').select(['updated_at']).executeTakeFirstOrThrow();
+      const job = await db.selectFrom('jobs').select(['attempt', 'updated_at']).executeTakeFirstOrThrow();
+      assert.deepEqual([run.updated_at, job.attempt, job.updated_at], [1_001, 1, 1_001], 'the run and job rows stay as they were');
+      assert.deepEqual((await readJournal(db, 'run-1')).map((e) => e.seq), [1, 2]);
+      await commit(db, [entry('run-1', 3), unchanged(4)]);
+      const folded = await db.selectFrom('run_snapshots').selectAll().executeTakeFirstOrThrow();
+      assert.deepEqual([folded.seq, folded.snapshot], [4, { status: 'active', value: 's3', context: { seq: 3 } }]);
+      assert.equal((await db.selectFrom('jobs').select('attempt').executeTakeFirstOrThrow()).attempt, 3);
+      await commit(db, [unchanged(5), entry('run-1', 6)]);
+      const changedLast = await db.selectFrom('run_snapshots').selectAll().executeTakeFirstOrThrow();
+      assert.deepEqual([changedLast.seq, changedLast.snapshot], [6, { status: 'active', value: 's6', context: { seq: 6 } }]);
+      assert.deepEqual((await readJournal(db, 'run-1')).map((e) => e.seq), [1, 2, 3, 4, 5, 6]);
+    }));
+
   it('is a prepared statement per shape: later batches of the same shape are not parsed again', () =>
     withTestDatabase(kind, async ({ db }) => {
       await claimCoordinatorLease(db, { id: ME, ttlMs: 10_000, now: 0 });

@@ -50,5 +50,34 @@ for (const kind of DATABASE_KINDS) {
         await second.stop();
       });
     });
+
+    it('a restored run whose jobs only ask for agents again journals run.restored and rewrites no state; it goes on from there', async () => {
+      await withTestDatabase(kind, async ({ db }) => {
+        const first = await startTestRuntime(db, 'coord-a');
+        const runId = randomUUID();
+        await first.supervisor.createRun({ input: planFor(runId, waitingWorkflow('wf', { jobs: ['a', 'b'] })), repository: null });
+        // b needs a: a waits for an agent, b for a.
+        await eventually(async () => (await readJournal(db, runId)).some((e) => (e.event as { type: string }).type === 'placement.none'));
+        await first.stop();
+        const stored = await db.selectFrom('run_snapshots').selectAll().where('run_id', '=', runId).executeTakeFirstOrThrow();
+        const jobsBefore = await db.selectFrom('jobs').selectAll().where('run_id', '=', runId).orderBy('job_key').execute();
+        const second = await startTestRuntime(db, 'coord-b');
+        try {
+          const restored = await eventually(async () => (await readJournal(db, runId)).find((e) => (e.event as { type: string }).type === 'run.restored'), 5000, 'run.restored journaled');
+          assert.equal(restored.seq, stored.seq + 1);
+          const after = await db.selectFrom('run_snapshots').selectAll().where('run_id', '=', runId).executeTakeFirstOrThrow();
+          assert.equal(after.seq, restored.seq, 'the stored snapshot is at the journal head, so the next event follows it');
+          assert.deepEqual(after.snapshot, stored.snapshot, 'the state is the one stored before');
+          assert.deepEqual(await db.selectFrom('jobs').selectAll().where('run_id', '=', runId).orderBy('job_key').execute(), jobsBefore);
+          await eventually(() => second.dispatcher.waitingCount === 1, 5000, 'a back on the dispatcher list');
+          await second.supervisor.send(runId, { type: 'run.cancel', reason: 'test', force: false, by: 'test' });
+          const journal = await readJournal(db, runId);
+          assert.deepEqual(journal.map((e) => e.seq), journal.map((_, i) => i), 'seqs stay contiguous');
+          assert.equal((await db.selectFrom('runs').select('status').where('run_id', '=', runId).executeTakeFirstOrThrow()).status, 'cancelled');
+        } finally {
+          await second.stop();
+        }
+      });
+    });
   });
 }
