@@ -185,6 +185,7 @@ export class Supervisor {
         this.options.metrics.restoreFailures.inc();
         this.options.log.error({ runId: row.runId, err: error }, 'run restore refused');
         report.refused.push({ runId: row.runId, error });
+        if (!(error instanceof UnknownMachineVersionError)) this.failUnrestorable(row, error);
       }
     }
     this.options.metrics.actorsAlive.set(this.runs.size);
@@ -227,6 +228,20 @@ export class Supervisor {
     if (effects.length > 0) this.options.executeEffects(effects.map((effect) => ({ ...effect, runId: row.runId })));
     log.info({ seq: row.seq, timers: row.timers.length, effects: row.pendingEffects.length }, 'run restored');
     return true;
+  }
+
+  /**
+   * A snapshot of this build's own version that its chart cannot restore fails its run with the
+   * reason: no build would restore it, and left as stored it would show running with no actor. (One
+   * of another version is left as stored for the build that reads it.)
+   */
+  private failUnrestorable(row: StoredRun, error: Error): void {
+    const now = this.options.clock.now();
+    const context = (row.snapshot as { context?: Partial<RunContext> } | null)?.context;
+    const run = { workflowName: context?.workflowName ?? '', repository: null, createdAt: context?.createdAt ?? now };
+    const source = { runId: row.runId, isNewRun: false, snapshot: { seq: row.seq, machineId: row.machineId, machineVersion: row.machineVersion }, run };
+    // Rejects with RunNotStorableError once the failure is durable; the give-up is logged where it is handled.
+    this.committer.failRun(runFailureOf(source, `its stored state could not be restored: ${error.message}`, now)).catch(() => undefined);
   }
 
   /**

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { describe, it } from 'node:test';
+import { sql } from 'kysely';
 import { FencedError, RunNotOwnedError, RunNotStorableError } from '../../../actors/runs/errors.ts';
 import { SNAPSHOT_VERSION } from '../../../actors/runs/supervisor.ts';
 import { readJournal } from '../../../src/db/journal.ts';
@@ -148,6 +149,30 @@ for (const kind of DATABASE_KINDS) {
         assert.deepEqual(after.map((e) => e.seq), after.map((_, i) => i), 'one contiguous journal, one writer at a time');
         await first.stop();
         await second.stop();
+      });
+    });
+
+    it('a stored snapshot of this version that its chart cannot restore fails its run with the reason; the others are restored', async () => {
+      await withTestDatabase(kind, async ({ db }) => {
+        const first = await startTestRuntime(db, 'coord-a');
+        const [good, corrupt] = [randomUUID(), randomUUID()];
+        for (const id of [good, corrupt]) await first.supervisor.createRun({ input: planFor(id, waitingWorkflow('wf')), repository: null });
+        await eventually(async () => (await readJournal(db, corrupt)).length >= 2);
+        await first.stop();
+        await sql`UPDATE run_snapshots SET snapshot = jsonb_set(snapshot::jsonb, '{value}', '"no-such-state"')::json WHERE run_id = ${corrupt}`.execute(db);
+        const second = await startTestRuntime(db, 'coord-b');
+        try {
+          await eventually(() => second.supervisor.owns(good), 5000, 'the good run to be adopted');
+          const run = await eventually(
+            () => db.selectFrom('runs').selectAll().where('run_id', '=', corrupt).where('status', '=', 'failed').executeTakeFirst(),
+            5000,
+            'the run that cannot be restored to be failed, not left running',
+          );
+          assert.match(run.failure_reason ?? '', /could not be restored/);
+          assert.equal(second.supervisor.owns(corrupt), false);
+        } finally {
+          await second.stop();
+        }
       });
     });
 
