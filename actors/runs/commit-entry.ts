@@ -115,26 +115,37 @@ export function runFailureOf(entry: FailureSource, reason: string, failedAt: num
   };
 }
 
+/** A run left with no actor: the state it was last known by, and its input when it is new. */
+export interface LostRun {
+  runId: string;
+  seq: number;
+  machineVersion: number;
+  context: Partial<RunContext> | undefined;
+  newRun: NewRun | undefined;
+}
+
 /**
- * The record that fails a run whose actor crashed (an action threw): the run shows failed with the
- * error instead of staying running with no actor. A crash while the context was built leaves none,
- * so the run's own fields come from its input when it is new.
+ * The record that fails a run left with no actor (it crashed, or its stored state could not be
+ * restored): the run shows failed with the reason instead of staying running with nothing acting on
+ * it. A crash while the context was built leaves none, so the run's own fields come from its input.
  */
-export function crashFailureOf(
-  crash: { runId: string; seq: number; machineVersion: number; error: unknown; context: RunContext | undefined; newRun: NewRun | undefined },
-  failedAt: number,
-): RunFailureRecord {
-  const { runId, newRun, context } = crash;
-  const message = crash.error instanceof Error ? crash.error.message : String(crash.error);
+export function lostRunFailureOf(lost: LostRun, reason: string, failedAt: number): RunFailureRecord {
+  const { runId, newRun, context } = lost;
   const source: FailureSource = {
-    ...{ runId, isNewRun: newRun !== undefined, snapshot: { seq: crash.seq, machineId: RUN_MACHINE_ID, machineVersion: crash.machineVersion } },
+    ...{ runId, isNewRun: newRun !== undefined, snapshot: { seq: lost.seq, machineId: RUN_MACHINE_ID, machineVersion: lost.machineVersion } },
     run: {
       workflowName: newRun?.input.workflowName ?? context?.workflowName ?? '',
       repository: newRun?.repository ?? null,
       createdAt: newRun?.input.createdAt ?? context?.createdAt ?? failedAt,
     },
   };
-  return runFailureOf(source, `its run actor crashed: ${message}`, failedAt);
+  return runFailureOf(source, reason, failedAt);
+}
+
+/** The record that fails a run whose actor crashed (an action threw), with the error. */
+export function crashFailureOf(crash: LostRun & { error: unknown }, failedAt: number): RunFailureRecord {
+  const message = crash.error instanceof Error ? crash.error.message : String(crash.error);
+  return lostRunFailureOf(crash, `its run actor crashed: ${message}`, failedAt);
 }
 
 /** A stored run's deadlines and pending effects, checked: rows of a kind this build does not know are named apart. */

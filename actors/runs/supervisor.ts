@@ -15,7 +15,7 @@ import { IntentRecorder, runtimeRunMachine } from './intent-recorder.ts';
 import type { Intent, RuntimeRunMachine } from './intent-recorder.ts';
 import type { FencedError } from './errors.ts';
 import type { CommitEntry, NewRun, RunCommit, SerializedEntry, StoredRun } from './ports.ts';
-import { buildCommitEntry, crashFailureOf, restoredWorkOf, runFailureOf, unchangedEntry } from './commit-entry.ts';
+import { buildCommitEntry, crashFailureOf, lostRunFailureOf, restoredWorkOf, runFailureOf, unchangedEntry } from './commit-entry.ts';
 import type { ArmedTimer } from './timer-service.ts';
 import { stateSummary } from '../../machines/projection.ts';
 import { answerPlacements } from './inline-placement.ts';
@@ -236,12 +236,11 @@ export class Supervisor {
    * of another version is left as stored for the build that reads it.)
    */
   private failUnrestorable(row: StoredRun, error: Error): void {
-    const now = this.options.clock.now();
     const context = (row.snapshot as { context?: Partial<RunContext> } | null)?.context;
-    const run = { workflowName: context?.workflowName ?? '', repository: null, createdAt: context?.createdAt ?? now };
-    const source = { runId: row.runId, isNewRun: false, snapshot: { seq: row.seq, machineId: row.machineId, machineVersion: row.machineVersion }, run };
+    const lost = { runId: row.runId, seq: row.seq, machineVersion: row.machineVersion, context, newRun: undefined };
+    const failure = lostRunFailureOf(lost, `its stored state could not be restored: ${error.message}`, this.options.clock.now());
     // Rejects with RunNotStorableError once the failure is durable; the give-up is logged where it is handled.
-    this.committer.failRun(runFailureOf(source, `its stored state could not be restored: ${error.message}`, now)).catch(() => undefined);
+    this.committer.failRun(failure).catch(() => undefined);
   }
 
   /**
