@@ -9,7 +9,7 @@ import { coerceError } from '../../lib/errors.ts';
 import type { Effect } from '../runs/ports.ts';
 import { findHonouringScaler } from '../scaler/placement.ts';
 import type { IncomingRunEvent } from '../runs/supervisor.ts';
-import type { PlacementGrant } from '../runs/inline-placement.ts';
+import type { PlacementAnswer, PlacementGrant } from '../runs/inline-placement.ts';
 
 /** Delivers an event to the run that owns a job. */
 export type SendToRun = (runId: string, event: IncomingRunEvent) => Promise<unknown>;
@@ -101,14 +101,17 @@ export class Dispatcher {
   }
 
   /**
-   * Places a job while its run's transition is still being recorded, so the grant commits with it
-   * (docs/architecture.md#placement-in-the-same-entry): only on a free static agent here and only when
-   * no job queued before it could take that agent. The slot is reserved in memory; nothing leaves the process.
+   * Answers a job while its run's transition is still being recorded, so the answer commits with it
+   * (docs/architecture.md#placement-in-the-same-entry). A grant only on a free static agent here and
+   * only when no job queued before it could take that agent; its slot is reserved in memory and
+   * nothing leaves the process. Without a scaler, a job no agent here can take is told why at once,
+   * instead of in an entry of its own once its request is queued. Null leaves the request to the queue.
    */
-  placeNow(runId: string, request: Omit<PlacementRequest, 'runId'>): PlacementGrant | null {
+  placeNow(runId: string, request: Omit<PlacementRequest, 'runId'>): PlacementAnswer | null {
     if (this.paused) return null;
     const found = this.findAgent({ runId, ...request });
-    if ('none' in found || found.session.scalerManaged) return null;
+    if ('none' in found) return this.scaler ? null : { type: 'placement.none', jobKey: request.jobKey, reason: this.reasonHere(request.requirements, found) };
+    if (found.session.scalerManaged) return null;
     // A job queued earlier that this agent could take goes first.
     for (const kind of this.waiting.requirementKinds()) if (agentCanTake(kind.requirements, found.session)) return null;
     const dispatchId = randomUUID();
@@ -192,7 +195,7 @@ export class Dispatcher {
 
   /** The jobs of a kind no agent here can take now are told why, once per change of the reason. */
   private tellKind(kind: WaitingKind<WaitingRequest>, found: NoAgent, tries: Promise<void>[]): void {
-    const reason = (found.none === 'capacity' ? capacityReason(found.matching) : noAgentReason(kind.requirements, this.labelsFitSome(kind.requirements))).message;
+    const reason = this.reasonHere(kind.requirements, found).message;
     if (kind.toldReason === reason) return;
     for (const [key, { request }] of [...kind.entries]) if (request.reason !== reason) tries.push(this.tryPlace(key));
     kind.toldReason = reason;
@@ -214,7 +217,7 @@ export class Dispatcher {
     }
     const found = looked ?? this.findAgent(request);
     if ('none' in found) {
-      const own = found.none === 'capacity' ? capacityReason(found.matching) : noAgentReason(request.requirements, this.labelsFitSome(request.requirements));
+      const own = this.reasonHere(request.requirements, found);
       const scaled = this.scaler?.requestAgent(request) ?? null;
       // Busy matching agents are a better reason than a scaler's "none connected and no backend".
       const reason = scaled && !(found.none === 'capacity' && scaled.kind === 'no_matching_agent') ? scaled : own;
@@ -273,6 +276,11 @@ export class Dispatcher {
   private async claimPublished(request: WaitingRequest): Promise<boolean> {
     if (!this.exchange || request.published !== request.attempt) return true;
     return this.exchange.exchange.reclaim(request);
+  }
+
+  /** Why no agent here can take a job with these requirements now: all matching busy, or none matching. */
+  private reasonHere(requirements: AgentRequirements, found: NoAgent): WaitingReason {
+    return found.none === 'capacity' ? capacityReason(found.matching) : noAgentReason(requirements, this.labelsFitSome(requirements));
   }
 
   private labelsFitSome(requirements: AgentRequirements): boolean {

@@ -1,5 +1,6 @@
 import type { AgentKind } from '../../machines/job.events.ts';
 import type { Intent, IntentParams } from '../../machines/intents.ts';
+import type { WaitingReason } from '../../machines/types.ts';
 
 /** A grant made while the run's transition is still being recorded. */
 export interface PlacementGrant {
@@ -10,13 +11,26 @@ export interface PlacementGrant {
   agentKind: AgentKind;
 }
 
+/** Why no agent here can take the job now, told while the transition that asked is still being recorded. */
+export interface PlacementNone {
+  type: 'placement.none';
+  jobKey: string;
+  reason: WaitingReason;
+}
+
+export type PlacementAnswer = PlacementGrant | PlacementNone;
+
 /**
- * Answers placement requests inside the transition that made them, so the grant is committed in the
- * same entry and the dispatch leaves one commit earlier (docs/architecture.md#placement-in-the-same-entry).
+ * Answers placement requests inside the transition that made them, so the answer is committed in the
+ * same entry: a grant's dispatch leaves one commit earlier, and a job that must wait shows why without
+ * a commit of its own (docs/architecture.md#placement-in-the-same-entry).
  */
 export interface InlinePlacement {
-  /** A grant on a free agent here, its slot reserved in memory; null when the job must queue as usual. */
-  place(runId: string, request: IntentParams['requestPlacement']): PlacementGrant | null;
+  /**
+   * A grant on a free agent here, its slot reserved in memory; or why no agent here can take the job,
+   * the request still queued once the entry commits; or null when the queue must answer as usual.
+   */
+  place(runId: string, request: IntentParams['requestPlacement']): PlacementAnswer | null;
   /** Gives back the slot of a grant whose entry was never stored. */
   undo(grant: PlacementGrant): void;
 }
@@ -33,38 +47,47 @@ export interface InlineGrants {
   intents: Intent[];
   followUps: FollowUpEvent[];
   grants: PlacementGrant[];
-  /** The state the transition itself left, before any grant; absent when nothing was granted. */
+  /** The state the transition itself left, before any answer; absent when no request was answered. */
   firstStateAfter?: unknown;
 }
 
 /**
- * Turns each placement request a free agent here can take into a `placement.granted` sent to the run
- * at once. Nothing leaves the process: the slot is reserved in memory and the dispatch is an effect of
- * the entry, carried out only after it commits.
+ * Answers each placement request it can at once, sending the answer to the run. Nothing leaves the
+ * process: a grant's slot is reserved in memory and its dispatch is an effect of the entry, carried
+ * out only after it commits; a job told why it waits still has its request queued after the commit,
+ * holding that reason so the queue does not tell it again.
  */
-export function grantInline(args: PlacingRun & { intents: Intent[]; placement: InlinePlacement; at: number }): InlineGrants {
+export function answerInline(args: PlacingRun & { intents: Intent[]; placement: InlinePlacement; at: number }): InlineGrants {
   const intents: Intent[] = [];
   const followUps: FollowUpEvent[] = [];
   const grants: PlacementGrant[] = [];
   let firstStateAfter: unknown;
   for (const intent of args.intents) {
-    const grant = intent.type === 'requestPlacement' ? args.placement.place(args.runId, intent.params) : null;
-    if (grant === null) {
+    const answer = intent.type === 'requestPlacement' ? args.placement.place(args.runId, intent.params) : null;
+    // A job asking again (restored) that already shows this reason is not told it again.
+    if (answer === null || (answer.type === 'placement.none' && intent.type === 'requestPlacement' && intent.params.heldReason === answer.reason.message)) {
       intents.push(intent);
       continue;
     }
-    if (grants.length === 0) firstStateAfter = args.stateAfter();
-    grants.push(grant);
-    const event = { ...grant, at: args.at };
+    if (followUps.length === 0) firstStateAfter = args.stateAfter();
+    if (answer.type === 'placement.granted') grants.push(answer);
+    else intents.push(heldBack(intent, answer.reason));
+    const event = { ...answer, at: args.at };
     intents.push(...args.send(event));
     followUps.push({ seq: args.nextSeq(), event, stateAfter: args.stateAfter() });
   }
-  return grants.length === 0 ? { intents, followUps, grants } : { intents, followUps, grants, firstStateAfter };
+  return followUps.length === 0 ? { intents, followUps, grants } : { intents, followUps, grants, firstStateAfter };
+}
+
+/** The request, still to be queued, holding the reason its job was just told. */
+function heldBack(intent: Intent, reason: WaitingReason): Intent {
+  if (intent.type !== 'requestPlacement') return intent;
+  return { ...intent, params: { ...intent.params, heldReason: reason.message } };
 }
 
 /**
- * Placement requests a free agent here can take are granted within the same entry; the rest are
- * committed as effects. Without `placement` (or for a closing run) the intents are unchanged.
+ * Placement requests answered here (granted, or told why they wait) are answered within the same
+ * entry; the rest are committed as effects. Without `placement` (or for a closing run) the intents are unchanged.
  */
 export function answerPlacements(
   placement: InlinePlacement | undefined,
@@ -73,15 +96,15 @@ export function answerPlacements(
   at: number,
 ): InlineGrants {
   if (!placement || run.closing || !intents.some((intent) => intent.type === 'requestPlacement')) return { intents, followUps: [], grants: [] };
-  return grantInline({ ...run, intents, placement, at });
+  return answerInline({ ...run, intents, placement, at });
 }
 
 /** The run being recorded, as `answerPlacements` needs it. */
 export interface PlacingRun {
   runId: string;
   closing: boolean;
-  /** Sends the grant to the run actor and returns the intents it recorded. */
-  send: (grant: PlacementGrant & { at: number }) => Intent[];
+  /** Sends the answer to the run actor and returns the intents it recorded. */
+  send: (answer: PlacementAnswer & { at: number }) => Intent[];
   nextSeq: () => number;
   stateAfter: () => unknown;
 }

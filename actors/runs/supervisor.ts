@@ -17,7 +17,6 @@ import type { FencedError } from './errors.ts';
 import type { CommitEntry, NewRun, RunCommit, SerializedEntry, StoredRun } from './ports.ts';
 import { buildCommitEntry, crashFailureOf, lostRunFailureOf, restoredWorkOf, runFailureOf, unchangedEntry } from './commit-entry.ts';
 import type { ArmedTimer } from './timer-service.ts';
-import { stateSummary } from '../../machines/projection.ts';
 import { answerPlacements } from './inline-placement.ts';
 import type { InlineGrants } from './inline-placement.ts';
 import { TimerService } from './timer-service.ts';
@@ -286,13 +285,13 @@ export class Supervisor {
     return this.recorder.end();
   }
 
-  /** Placement requests a free agent here can take are granted in the same entry (docs/architecture.md#placement-in-the-same-entry). */
+  /** Placement requests the dispatcher can answer at once are answered in the same entry (docs/architecture.md#placement-in-the-same-entry). */
   private answerPlacements(handle: RunHandle, runId: string, intents: Intent[], at: number): InlineGrants {
     const run = {
       ...{ runId, closing: handle.closing },
-      send: (grant: object) => this.recording(runId, () => handle.actor.send(grant as RunEvent)),
+      send: (answer: object) => this.recording(runId, () => handle.actor.send(answer as RunEvent)),
       nextSeq: () => (handle.seq += 1),
-      stateAfter: () => stateSummary(persistedOf(handle.actor)),
+      stateAfter: () => liveStateSummary(handle.actor),
     };
     return answerPlacements(this.options.inlinePlacement, run, intents, at);
   }

@@ -12,8 +12,9 @@ import { CoordinatorClient, dropDatabase, FakeAgent, runStepsWorkflow } from '..
 import { sharedDatabaseUrl } from '../../support/processes.ts';
 import { eventually, planFor } from '../../support/runtime.ts';
 
-// A run's first placement is granted in the entry that created it (docs/architecture.md#placement-in-the-same-entry):
-// one transaction before the dispatch instead of two, and nothing leaves the process before it commits.
+// A run's first placement is answered in the entry that created it (docs/architecture.md#placement-in-the-same-entry):
+// one transaction before the dispatch instead of two, and nothing leaves the process before it commits; a job no
+// agent can take shows why from that same transaction, with no entry of its own.
 
 const LABEL = 'inline';
 
@@ -61,7 +62,7 @@ describe('placement in the same entry (external Postgres)', { skip: await skipRe
     await client.waitForJob(runId, 'build', (j) => j.status === 'success');
   });
 
-  it('a busy agent: the job queues as before and is granted in a later transaction when the slot frees', async () => {
+  it('a busy agent: the job is told why it waits in the creating transaction, queues, and is granted in a later one when the slot frees', async () => {
     const agent = await FakeAgent.connect(client.wsUrl, token, { agentId: `busy-${randomUUID().slice(0, 8)}`, labels: [`${LABEL}-busy`], maxConcurrency: 1 });
     agents.push(agent);
     const workflow = runStepsWorkflow('inline-busy', `${LABEL}-busy`, [{ name: 'build', steps: [['s', 'true']] }]);
@@ -75,6 +76,9 @@ describe('placement in the same entry (external Postgres)', { skip: await skipRe
     const secondDispatch = await agent.dispatch(1);
     assert.equal(secondDispatch.runId, second);
     const journal = await journalOf(second);
+    assert.deepEqual(journal.slice(0, 2).map((e) => [e.seq, e.type]), [[0, 'run.created'], [1, 'placement.none']]);
+    assert.equal(journal[0]?.tx, journal[1]?.tx, 'the reason is journaled by the transaction that created the run');
+    assert.equal(journal.filter((e) => e.type === 'placement.none').length, 1, 'the queue did not tell the same reason again');
     const granted = journal.find((e) => e.type === 'placement.granted');
     assert.notEqual(granted?.tx, journal[0]?.tx, 'granted after the slot freed, not with the creation');
     agent.runAtOnce(secondDispatch);

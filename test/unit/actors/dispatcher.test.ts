@@ -124,7 +124,8 @@ describe('Dispatcher: the waiting queue', () => {
     registry.add(linux);
     await request('gpu-waiting', 'gpu');
     const grant = dispatcher.placeNow('fresh', { jobKey: 'build', requirements: needs('linux'), attempt: 1 });
-    assert.equal(grant?.agentId, 'l', 'a job waiting for another kind of agent does not hold it back');
+    assert.ok(grant?.type === 'placement.granted');
+    assert.equal(grant.agentId, 'l', 'a job waiting for another kind of agent does not hold it back');
     assert.equal(linux.slots.size, 1, 'the slot is reserved at once');
     dispatcher.undoPlacement(grant);
     assert.equal(linux.slots.size, 0, 'and given back on undo');
@@ -136,6 +137,29 @@ describe('Dispatcher: the waiting queue', () => {
     assert.equal(dispatcher.placeNow('fresh-mac', { jobKey: 'build', requirements: needs('mac'), attempt: 1 }), null, 'a queued mac job goes first');
     await dispatcher.offer();
     assert.equal(dispatcher.isWaiting('mac-waiting', 'build'), false, 'and gets the agent at the next offer');
+  });
+
+  it('placeNow tells a job no agent here can take why at once, and the queued request holding that reason is not told it again', async () => {
+    const { registry, dispatcher, told } = setup();
+    registry.add(session('busy', 'linux'));
+    await dispatcher.requestPlacement({ runId: 'holder', kind: 'requestPlacement', effectId: 'holder:0:0', payload: { jobKey: 'build', requirements: needs('linux'), attempt: 1 } });
+    const none = dispatcher.placeNow('fresh', { jobKey: 'build', requirements: needs('linux'), attempt: 1 });
+    assert.deepEqual(none, { type: 'placement.none', jobKey: 'build', reason: { kind: 'capacity', message: '1 matching agent is busy' } });
+    assert.ok(none?.type === 'placement.none');
+    const before = told.length;
+    await dispatcher.requestPlacement({ runId: 'fresh', kind: 'requestPlacement', effectId: 'fresh:0:0', payload: { jobKey: 'build', requirements: needs('linux'), attempt: 1, heldReason: none.reason.message } });
+    assert.equal(told.length, before, 'the run already holds the reason');
+    assert.equal(dispatcher.isWaiting('fresh', 'build'), true, 'and the job waits in the queue');
+    const gpu = dispatcher.placeNow('gpu', { jobKey: 'build', requirements: needs('gpu'), attempt: 1 });
+    assert.equal(gpu?.type === 'placement.none' && gpu.reason.message, 'no connected agent matches labels gpu');
+  });
+
+  it('with a scaler, placeNow leaves a job no agent here can take to the queue, which asks the scaler', () => {
+    const { dispatcher } = setup();
+    const asked: string[] = [];
+    dispatcher.attachScaler({ requestAgent: (request) => (asked.push(request.runId), null), unavailableFor: () => false, onGranted: () => undefined });
+    assert.equal(dispatcher.placeNow('scaled', { jobKey: 'build', requirements: needs('gpu'), attempt: 1 }), null);
+    assert.deepEqual(asked, [], 'the scaler is asked only once the request is queued');
   });
 
   it('a freed slot looks at the jobs its kind can take and stops there: the rest of a long queue is not walked', async () => {
