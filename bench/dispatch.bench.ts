@@ -10,6 +10,8 @@
  *   the job actor and the group commit;
  * - ack sent → ack committed: the agent's `job.ack` send → commit of `agent.job.ack`;
  * - create-run → job.dispatch: start of the POST → the agent receiving the frame;
+ * - each of those idle too (one client, one run at a time), the floor of the path: 10 clients
+ *   already keep this 2-core machine about half busy;
  * - sustained runs/s and jobs/s with every run submitted at once.
  * Client, agents and coordinator share one event loop, so the figures are a floor.
  *
@@ -32,6 +34,8 @@ const runsArg = argv.indexOf('--runs');
 const THROUGHPUT_RUNS = runsArg >= 0 ? Number(argv[runsArg + 1]) : quick ? 500 : 3000;
 const LATENCY_RUNS = quick ? 200 : 1000;
 const LATENCY_CLIENTS = 10;
+/** One run at a time: the path with nothing else in flight, its floor. */
+const IDLE_RUNS = quick ? 100 : 300;
 const FANOUT_RUNS = Math.round(THROUGHPUT_RUNS / 4);
 const FANOUT_JOBS = 4;
 const AGENTS = 50;
@@ -140,11 +144,11 @@ async function allFinished(client: CoordinatorClient, timeline: Timeline, runIds
 }
 
 /** Closed loop below agent capacity, so create → dispatch is not queueing behind busy agents. */
-async function latency(client: CoordinatorClient, timeline: Timeline): Promise<{ createToDispatch: number[]; runIds: string[] }> {
+async function latency(client: CoordinatorClient, timeline: Timeline, runs: number, clients: number): Promise<{ createToDispatch: number[]; runIds: string[] }> {
   const workflow = runStepsWorkflow('bench-latency', LABEL, [{ name: 'build', steps: [['s', 'true']] }]);
   const createToDispatch: number[] = [];
   const runIds: string[] = [];
-  await pool(LATENCY_RUNS, LATENCY_CLIENTS, async () => {
+  await pool(runs, clients, async () => {
     const started = performance.now();
     const runId = await client.createRun(workflow);
     runIds.push(runId);
@@ -183,18 +187,14 @@ async function main(): Promise<void> {
   const agents = await connectAgents(client, (await client.createToken()).token, timeline);
   try {
     const warm = await throughput(client, timeline, 100, 1);
-    const measured = await latency(client, timeline);
-    const latencyDispatches = dispatchIdsOf(timeline, measured.runIds);
+    const idle = await latency(client, timeline, IDLE_RUNS, 1);
+    const measured = await latency(client, timeline, LATENCY_RUNS, LATENCY_CLIENTS);
     const oneJob = await throughput(client, timeline, THROUGHPUT_RUNS, 1);
     const loadedDispatches = dispatchIdsOf(timeline, oneJob.runIds);
     const fanout = await throughput(client, timeline, FANOUT_RUNS, FANOUT_JOBS);
     const results = {
-      unloaded: {
-        clients: LATENCY_CLIENTS,
-        dispatchToAckRoundTripMs: percentiles(between(timeline.granted, timeline.ackCommitted, latencyDispatches)),
-        ackSentToCommittedMs: percentiles(between(timeline.ackSent, timeline.ackCommitted, latencyDispatches)),
-        createRunToDispatchMs: percentiles(measured.createToDispatch),
-      },
+      idle: latencyFigures(timeline, idle, 1),
+      unloaded: latencyFigures(timeline, measured, LATENCY_CLIENTS),
       saturated: {
         dispatchToAckRoundTripMs: percentiles(between(timeline.granted, timeline.ackCommitted, loadedDispatches)),
         ackSentToCommittedMs: percentiles(between(timeline.ackSent, timeline.ackCommitted, loadedDispatches)),
@@ -206,7 +206,7 @@ async function main(): Promise<void> {
     };
     report(results);
     console.log(`group commit: ${JSON.stringify(results.groupCommit)}`);
-    const setup = { agents: AGENTS, agentsCompress: AGENTS_COMPRESS, latencyRuns: LATENCY_RUNS, latencyClients: LATENCY_CLIENTS, database: 'external Postgres' };
+    const setup = { agents: AGENTS, agentsCompress: AGENTS_COMPRESS, idleRuns: IDLE_RUNS, latencyRuns: LATENCY_RUNS, latencyClients: LATENCY_CLIENTS, database: 'external Postgres' };
     console.log(`results: ${(await writeResult('dispatch', flags, { setup, ...results })).pathname}`);
   } finally {
     await Promise.all(agents.map((agent) => agent.close()));
@@ -214,6 +214,16 @@ async function main(): Promise<void> {
     await database.drop();
     await rm(dataDir, { recursive: true, force: true });
   }
+}
+
+function latencyFigures(timeline: Timeline, measured: { createToDispatch: number[]; runIds: string[] }, clients: number) {
+  const dispatches = dispatchIdsOf(timeline, measured.runIds);
+  return {
+    clients,
+    dispatchToAckRoundTripMs: percentiles(between(timeline.granted, timeline.ackCommitted, dispatches)),
+    ackSentToCommittedMs: percentiles(between(timeline.ackSent, timeline.ackCommitted, dispatches)),
+    createRunToDispatchMs: percentiles(measured.createToDispatch),
+  };
 }
 
 /** Mean transaction time and batch size over the whole benchmark, from the coordinator's /metrics. */
@@ -230,13 +240,14 @@ function stripIds({ runIds: _ids, ...rest }: PhaseResult & { runIds: string[] })
 }
 
 function report(results: {
+  idle: Record<string, unknown>;
   unloaded: Record<string, unknown>;
   saturated: Record<string, unknown>;
   throughputOneJobRuns: PhaseResult;
   throughputFourJobRuns: PhaseResult;
 }): void {
   const rows: [string, string, unknown][] = [];
-  for (const [phase, figures] of Object.entries({ unloaded: results.unloaded, saturated: results.saturated })) {
+  for (const [phase, figures] of Object.entries({ idle: results.idle, unloaded: results.unloaded, saturated: results.saturated })) {
     for (const [name, value] of Object.entries(figures)) if (typeof value === 'object') rows.push([phase, name, value]);
   }
   console.log(`\ndispatch benchmark: ${AGENTS} agents, one coordinator, external Postgres, commit batching ${flags.commitBatching} (latencies in ms)\n`);

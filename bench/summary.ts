@@ -84,7 +84,9 @@ function dispatchRows(dispatch: Source): Row[] {
   return [
     latency('dispatch → ack round trip (10 clients, unloaded)', dispatch, 'results.unloaded.dispatchToAckRoundTripMs', dispatchTarget,
       'the "dispatch p50 ≤ 5 ms" target is judged here: placement.granted committed → agent.job.ack committed'),
+    latency('dispatch → ack round trip (one client, idle)', dispatch, 'results.idle.dispatchToAckRoundTripMs', undefined, 'the floor of the path: one run at a time'),
     latency('dispatch → ack round trip (saturated)', dispatch, 'results.saturated.dispatchToAckRoundTripMs'),
+    latency('create run → job.dispatch (one client, idle)', dispatch, 'results.idle.createRunToDispatchMs'),
     latency('create run → job.dispatch (unloaded)', dispatch, 'results.unloaded.createRunToDispatchMs'),
     value('sustained runs/s, 1-job runs, 50 agents', 'runs/s', dispatch, 'results.throughputOneJobRuns.runsPerSecond', { op: '≥', value: 500, judged: 'value' }),
     value('sustained jobs/s, 1-job runs, 50 agents', 'jobs/s', dispatch, 'results.throughputOneJobRuns.jobsPerSecond'),
