@@ -11,6 +11,7 @@ import * as sharedAgents009 from './009_shared_agents.ts';
 import * as logChunkTime010 from './010_log_chunk_time.ts';
 import * as secrets011 from './011_secrets.ts';
 import * as environments012 from './012_environments.ts';
+import * as liveOwners013 from './013_live_owners.ts';
 
 /**
  * Every migration, by name, in the order they apply. A static import map works under tsx, node
@@ -29,4 +30,5 @@ export const MIGRATIONS: Readonly<Record<string, Migration>> = {
   '010_log_chunk_time': logChunkTime010,
   '011_secrets': secrets011,
   '012_environments': environments012,
+  '013_live_owners': liveOwners013,
 };

@@ -2,7 +2,7 @@ import { sql, type Kysely } from 'kysely';
 import type { Schema } from './schema.ts';
 import { TERMINAL_RUN_STATUSES } from './run-status.ts';
 
-/** Coordinators whose lease ran out and that still own runs (an idle dead one has nothing to adopt). */
+/** Coordinators whose lease ran out and that still own live runs (a dead one whose runs all finished has nothing to adopt). */
 export async function findExpiredCoordinators(
   db: Kysely<Schema>,
   { now }: { now: number },
@@ -12,7 +12,7 @@ export async function findExpiredCoordinators(
     .select(['c.id', 'c.epoch'])
     .where('c.lease_until', '<', now)
     .where((eb) =>
-      eb.exists(eb.selectFrom('run_owner as o').select(sql.lit(1).as('one')).whereRef('o.coordinator_id', '=', 'c.id')),
+      eb.exists(eb.selectFrom('run_owner as o').select(sql.lit(1).as('one')).whereRef('o.coordinator_id', '=', 'c.id').where('o.live', '=', true)),
     )
     .orderBy('c.lease_until')
     .execute();
@@ -21,8 +21,9 @@ export async function findExpiredCoordinators(
 /**
  * Takes over every run of a dead coordinator, fencing it first: its epoch is bumped only if it is
  * still `deadEpoch` and still expired, so of two concurrent adopters exactly one wins and a
- * coordinator that renewed in time keeps its runs. All owner rows move to (me, myEpoch); the ids
- * returned are those whose snapshot status is not a final run status, i.e. the actors to restore.
+ * coordinator that renewed in time keeps its runs. Its live owner rows move to (me, myEpoch); the
+ * rows of its finished runs stay, naming it, so a takeover costs the live runs and not the history.
+ * The ids returned are those whose snapshot status is not a final run status: the actors to restore.
  */
 export async function adoptRunsOf(
   db: Kysely<Schema>,
@@ -40,7 +41,7 @@ export async function adoptRunsOf(
     const { rows } = await sql<{ run_id: string }>`
       WITH moved AS (
         UPDATE run_owner SET coordinator_id = ${input.me}, epoch = ${input.myEpoch}
-         WHERE coordinator_id = ${input.deadId}
+         WHERE coordinator_id = ${input.deadId} AND live
         RETURNING run_id)
       SELECT moved.run_id FROM moved LEFT JOIN run_snapshots s USING (run_id)
        WHERE s.status IS NULL OR s.status <> ALL(${TERMINAL_RUN_STATUSES}::text[])

@@ -49,9 +49,15 @@ function writes(rows: CommitRows, input: CommitBatchInput): RawBuilder<unknown>[
   const add = (name: string, statement: RawBuilder<unknown>) => ctes.push(sql`${sql.id(name)} AS (${statement})`);
   if (rows.newRunIds.length > 0) {
     add('owners', sql`
-      INSERT INTO run_owner (run_id, coordinator_id, epoch)
-      SELECT run_id, ${input.coordinatorId}::text, ${input.epoch}::int8
+      INSERT INTO run_owner (run_id, coordinator_id, epoch, live)
+      SELECT run_id, ${input.coordinatorId}::text, ${input.epoch}::int8, NOT (run_id = ANY(${rows.finishedRunIds}::text[]))
         FROM unnest(${rows.newRunIds}::text[]) AS t(run_id) WHERE EXISTS (SELECT 1 FROM ok)`);
+  }
+  const created = new Set(rows.newRunIds);
+  const finishedExisting = rows.finishedRunIds.filter((runId) => !created.has(runId));
+  if (finishedExisting.length > 0) {
+    add('finished', sql`
+      UPDATE run_owner SET live = false WHERE run_id = ANY(${finishedExisting}::text[]) AND EXISTS (SELECT 1 FROM ok)`);
   }
   if (rows.events.length > 0) {
     add('events', sql`

@@ -1,6 +1,7 @@
 import { UnstorableEntryError } from './errors.ts';
 import type { CommitEntry, SerializedEntry, TimerChange } from './commit.types.ts';
 import { UnstorableJsonError, toJson } from './json.ts';
+import { TERMINAL_RUN_STATUSES } from './run-status.ts';
 
 /**
  * One group commit as JSON row texts per table, keyed by column name: each list is sent as ONE json
@@ -9,6 +10,8 @@ import { UnstorableJsonError, toJson } from './json.ts';
 export interface CommitRows {
   newRunIds: string[];
   existingRunIds: string[];
+  /** Runs the batch finishes, new or existing: their owner rows are no longer live. */
+  finishedRunIds: string[];
   events: string[];
   snapshots: string[];
   /** Runs whose state no entry of the batch changed: their stored snapshot only moves to the new seq. */
@@ -108,7 +111,7 @@ interface MergedRun {
  */
 export function toCommitRows(entries: readonly SerializedEntry[]): CommitRows {
   const rows: CommitRows = {
-    newRunIds: [], existingRunIds: [], events: [], snapshots: [], snapshotSeqs: [], runs: [], jobs: [], removedJobs: [], armed: [], disarmed: [], effects: [],
+    newRunIds: [], existingRunIds: [], finishedRunIds: [], events: [], snapshots: [], snapshotSeqs: [], runs: [], jobs: [], removedJobs: [], armed: [], disarmed: [], effects: [],
   };
   const runs = new Map<string, MergedRun>();
   for (const entry of entries) {
@@ -163,6 +166,7 @@ function pushRun(rows: CommitRows, runId: string, merged: MergedRun): void {
         `"status":${str(s.status)},"updated_at":${updated_at},"snapshot":${s.json}}`,
     );
     pushRunRow(rows, run_id, updated_at, merged);
+    if ((TERMINAL_RUN_STATUSES as readonly string[]).includes(s.status)) rows.finishedRunIds.push(runId);
   }
   const prefix = `{"run_id":${run_id},"updated_at":${updated_at},`;
   for (const job of merged.jobs.values()) rows.jobs.push(prefix + job.slice(1));

@@ -33,7 +33,8 @@ export async function failRuns(db: Kysely<Schema>, input: FailRunsInput): Promis
       f AS (SELECT * FROM json_to_recordset(${rows}::json) AS t(run_id text, is_new bool, seq int4, machine_id text,
               machine_version int4, workflow_name text, repository text, created_at int8, failed_at int8, reason text)
              WHERE EXISTS (SELECT 1 FROM ok)),
-      owners AS (INSERT INTO run_owner (run_id, coordinator_id, epoch) SELECT run_id, ${me}::text, ${epoch}::int8 FROM f WHERE is_new),
+      owners AS (INSERT INTO run_owner (run_id, coordinator_id, epoch, live) SELECT run_id, ${me}::text, ${epoch}::int8, false FROM f WHERE is_new),
+      finished AS (UPDATE run_owner o SET live = false FROM f WHERE o.run_id = f.run_id AND NOT f.is_new),
       snapshots AS (
         INSERT INTO run_snapshots AS s (run_id, seq, machine_id, machine_version, snapshot, status, updated_at)
         SELECT run_id, seq, machine_id, machine_version,

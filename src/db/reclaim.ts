@@ -4,14 +4,15 @@ import { TERMINAL_RUN_STATUSES } from './run-status.ts';
 import type { Schema } from './schema.ts';
 
 /**
- * A coordinator restarted under the same id takes back the runs it owned under an earlier
- * epoch. Its lease claim already bumped the epoch, so the old process (if still alive) is fenced.
+ * A coordinator restarted under the same id takes back the live runs it owned under an earlier
+ * epoch (finished ones keep theirs: a restart costs the live runs, not the history). Its lease
+ * claim already bumped the epoch, so the old process (if still alive) is fenced.
  */
 export async function reclaimOwnRuns(db: Kysely<Schema>, { me, myEpoch }: { me: string; myEpoch: number }): Promise<string[]> {
   const { rows } = await sql<{ run_id: string }>`
     WITH moved AS (
       UPDATE run_owner SET epoch = ${myEpoch}
-       WHERE coordinator_id = ${me} AND epoch < ${myEpoch}
+       WHERE coordinator_id = ${me} AND epoch < ${myEpoch} AND live
       RETURNING run_id)
     SELECT moved.run_id FROM moved LEFT JOIN run_snapshots s USING (run_id)
      WHERE s.status IS NULL OR s.status <> ALL(${TERMINAL_RUN_STATUSES}::text[])

@@ -68,6 +68,7 @@ export async function listOwnedActiveRuns(
     .innerJoin('runs as r', 'r.run_id', 'o.run_id')
     .select('o.run_id')
     .where('o.coordinator_id', '=', coordinatorId)
+    .where('o.live', '=', true)
     .where('r.status', 'not in', TERMINAL_RUN_STATUSES)
     .orderBy('o.run_id')
     .execute();

@@ -1,4 +1,4 @@
-import type { ColumnType } from 'kysely';
+import type { ColumnType, Generated } from 'kysely';
 
 /**
  * A json or jsonb column: read back parsed, written as a JSON string. Writing strings keeps node-pg from
@@ -22,6 +22,8 @@ export interface RunOwnerTable {
   run_id: string;
   coordinator_id: string;
   epoch: number;
+  /** False once the run has finished: restart, adoption and the search for dead coordinators skip it. */
+  live: Generated<boolean>;
 }
 
 export interface RunEventsTable {

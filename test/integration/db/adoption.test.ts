@@ -25,16 +25,17 @@ async function coordinatorWithRuns(db: Kysely<Schema>, id: string, ttlMs: number
 }
 
 await describeEachKind('adoption', (kind) => {
-  it('finds only coordinators whose lease ran out and that still own runs', () =>
+  it('finds only coordinators whose lease ran out and that still own live runs', () =>
     withTestDatabase(kind, async ({ db }) => {
-      await coordinatorWithRuns(db, 'dead', 1_000, ['r1']);
+      await coordinatorWithRuns(db, 'dead', 1_000, ['r1', 'r1-done']);
       await coordinatorWithRuns(db, 'dead-idle', 1_000, []);
-      await coordinatorWithRuns(db, 'alive', 60_000, ['r2']);
+      await coordinatorWithRuns(db, 'dead-all-finished', 1_000, ['r3-done']);
+      await coordinatorWithRuns(db, 'alive', 60_000, ['r2', 'r2-done']);
       assert.deepEqual(await findExpiredCoordinators(db, { now: 1_000 }), []);
       assert.deepEqual(await findExpiredCoordinators(db, { now: 1_001 }), [{ id: 'dead', epoch: 1 }]);
     }));
 
-  it('moves every owner row, returns the unfinished runs and fences the dead coordinator', () =>
+  it('moves the owner rows of the live runs, returns them and fences the dead coordinator; finished runs keep theirs', () =>
     withTestDatabase(kind, async ({ db }) => {
       const deadEpoch = await coordinatorWithRuns(db, 'dead', 1_000, ['r1', 'r2', 'r3-done']);
       const myEpoch = await coordinatorWithRuns(db, 'me', 60_000, []);
@@ -42,9 +43,9 @@ await describeEachKind('adoption', (kind) => {
       assert.deepEqual(adopted, ['r1', 'r2']);
       const owners = await db.selectFrom('run_owner').selectAll().orderBy('run_id').execute();
       assert.deepEqual(owners, [
-        { run_id: 'r1', coordinator_id: 'me', epoch: myEpoch },
-        { run_id: 'r2', coordinator_id: 'me', epoch: myEpoch },
-        { run_id: 'r3-done', coordinator_id: 'me', epoch: myEpoch },
+        { run_id: 'r1', coordinator_id: 'me', epoch: myEpoch, live: true },
+        { run_id: 'r2', coordinator_id: 'me', epoch: myEpoch, live: true },
+        { run_id: 'r3-done', coordinator_id: 'dead', epoch: deadEpoch, live: false },
       ]);
       const dead = await db.selectFrom('coordinators').select('epoch').where('id', '=', 'dead').executeTakeFirstOrThrow();
       assert.equal(dead.epoch, deadEpoch + 1);
@@ -99,8 +100,10 @@ await describeEachKind('adoption', (kind) => {
           .where('run_id', 'like', `${dead}-%`)
           .groupBy('coordinator_id')
           .execute();
-        assert.equal(owners.length, 1, 'all runs of the dead coordinator went to one adopter');
-        assert.equal(owners[0]?.n, runs.length + 1);
+        const adopters = owners.filter((o) => o.coordinator_id !== dead);
+        assert.equal(adopters.length, 1, 'all live runs of the dead coordinator went to one adopter');
+        assert.equal(Number(adopters[0]?.n), runs.length);
+        assert.deepEqual(owners.filter((o) => o.coordinator_id === dead).map((o) => Number(o.n)), [1], 'its finished run stays with it');
       }
     }));
 

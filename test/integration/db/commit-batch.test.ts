@@ -28,7 +28,7 @@ await describeEachKind('commitBatch', (kind) => {
           effects: [{ effectId: 'run-1:1:0', kind: 'sendDispatch', payload: ['list', { ok: true }] }],
         }),
       ]);
-      assert.deepEqual(await db.selectFrom('run_owner').selectAll().execute(), [{ run_id: 'run-1', coordinator_id: ME, epoch: 1 }]);
+      assert.deepEqual(await db.selectFrom('run_owner').selectAll().execute(), [{ run_id: 'run-1', coordinator_id: ME, epoch: 1, live: true }]);
       assert.deepEqual(await readJournal(db, 'run-1'), [
         { seq: 1, event: { type: 'test.event', at: 1_001, n: 1 }, receivedAt: 1_001, stateAfter: { value: 's1' } },
       ]);

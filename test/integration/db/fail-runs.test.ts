@@ -41,7 +41,7 @@ await describeEachKind('failRuns', (kind) => {
       assert.equal((await rowCounts(db)).timers, 0);
       assert.equal((await db.selectFrom('outbox').select('done_at').executeTakeFirstOrThrow()).done_at, 9_000);
       assert.deepEqual((await readJournal(db, 'old')).map((e) => e.seq), [1], 'the journal keeps what was durable');
-      assert.deepEqual(await db.selectFrom('run_owner').select('run_id').orderBy('run_id').execute(), [{ run_id: 'new' }, { run_id: 'old' }]);
+      assert.deepEqual(await db.selectFrom('run_owner').select(['run_id', 'live']).orderBy('run_id').execute(), [{ run_id: 'new', live: false }, { run_id: 'old', live: false }]);
       assert.deepEqual(await listOwnedActiveRuns(db, { coordinatorId: ME }), []);
       assert.deepEqual(await reclaimOwnRuns(db, { me: ME, myEpoch: epoch + 1 }), [], 'a restart restores neither');
     }));

@@ -38,10 +38,12 @@ await describeEachKind('migrations', (kind) => {
       const { rows } = await sql<{ indexname: string; indexdef: string }>`
         SELECT indexname, indexdef FROM pg_indexes WHERE schemaname = 'public'`.execute(db);
       const names = rows.map((r) => r.indexname);
-      for (const index of ['run_owner_coordinator_idx', 'runs_status_idx', 'jobs_status_idx', 'jobs_dispatch_id_idx', 'timers_due_at_idx']) {
+      for (const index of ['runs_status_idx', 'jobs_status_idx', 'jobs_dispatch_id_idx', 'timers_due_at_idx']) {
         assert.ok(names.includes(index), `missing ${index}`);
       }
       assert.match(rows.find((r) => r.indexname === 'outbox_pending_idx')?.indexdef ?? '', /WHERE \(done_at IS NULL\)/);
+      assert.match(rows.find((r) => r.indexname === 'run_owner_live_idx')?.indexdef ?? '', /\(coordinator_id\) WHERE live/);
+      assert.ok(!names.includes('run_owner_coordinator_idx'), 'the index over every run ever owned is gone');
     }));
 
   it('is idempotent: a second run applies nothing and concurrent runs agree', () =>
