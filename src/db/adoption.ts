@@ -12,7 +12,8 @@ export async function findExpiredCoordinators(
     .select(['c.id', 'c.epoch'])
     .where('c.lease_until', '<', now)
     .where((eb) =>
-      eb.exists(eb.selectFrom('run_owner as o').select(sql.lit(1).as('one')).whereRef('o.coordinator_id', '=', 'c.id').where('o.live', '=', true)),
+      // `o.live` as the index predicate (not `= $1`), so the partial index run_owner_live_idx serves it.
+      eb.exists(eb.selectFrom('run_owner as o').select(sql.lit(1).as('one')).whereRef('o.coordinator_id', '=', 'c.id').where(sql<boolean>`o.live`)),
     )
     .orderBy('c.lease_until')
     .execute();

@@ -1,4 +1,4 @@
-import type { Kysely } from 'kysely';
+import { sql, type Kysely } from 'kysely';
 import type { StoredRun } from '../../actors/runs/ports.ts';
 import { TERMINAL_RUN_STATUSES } from './run-status.ts';
 import type { Schema } from './schema.ts';
@@ -68,7 +68,8 @@ export async function listOwnedActiveRuns(
     .innerJoin('runs as r', 'r.run_id', 'o.run_id')
     .select('o.run_id')
     .where('o.coordinator_id', '=', coordinatorId)
-    .where('o.live', '=', true)
+    // Written as the index predicate (not `= $1`), so the partial index run_owner_live_idx serves it.
+    .where(sql<boolean>`o.live`)
     .where('r.status', 'not in', TERMINAL_RUN_STATUSES)
     .orderBy('o.run_id')
     .execute();
