@@ -105,12 +105,17 @@ export class Dispatcher {
    * (docs/architecture.md#placement-in-the-same-entry). A grant only on a free static agent here and
    * only when no job queued before it could take that agent; its slot is reserved in memory and
    * nothing leaves the process. Without a scaler, a job no agent here can take is told why at once,
-   * instead of in an entry of its own once its request is queued. Null leaves the request to the queue.
+   * instead of in an entry of its own once its request is queued, unless it already shows that reason
+   * (`heldReason`, as `requestPlacement` keeps it). Null leaves the request to the queue.
    */
-  placeNow(runId: string, request: Omit<PlacementRequest, 'runId'>): PlacementAnswer | null {
+  placeNow(runId: string, request: Omit<PlacementRequest, 'runId'> & { heldReason?: string }): PlacementAnswer | null {
     if (this.paused) return null;
     const found = this.findAgent({ runId, ...request });
-    if ('none' in found) return this.scaler ? null : { type: 'placement.none', jobKey: request.jobKey, reason: this.reasonHere(request.requirements, found) };
+    if ('none' in found) {
+      if (this.scaler) return null;
+      const reason = this.reasonHere(request.requirements, found);
+      return reason.message === request.heldReason ? null : { type: 'placement.none', jobKey: request.jobKey, reason };
+    }
     if (found.session.scalerManaged) return null;
     // A job queued earlier that this agent could take goes first.
     for (const kind of this.waiting.requirementKinds()) if (agentCanTake(kind.requirements, found.session)) return null;

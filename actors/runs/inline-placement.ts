@@ -28,7 +28,8 @@ export type PlacementAnswer = PlacementGrant | PlacementNone;
 export interface InlinePlacement {
   /**
    * A grant on a free agent here, its slot reserved in memory; or why no agent here can take the job,
-   * the request still queued once the entry commits; or null when the queue must answer as usual.
+   * the request still queued once the entry commits; or null when the queue must answer as usual
+   * (also for a job asking again that already shows that reason).
    */
   place(runId: string, request: IntentParams['requestPlacement']): PlacementAnswer | null;
   /** Gives back the slot of a grant whose entry was never stored. */
@@ -64,25 +65,19 @@ export function answerInline(args: PlacingRun & { intents: Intent[]; placement: 
   let firstStateAfter: unknown;
   for (const intent of args.intents) {
     const answer = intent.type === 'requestPlacement' ? args.placement.place(args.runId, intent.params) : null;
-    // A job asking again (restored) that already shows this reason is not told it again.
-    if (answer === null || (answer.type === 'placement.none' && intent.type === 'requestPlacement' && intent.params.heldReason === answer.reason.message)) {
+    if (answer === null || intent.type !== 'requestPlacement') {
       intents.push(intent);
       continue;
     }
     if (followUps.length === 0) firstStateAfter = args.stateAfter();
     if (answer.type === 'placement.granted') grants.push(answer);
-    else intents.push(heldBack(intent, answer.reason));
+    // Still queued after the commit, holding the reason its job was just told.
+    else intents.push({ ...intent, params: { ...intent.params, heldReason: answer.reason.message } });
     const event = { ...answer, at: args.at };
     intents.push(...args.send(event));
     followUps.push({ seq: args.nextSeq(), event, stateAfter: args.stateAfter() });
   }
   return followUps.length === 0 ? { intents, followUps, grants } : { intents, followUps, grants, firstStateAfter };
-}
-
-/** The request, still to be queued, holding the reason its job was just told. */
-function heldBack(intent: Intent, reason: WaitingReason): Intent {
-  if (intent.type !== 'requestPlacement') return intent;
-  return { ...intent, params: { ...intent.params, heldReason: reason.message } };
 }
 
 /**

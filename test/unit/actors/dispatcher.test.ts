@@ -150,6 +150,8 @@ describe('Dispatcher: the waiting queue', () => {
     await dispatcher.requestPlacement({ runId: 'fresh', kind: 'requestPlacement', effectId: 'fresh:0:0', payload: { jobKey: 'build', requirements: needs('linux'), attempt: 1, heldReason: none.reason.message } });
     assert.equal(told.length, before, 'the run already holds the reason');
     assert.equal(dispatcher.isWaiting('fresh', 'build'), true, 'and the job waits in the queue');
+    const again = dispatcher.placeNow('restored', { jobKey: 'build', requirements: needs('linux'), attempt: 1, heldReason: '1 matching agent is busy' });
+    assert.equal(again, null, 'a job asking again that already shows the reason is not told it again');
     const gpu = dispatcher.placeNow('gpu', { jobKey: 'build', requirements: needs('gpu'), attempt: 1 });
     assert.equal(gpu?.type === 'placement.none' && gpu.reason.message, 'no connected agent matches labels gpu');
   });
