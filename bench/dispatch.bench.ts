@@ -1,9 +1,9 @@
 /**
- * Dispatch benchmark (issue 4 §6): one coordinator started in this process on a fresh external
- * database, 50 in-process scripted agents (maxConcurrency 1) that answer every `job.dispatch` with
+ * Dispatch benchmark (issue 4 §6): one coordinator started in this process, on a worker thread of
+ * its own (bench/coordinator-thread.ts), on a fresh external database; 50 scripted agents on this thread (maxConcurrency 1) that answer every `job.dispatch` with
  * ack → running → success at once. Runs are created through POST /api/v1/runs.
  *
- * Measured (all clocks are this process's `performance.now()`):
+ * Measured (every clock is `wallNow()`, which the threads share):
  * - dispatch → ack round trip: commit of `placement.granted` (the transaction that records the
  *   dispatch intent and arms the ack deadline) → commit of `agent.job.ack`, both seen by the
  *   supervisor's commit observer. It spans the dispatch effect, the socket, the agent, routing,
@@ -13,17 +13,17 @@
  * - each of those idle too (one client, one run at a time), the floor of the path: 10 clients
  *   already keep this 2-core machine about half busy;
  * - sustained runs/s and jobs/s with every run submitted at once.
- * Client, agents and coordinator share one event loop, so the figures are a floor.
+ * - the coordinator loop's busy share in each throughput phase.
+ * `--one-thread` runs the coordinator on this thread too, as these figures were taken before: then
+ * client, agents and coordinator share one event loop, and the figures are a floor.
  *
- * Run: node --no-node-snapshot --import tsx bench/dispatch.bench.ts [--quick] [--runs N] [--commit-batching off] [--no-agent-compression]
+ * Run: node --no-node-snapshot --import tsx bench/dispatch.bench.ts [--quick] [--runs N] [--commit-batching off] [--no-agent-compression] [--one-thread]
  */
 import { randomBytes } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { pino } from 'pino';
-import { loadConfig } from '../src/config/index.ts';
-import { startCoordinator, type Coordinator } from '../src/main.ts';
+import { startBenchCoordinator, wallNow, type BenchCoordinator, type CommittedMark } from './coordinator-thread.ts';
 import { CoordinatorClient, FakeAgent, runStepsWorkflow, type JobDispatchFrame } from '../test/support/fake-agent.ts';
 import { benchFlags, freshDatabase, percentiles, pool, writeResult, type Percentiles } from './support.ts';
 
@@ -42,6 +42,8 @@ const AGENTS = 50;
 const LABEL = 'bench';
 /** The stock agent offers permessage-deflate; `--no-agent-compression` measures without it (zlib is then off both ways). */
 const AGENTS_COMPRESS = !argv.includes('--no-agent-compression');
+/** `--one-thread`: the coordinator shares this thread with the agents and client, as the figures before it had a thread of its own. */
+const ONE_THREAD = argv.includes('--one-thread');
 
 /** Per dispatch id and per run: when each step of the path happened. */
 class Timeline {
@@ -76,21 +78,19 @@ function between(from: Map<string, number>, to: Map<string, number>, ids: Iterab
   return out;
 }
 
-function observe(coordinator: Coordinator, timeline: Timeline): void {
-  coordinator.runtime.supervisor.observe((update) => {
-    const now = performance.now();
-    const event = update.event as { type: string; dispatchId?: string };
-    if (event.type === 'placement.granted' && event.dispatchId) timeline.granted.set(event.dispatchId, now);
-    if (event.type === 'agent.job.ack' && event.dispatchId) timeline.ackCommitted.set(event.dispatchId, now);
-    if (['success', 'failed', 'cancelled'].includes(update.status)) timeline.finish(update.runId, update.status, now);
-  });
+function observe(timeline: Timeline): (mark: CommittedMark) => void {
+  return (mark) => {
+    if (mark.type === 'placement.granted' && mark.dispatchId) timeline.granted.set(mark.dispatchId, mark.at);
+    if (mark.type === 'agent.job.ack' && mark.dispatchId) timeline.ackCommitted.set(mark.dispatchId, mark.at);
+    if (['success', 'failed', 'cancelled'].includes(mark.status)) timeline.finish(mark.runId, mark.status, mark.at);
+  };
 }
 
 async function connectAgents(client: CoordinatorClient, token: string, timeline: Timeline): Promise<FakeAgent[]> {
   const onDispatch = (dispatch: JobDispatchFrame, agent: FakeAgent) => {
-    timeline.received.set(dispatch.jobId, performance.now());
+    timeline.received.set(dispatch.jobId, wallNow());
     timeline.dispatchOfRun.set(dispatch.runId, timeline.dispatchOfRun.get(dispatch.runId) ?? dispatch.jobId);
-    timeline.ackSent.set(dispatch.jobId, performance.now());
+    timeline.ackSent.set(dispatch.jobId, wallNow());
     agent.runAtOnce(dispatch);
     agent.received.length = 0;
   };
@@ -107,14 +107,17 @@ interface PhaseResult {
   failed: number;
   /** CPU time of this process (coordinator, agents and client together) over wall time, in % of one core. */
   processCpuPercent: number;
+  /** The coordinator's event loop: busy share of the phase's wall time, in %. */
+  coordinatorLoopBusyPercent: number;
 }
 
-async function throughput(client: CoordinatorClient, timeline: Timeline, runs: number, jobsPerRun: number): Promise<PhaseResult & { runIds: string[] }> {
+async function throughput(client: CoordinatorClient, coordinator: BenchCoordinator, timeline: Timeline, runs: number, jobsPerRun: number): Promise<PhaseResult & { runIds: string[] }> {
   const jobs = Array.from({ length: jobsPerRun }, (_, i) => ({ name: `job${i}`, steps: [['s', 'true']] as [string, string][] }));
   const workflow = runStepsWorkflow(`bench-${jobsPerRun}`, LABEL, jobs);
   const runIds: string[] = [];
-  const started = performance.now();
+  const started = wallNow();
   const cpu = process.cpuUsage();
+  const loop = coordinator.utilization();
   await pool(runs, 64, async () => {
     runIds.push(await client.createRun(workflow));
   });
@@ -122,9 +125,10 @@ async function throughput(client: CoordinatorClient, timeline: Timeline, runs: n
   const seconds = (Math.max(...runIds.map((id) => timeline.finished.get(id)?.at ?? 0)) - started) / 1000;
   const used = process.cpuUsage(cpu);
   const processCpuPercent = Math.round((used.user + used.system) / 1e4 / seconds);
+  const coordinatorLoopBusyPercent = Math.round(coordinator.utilization(loop).utilization * 100);
   const failed = runIds.filter((id) => timeline.finished.get(id)?.status !== 'success').length;
   const round = (v: number) => Math.round(v * 10) / 10;
-  return { runs, jobs: runs * jobsPerRun, seconds: round(seconds), runsPerSecond: round(runs / seconds), jobsPerSecond: round((runs * jobsPerRun) / seconds), failed, processCpuPercent, runIds };
+  return { runs, jobs: runs * jobsPerRun, seconds: round(seconds), runsPerSecond: round(runs / seconds), jobsPerSecond: round((runs * jobsPerRun) / seconds), failed, processCpuPercent, coordinatorLoopBusyPercent, runIds };
 }
 
 /** Waits for every run to end; a phase that stops making progress for 30 s fails, naming stuck jobs. */
@@ -149,7 +153,7 @@ async function latency(client: CoordinatorClient, timeline: Timeline, runs: numb
   const createToDispatch: number[] = [];
   const runIds: string[] = [];
   await pool(runs, clients, async () => {
-    const started = performance.now();
+    const started = wallNow();
     const runId = await client.createRun(workflow);
     runIds.push(runId);
     await allFinished(client, timeline, [runId]);
@@ -171,7 +175,7 @@ async function main(): Promise<void> {
   const database = await freshDatabase('dispatch');
   const dataDir = await mkdtemp(join(tmpdir(), 'sy-bench-dispatch-'));
   const adminToken = `sya_bench_${randomBytes(8).toString('hex')}`;
-  const config = loadConfig({
+  const env = {
     DATABASE_URL: database.url,
     PORT: '0',
     SWITCHYARD_DATA_DIR: dataDir,
@@ -179,19 +183,18 @@ async function main(): Promise<void> {
     SWITCHYARD_COORDINATOR_ID: 'bench-dispatch',
     SWITCHYARD_COMMIT_BATCHING: flags.commitBatching,
     LOG_LEVEL: 'silent',
-  });
-  const coordinator = await startCoordinator(config, pino({ level: 'silent' }));
-  const client = new CoordinatorClient(coordinator.url, adminToken);
+  };
   const timeline = new Timeline();
-  observe(coordinator, timeline);
+  const coordinator = await startBenchCoordinator(env, observe(timeline), !ONE_THREAD);
+  const client = new CoordinatorClient(coordinator.url, adminToken);
   const agents = await connectAgents(client, (await client.createToken()).token, timeline);
   try {
-    const warm = await throughput(client, timeline, 100, 1);
+    const warm = await throughput(client, coordinator, timeline, 100, 1);
     const idle = await latency(client, timeline, IDLE_RUNS, 1);
     const measured = await latency(client, timeline, LATENCY_RUNS, LATENCY_CLIENTS);
-    const oneJob = await throughput(client, timeline, THROUGHPUT_RUNS, 1);
+    const oneJob = await throughput(client, coordinator, timeline, THROUGHPUT_RUNS, 1);
     const loadedDispatches = dispatchIdsOf(timeline, oneJob.runIds);
-    const fanout = await throughput(client, timeline, FANOUT_RUNS, FANOUT_JOBS);
+    const fanout = await throughput(client, coordinator, timeline, FANOUT_RUNS, FANOUT_JOBS);
     const results = {
       idle: latencyFigures(timeline, idle, 1),
       unloaded: latencyFigures(timeline, measured, LATENCY_CLIENTS),
@@ -204,10 +207,10 @@ async function main(): Promise<void> {
       warmupFailed: warm.failed,
       groupCommit: await commitFigures(client),
     };
-    report(results);
+    report(results, coordinator);
     console.log(`group commit: ${JSON.stringify(results.groupCommit)}`);
-    const setup = { agents: AGENTS, agentsCompress: AGENTS_COMPRESS, idleRuns: IDLE_RUNS, latencyRuns: LATENCY_RUNS, latencyClients: LATENCY_CLIENTS, database: 'external Postgres' };
-    console.log(`results: ${(await writeResult('dispatch', flags, { setup, ...results })).pathname}`);
+    const setup = { agents: AGENTS, agentsCompress: AGENTS_COMPRESS, coordinator: coordinator.placement, idleRuns: IDLE_RUNS, latencyRuns: LATENCY_RUNS, latencyClients: LATENCY_CLIENTS, database: 'external Postgres' };
+    console.log(`results: ${(await writeResult(ONE_THREAD ? 'dispatch.one-thread' : 'dispatch', flags, { setup, ...results })).pathname}`);
   } finally {
     await Promise.all(agents.map((agent) => agent.close()));
     await coordinator.close();
@@ -239,18 +242,22 @@ function stripIds({ runIds: _ids, ...rest }: PhaseResult & { runIds: string[] })
   return rest;
 }
 
-function report(results: {
+function report(
+  results: {
   idle: Record<string, unknown>;
   unloaded: Record<string, unknown>;
   saturated: Record<string, unknown>;
   throughputOneJobRuns: PhaseResult;
-  throughputFourJobRuns: PhaseResult;
-}): void {
+    throughputFourJobRuns: PhaseResult;
+  },
+  coordinator: BenchCoordinator,
+): void {
   const rows: [string, string, unknown][] = [];
   for (const [phase, figures] of Object.entries({ idle: results.idle, unloaded: results.unloaded, saturated: results.saturated })) {
     for (const [name, value] of Object.entries(figures)) if (typeof value === 'object') rows.push([phase, name, value]);
   }
-  console.log(`\ndispatch benchmark: ${AGENTS} agents, one coordinator, external Postgres, commit batching ${flags.commitBatching} (latencies in ms)\n`);
+  const where = coordinator.placement === 'thread' ? 'on a thread of its own' : 'on the thread of the agents and client';
+  console.log(`\ndispatch benchmark: ${AGENTS} agents, one coordinator ${where}, external Postgres, commit batching ${flags.commitBatching} (latencies in ms)\n`);
   console.log(`${'phase'.padEnd(10)} ${'measure'.padEnd(28)} ${'n'.padStart(6)} ${'p50'.padStart(8)} ${'p95'.padStart(8)} ${'p99'.padStart(8)} ${'max'.padStart(8)}`);
   for (const [phase, name, value] of rows) {
     const v = value as Percentiles;
@@ -259,7 +266,7 @@ function report(results: {
   console.log('');
   for (const [name, t] of [['1-job runs', results.throughputOneJobRuns], ['4-job runs', results.throughputFourJobRuns]] as const) {
     const line = `${t.runs} runs / ${t.jobs} jobs in ${t.seconds} s: ${t.runsPerSecond} runs/s, ${t.jobsPerSecond} jobs/s`;
-    console.log(`${name.padEnd(11)} ${line} (failed ${t.failed}, process CPU ${t.processCpuPercent}% of one core)`);
+    console.log(`${name.padEnd(11)} ${line} (failed ${t.failed}, process CPU ${t.processCpuPercent}% of one core, coordinator loop busy ${t.coordinatorLoopBusyPercent}%)`);
   }
 }
 
