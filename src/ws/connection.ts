@@ -38,6 +38,16 @@ export const RECLAIMING = 'reclaiming';
 /** Log bytes waiting for the database beyond which the socket is paused until they are down to the low mark. */
 const LOG_BACKLOG_HIGH = 8 * 1024 * 1024;
 const LOG_BACKLOG_LOW = 2 * 1024 * 1024;
+/**
+ * Frames this coordinator sends are compressed from this size up (the agent's offer is accepted,
+ * so its frames are inflated at any size). ws's own `threshold` applies only without context
+ * takeover, which the agent does not ask for, so each send says whether to compress. A dispatch of
+ * a few KiB goes as is: deflating it here and inflating it at the agent would be two trips through
+ * the zlib threads on the way of every dispatch to save a couple of KiB on the wire; a large frame
+ * is still compressed.
+ */
+export const COMPRESS_FROM_BYTES = 16 * 1024;
+
 /** Routine close codes; any other close of an agent's socket is logged as a warning. */
 const QUIET_CLOSES: ReadonlySet<number> = new Set([CLOSE_CODES.NORMAL, CLOSE_CODES.GOING_AWAY]);
 /** Job messages a reconnecting stock agent sends before its register.ack (docs/protocol.md#register-gates). */
@@ -292,7 +302,9 @@ export class AgentConnection {
   }
 
   send(message: object): void {
-    if (this.socket.readyState === this.socket.OPEN) this.socket.send(JSON.stringify(message));
+    if (this.socket.readyState !== this.socket.OPEN) return;
+    const text = JSON.stringify(message);
+    this.socket.send(text, { compress: Buffer.byteLength(text) >= COMPRESS_FROM_BYTES });
   }
 
   close(code: number, reason: string): void {

@@ -2,8 +2,9 @@ import type { Server } from 'node:http';
 import type { Logger } from 'pino';
 import { WebSocketServer } from 'ws';
 import { parseRequestUrl } from '../../lib/request-url.ts';
-import { AgentConnection } from './connection.ts';
+import { AgentConnection, COMPRESS_FROM_BYTES } from './connection.ts';
 import type { ConnectionDeps } from './connection.ts';
+import { inflateHere } from './inflate.ts';
 import { MAX_FRAME_BYTES } from './messages.ts';
 
 const AGENT_PATHS = new Set(['/ws/agent', '/ws']);
@@ -16,14 +17,6 @@ const AGENT_PATHS = new Set(['/ws/agent', '/ws']);
  */
 export const ZLIB_CONCURRENCY = 64;
 
-/**
- * Frames this coordinator sends are compressed from this size up (the agent's offer is accepted,
- * so its frames are inflated at any size). A dispatch of a few KiB is sent as is: deflating it here
- * and inflating it at the agent cost two trips through the zlib threads (~1 ms on the way of every
- * dispatch) to save a couple of KiB on the wire; a large frame is still compressed.
- */
-export const COMPRESS_FROM_BYTES = 16 * 1024;
-
 export interface AgentServer {
   connections: Set<AgentConnection>;
   close(): Promise<void>;
@@ -33,10 +26,15 @@ export interface AgentServer {
 export function attachAgentServer(server: Server, deps: ConnectionDeps, log: Logger): AgentServer {
   const wss = new WebSocketServer({ noServer: true, maxPayload: MAX_FRAME_BYTES, perMessageDeflate: { threshold: COMPRESS_FROM_BYTES, concurrencyLimit: ZLIB_CONCURRENCY } });
   const connections = new Set<AgentConnection>();
+  let warnedOfInflater = false;
   server.on('upgrade', (req, socket, head) => {
     const path = parseRequestUrl(req)?.pathname;
     if (path === undefined || !AGENT_PATHS.has(path)) return;
     wss.handleUpgrade(req, socket, head, (ws) => {
+      if (!inflateHere(ws) && !warnedOfInflater) {
+        warnedOfInflater = true;
+        log.warn('this ws version does not have the permessage-deflate shape src/ws/inflate.ts expects; agent frames are inflated by ws itself');
+      }
       const connection = new AgentConnection(ws, deps);
       connections.add(connection);
       ws.once('close', () => connections.delete(connection));
