@@ -33,12 +33,15 @@ const WINDOW_BYTES = 32 * 1024;
 /** A message that inflates to more than this is inflated again on the thread pool (~0.3 ms of work here at most). */
 export const INFLATE_HERE_BYTES = 256 * 1024;
 
-/** The symbol ws reads an error's close code from (`kStatusCode` of ws/lib/constants.js, not exported). */
-const STATUS_CODE: symbol = (() => {
-  const require = createRequire(import.meta.url);
-  const wsConstants = require(join(dirname(require.resolve('ws')), 'lib', 'constants.js')) as { kStatusCode?: unknown };
-  if (typeof wsConstants.kStatusCode !== 'symbol') throw new Error('ws/lib/constants.js has no kStatusCode symbol');
-  return wsConstants.kStatusCode;
+/** The symbol ws reads an error's close code from (`kStatusCode` of ws/lib/constants.js, not exported); null if this ws has none. */
+const STATUS_CODE: symbol | null = (() => {
+  try {
+    const require = createRequire(import.meta.url);
+    const wsConstants = require(join(dirname(require.resolve('ws')), 'lib', 'constants.js')) as { kStatusCode?: unknown };
+    return typeof wsConstants.kStatusCode === 'symbol' ? wsConstants.kStatusCode : null;
+  } catch {
+    return null; // another layout: ws inflates as it always did
+  }
 })();
 
 type Inflated = (error: Error | null, data?: Buffer) => void;
@@ -54,7 +57,7 @@ export function inflateHere(socket: WebSocket): boolean {
   const extensions = (socket as unknown as { _extensions?: Record<string, unknown> })._extensions;
   const extension = extensions?.['permessage-deflate'] as Partial<DeflateExtension> | undefined;
   if (extension === undefined) return true; // nothing to inflate
-  if (typeof extension._decompress !== 'function' || typeof extension.params !== 'object' || typeof extension._maxPayload !== 'number') return false;
+  if (STATUS_CODE === null || typeof extension._decompress !== 'function' || typeof extension.params !== 'object' || typeof extension._maxPayload !== 'number') return false;
   const inflater = new MessageInflater({ maxPayload: extension._maxPayload, contextTakeover: extension.params.client_no_context_takeover !== true });
   extension._decompress = (data, fin, callback) => inflater.inflate(data, fin, callback);
   return true;
@@ -129,6 +132,6 @@ function closeError(thrown: unknown): Error {
     : thrown instanceof Error
       ? thrown
       : new Error(String(thrown));
-  Object.defineProperty(error, STATUS_CODE, { value: tooLarge(thrown) ? 1009 : 1007 });
+  if (STATUS_CODE !== null) Object.defineProperty(error, STATUS_CODE, { value: tooLarge(thrown) ? 1009 : 1007 });
   return error;
 }
