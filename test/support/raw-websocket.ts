@@ -5,7 +5,24 @@
  */
 import { randomBytes } from 'node:crypto';
 import { connect, type Socket } from 'node:net';
-import { constants, inflateRawSync } from 'node:zlib';
+import { constants, inflateRawSync, type DeflateRaw } from 'node:zlib';
+
+/**
+ * A message as the stock agent's ws client compresses it (RFC 7692 §7.2.1): deflated on the one
+ * stream its socket keeps (context takeover), sync-flushed, the trailing 00 00 ff ff cut.
+ */
+export function deflateAsAgent(stream: DeflateRaw, message: Buffer | string): Promise<Buffer> {
+  return new Promise((resolve) => {
+    const out: Buffer[] = [];
+    const collect = (chunk: Buffer) => out.push(chunk);
+    stream.on('data', collect);
+    stream.write(message);
+    stream.flush(constants.Z_SYNC_FLUSH, () => {
+      stream.off('data', collect);
+      resolve(Buffer.concat(out).subarray(0, -4));
+    });
+  });
+}
 
 export interface RawFrame {
   opcode: number;

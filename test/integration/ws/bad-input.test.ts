@@ -6,6 +6,7 @@ import { DATABASE_KINDS, skipReason } from '../../support/database.ts';
 import { CoordinatorClient, dropDatabase, FakeAgent, runStepsWorkflow, type FakeAgentOptions } from '../../support/fake-agent.ts';
 import { ADMIN_TOKEN, after as processCleanups, sharedDatabaseUrl, startCoordinatorProcess, stopProcess } from '../../support/processes.ts';
 import type { CoordinatorProcess } from '../../support/processes.ts';
+import { RawWebSocket } from '../../support/raw-websocket.ts';
 
 const MiB = 1024 * 1024;
 
@@ -108,6 +109,17 @@ for (const kind of DATABASE_KINDS) {
         const agent = await registered({ compress });
         agent.sendRaw(bigFrame(26 * MiB));
         assert.equal((await agent.closed).code, 1009, `permessage-deflate ${compress ? 'on' : 'off'}`);
+      }
+    });
+
+    it('compressed bytes that do not inflate close the socket with 1007', async () => {
+      const socket = await RawWebSocket.open(client.wsUrl);
+      try {
+        assert.match(socket.extensions, /permessage-deflate/);
+        socket.sendFrame(Buffer.from([0xff, 0xff, 0xff, 0x13, 0x37]), { compressed: true });
+        assert.equal(await socket.closeCode(), 1007);
+      } finally {
+        socket.close();
       }
     });
 

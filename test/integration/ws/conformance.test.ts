@@ -1,11 +1,13 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, afterEach, before, describe, it } from 'node:test';
-import { CLOSE_CODES } from '../../../src/ws/messages.ts';
+import { createDeflateRaw } from 'node:zlib';
+import { CLOSE_CODES, PROTOCOL_VERSION } from '../../../src/ws/messages.ts';
 import { DATABASE_KINDS, skipReason } from '../../support/database.ts';
 import { CoordinatorClient, dropDatabase, FakeAgent, runStepsWorkflow, type FakeAgentOptions } from '../../support/fake-agent.ts';
 import { ADMIN_TOKEN, after as processCleanups, sharedDatabaseUrl, startCoordinatorProcess, stopProcess } from '../../support/processes.ts';
 import type { CoordinatorProcess } from '../../support/processes.ts';
+import { deflateAsAgent, RawWebSocket } from '../../support/raw-websocket.ts';
 import { eventually } from '../../support/runtime.ts';
 
 /** Ack deadline 1 s; job lease 2 × 1 s. */
@@ -51,6 +53,27 @@ for (const kind of DATABASE_KINDS) {
       const runId = await client.createRun(runStepsWorkflow(`wf-${label}`, label, [{ name: 'build', steps: [['step', 'true']] }]));
       return { agent, runId, dispatch: await agent.dispatch(0) };
     }
+
+    it('permessage-deflate as the stock agent uses it: messages pointing back into earlier ones are read; frames under 16 KiB go back uncompressed', async () => {
+      const socket = await RawWebSocket.open(client.wsUrl);
+      try {
+        assert.match(socket.extensions, /permessage-deflate/, 'the agent offer is accepted');
+        const deflate = createDeflateRaw({ windowBits: 15 });
+        socket.sendFrame(await deflateAsAgent(deflate, JSON.stringify({ type: 'auth.request', token, protocolVersion: PROTOCOL_VERSION })), { compressed: true });
+        const agentId = `raw-${randomUUID().slice(0, 8)}`;
+        const register = { type: 'agent.register', messageId: randomUUID(), agentId, labels: ['raw'], maxConcurrency: 1, properties: {}, inFlightJobs: [] };
+        // Deflated on the same stream: it inflates only with the window the first message left.
+        socket.sendFrame(await deflateAsAgent(deflate, JSON.stringify(register)), { compressed: true });
+        deflate.close();
+        const [authSuccess, registerAck] = [await socket.frame(0), await socket.frame(1)];
+        assert.ok(authSuccess && registerAck);
+        assert.deepEqual([authSuccess.compressed, registerAck.compressed], [false, false], 'frames under 16 KiB are sent as they are');
+        assert.equal(RawWebSocket.json(authSuccess).type, 'auth.success');
+        assert.deepEqual(RawWebSocket.json(registerAck), { type: 'register.ack', agentId, labels: ['raw'], scalerManaged: false });
+      } finally {
+        socket.close();
+      }
+    });
 
     it('register.ack echoes the labels sent, with scalerManaged false for a static token', async () => {
       const labels = ['linux', 'gpu', 'kici:os:linux', 'kici:arch:x64'];

@@ -1,24 +1,11 @@
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { describe, it } from 'node:test';
-import { constants, createDeflateRaw, type DeflateRaw } from 'node:zlib';
+import { createDeflateRaw } from 'node:zlib';
 import { INFLATE_HERE_BYTES, MessageInflater } from '../../../src/ws/inflate.ts';
+import { deflateAsAgent as deflateMessage } from '../../support/raw-websocket.ts';
 
 const MiB = 1024 * 1024;
-
-/** What an agent's ws client sends for each message: deflated on one stream, sync-flushed, trailer cut (RFC 7692 §7.2.1). */
-async function deflateMessage(stream: DeflateRaw, message: Buffer): Promise<Buffer> {
-  return new Promise((resolve) => {
-    const out: Buffer[] = [];
-    const collect = (chunk: Buffer) => out.push(chunk);
-    stream.on('data', collect);
-    stream.write(message);
-    stream.flush(constants.Z_SYNC_FLUSH, () => {
-      stream.off('data', collect);
-      resolve(Buffer.concat(out).subarray(0, -4));
-    });
-  });
-}
 
 function inflate(inflater: MessageInflater, data: Buffer, fin = true): Promise<Buffer> {
   return new Promise((resolve, reject) => {
