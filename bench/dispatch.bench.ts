@@ -1,7 +1,8 @@
 /**
  * Dispatch benchmark (issue 4 §6): one coordinator started in this process, on a worker thread of
- * its own (bench/coordinator-thread.ts), on a fresh external database; 50 scripted agents on this thread (maxConcurrency 1) that answer every `job.dispatch` with
- * ack → running → success at once. Runs are created through POST /api/v1/runs.
+ * its own (bench/coordinator-thread.ts), on a fresh external database; 50 scripted agents on this
+ * thread (maxConcurrency 1) that answer every `job.dispatch` with ack → running → success at once.
+ * Runs are created through POST /api/v1/runs.
  *
  * Measured (every clock is `wallNow()`, which the threads share):
  * - dispatch → ack round trip: commit of `placement.granted` (the transaction that records the
@@ -42,7 +43,7 @@ const AGENTS = 50;
 const LABEL = 'bench';
 /** The stock agent offers permessage-deflate; `--no-agent-compression` measures without it (zlib is then off both ways). */
 const AGENTS_COMPRESS = !argv.includes('--no-agent-compression');
-/** `--one-thread`: the coordinator shares this thread with the agents and client, as the figures before it had a thread of its own. */
+/** `--one-thread`: the coordinator shares this thread with the agents and client, as it did before it had a thread of its own. */
 const ONE_THREAD = argv.includes('--one-thread');
 
 /** Per dispatch id and per run: when each step of the path happened. */

@@ -127,11 +127,12 @@ function tooLarge(error: unknown): boolean {
 
 /** The error ws closes the socket with: 1009 for a message past the cap, 1007 for data that does not inflate. */
 function closeError(thrown: unknown): Error {
-  const error = tooLarge(thrown)
+  const pastCap = tooLarge(thrown);
+  const error = pastCap
     ? Object.assign(new RangeError('Max payload size exceeded'), { code: 'WS_ERR_UNSUPPORTED_MESSAGE_LENGTH' })
     : thrown instanceof Error
       ? thrown
       : new Error(String(thrown));
-  if (STATUS_CODE !== null) Object.defineProperty(error, STATUS_CODE, { value: tooLarge(thrown) ? 1009 : 1007 });
+  if (STATUS_CODE !== null) Object.defineProperty(error, STATUS_CODE, { value: pastCap ? 1009 : 1007 });
   return error;
 }
