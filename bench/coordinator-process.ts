@@ -39,7 +39,7 @@ export class CoordinatorProcess {
   static async start(env: Record<string, string>, adminToken: string): Promise<CoordinatorProcess> {
     const port = await findFreePort();
     const dataDir = await mkdtemp(join(tmpdir(), 'sy-bench-coord-'));
-    const child = spawn(process.execPath, ['--no-node-snapshot', '--import', 'tsx', 'src/cli/main.ts', 'start'], {
+    const child = spawn(process.execPath, ['--no-node-snapshot', '--max-semi-space-size=64', '--import', 'tsx', 'src/cli/main.ts', 'start'], {
       cwd: ROOT,
       env: { ...process.env, PORT: String(port), SWITCHYARD_DATA_DIR: dataDir, SWITCHYARD_ADMIN_TOKEN: adminToken, LOG_LEVEL: 'warn', ...env },
       stdio: ['ignore', 'pipe', 'pipe'],

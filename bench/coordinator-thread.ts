@@ -55,7 +55,12 @@ export async function startBenchCoordinator(env: Record<string, string>, onCommi
     coordinator.runtime.supervisor.observe((update) => onCommitted(markOf(update, wallNow())));
     return { url: coordinator.url, placement: 'shared', utilization: (since) => performance.eventLoopUtilization(since), close: () => coordinator.close() };
   }
-  const worker = new Worker(WORKER_BOOT, { eval: true, workerData: { env, entry: new URL('./coordinator-thread.worker.ts', import.meta.url).href } });
+  const worker = new Worker(WORKER_BOOT, {
+    eval: true,
+    workerData: { env, entry: new URL('./coordinator-thread.worker.ts', import.meta.url).href },
+    // The young generation `npm start` gives a coordinator (--max-semi-space-size=64): two semi-spaces and V8's large-object share.
+    resourceLimits: { maxYoungGenerationSizeMb: 3 * 64 },
+  });
   const exited = new Promise<void>((resolve) => worker.once('exit', () => resolve()));
   const url = await new Promise<string>((resolve, reject) => {
     worker.on('message', (message: { ready?: string; marks?: CommittedMark[] }) => {
