@@ -7,7 +7,7 @@
  *   "lease expired: adopting its runs" log line, written once its run_owner UPDATE committed; the
  *   run_owner rows polled as a cross-check) → all live (snapshots loaded, actors restored).
  * Then one adopted run is cancelled through B's API to show the runs are live, and B in turn is
- * killed and adopted by C, which logs at `info` (the default level: one line per restored run).
+ * killed and adopted by C, which logs at `info` (the default level: the adoption's summary line, not one per run).
  *
  * Run: node --no-node-snapshot --import tsx bench/takeover.bench.ts [--quick] [--runs N]
  */

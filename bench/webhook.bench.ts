@@ -1,23 +1,25 @@
 /**
  * Webhook benchmark (issue: intake): `202` latency and webhook → `job.dispatch` latency at 1, 10
  * and 100 concurrent deliveries, against an in-process coordinator on a fresh Postgres database
- * with 20 in-process agents that finish every job at once. Client, agents and coordinator share
- * one event loop, so the figures are a floor.
- * Run: node --no-node-snapshot --import tsx bench/webhook.bench.ts [--quick] [--commit-batching off]
+ * with 20 in-process agents that finish every job at once. The coordinator runs on a worker thread
+ * of its own (bench/coordinator-thread.ts), so the client's and agents' work is not counted as its
+ * own; `--one-thread` puts it back on the thread of the client and agents, as earlier figures were
+ * taken, and writes webhook.one-thread.json.
+ * Run: node --no-node-snapshot --import tsx bench/webhook.bench.ts [--quick] [--commit-batching off] [--one-thread]
  */
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { sign } from '@octokit/webhooks-methods';
-import { pino } from 'pino';
-import { loadConfig } from '../src/config/index.ts';
-import { startCoordinator, type Coordinator } from '../src/main.ts';
 import { runIdFor } from '../src/pipeline/run-id.ts';
 import { FakeAgent } from '../test/support/fake-agent.ts';
 import { createLockRepo, lockFileWith, pushWorkflow, runJob } from '../test/support/lock-repo.ts';
 import { benchFlags, freshDatabase, percentiles, writeResult } from './support.ts';
+import { startBenchCoordinator, type BenchCoordinator } from './coordinator-thread.ts';
 
 const flags = benchFlags();
+/** `--one-thread`: the coordinator shares this thread with the agents and client. */
+const ONE_THREAD = process.argv.includes('--one-thread');
 const SECRET = 'bench-secret';
 const ADMIN_TOKEN = 'bench-admin';
 const AGENTS = 20;
@@ -52,7 +54,7 @@ class Dispatches {
   }
 }
 
-async function connectAgents(coordinator: Coordinator, dispatches: Dispatches): Promise<FakeAgent[]> {
+async function connectAgents(coordinator: BenchCoordinator, dispatches: Dispatches): Promise<FakeAgent[]> {
   const url = `${coordinator.url.replace('http', 'ws')}/ws/agent`;
   const onDispatch = (dispatch: { runId: string; jobId: string }, agent: FakeAgent) => {
     dispatches.seen(dispatch.runId);
@@ -66,7 +68,7 @@ async function connectAgents(coordinator: Coordinator, dispatches: Dispatches): 
 }
 
 /** One push delivery: its `202` time and its webhook → `job.dispatch` time, in ms. */
-async function deliver(coordinator: Coordinator, dispatches: Dispatches, sha: string, deliveryId: string): Promise<[number, number]> {
+async function deliver(coordinator: BenchCoordinator, dispatches: Dispatches, sha: string, deliveryId: string): Promise<[number, number]> {
   const body = JSON.stringify({ ref: 'refs/heads/main', after: sha, deleted: false, commits: [], repository: { full_name: 'acme/app', default_branch: 'main' }, sender: { id: 1, login: 'x' } });
   const headers = { 'x-github-event': 'push', 'x-github-delivery': deliveryId, 'x-hub-signature-256': await sign(SECRET, body) };
   const started = performance.now();
@@ -76,7 +78,7 @@ async function deliver(coordinator: Coordinator, dispatches: Dispatches, sha: st
   return [accepted, (await dispatches.when(runIdFor('github', deliveryId, 'bench'))) - started];
 }
 
-async function measure(coordinator: Coordinator, dispatches: Dispatches, sha: string) {
+async function measure(coordinator: BenchCoordinator, dispatches: Dispatches, sha: string) {
   const results: Record<string, { deliveries: number; acceptMs: ReturnType<typeof percentiles>; webhookToDispatchMs: ReturnType<typeof percentiles> }> = {};
   let counter = 0;
   for (const concurrency of [1, 10, 100]) {
@@ -102,7 +104,7 @@ async function main(): Promise<void> {
   const job = runJob('build', ['true'], { runsOn: [{ kind: 'exact', value: LABEL }] });
   const sha = repo.commit({ '.kici/kici.lock.json': lockFileWith([pushWorkflow('bench', [job])]) });
   const dataDir = await mkdtemp(join(tmpdir(), 'sy-bench-webhook-'));
-  const config = loadConfig({
+  const env = {
     DATABASE_URL: database.url,
     PORT: '0',
     GITHUB_WEBHOOK_SECRET: SECRET,
@@ -111,8 +113,8 @@ async function main(): Promise<void> {
     SWITCHYARD_DATA_DIR: dataDir,
     SWITCHYARD_COMMIT_BATCHING: flags.commitBatching,
     LOG_LEVEL: 'silent',
-  });
-  const coordinator = await startCoordinator(config, pino({ level: 'silent' }));
+  };
+  const coordinator = await startBenchCoordinator(env, () => undefined, !ONE_THREAD);
   const dispatches = new Dispatches();
   const agents = await connectAgents(coordinator, dispatches);
   try {
@@ -121,7 +123,8 @@ async function main(): Promise<void> {
     if (!res.ok) throw new Error(`registering the repository: ${res.status} ${await res.text()}`);
     const results = await measure(coordinator, dispatches, sha);
     report(results);
-    console.log(`results: ${(await writeResult('webhook', flags, { agents: AGENTS, ...results })).pathname}`);
+    const name = ONE_THREAD ? 'webhook.one-thread' : 'webhook';
+    console.log(`results: ${(await writeResult(name, flags, { agents: AGENTS, coordinator: coordinator.placement, ...results })).pathname}`);
   } finally {
     await Promise.all(agents.map((agent) => agent.close()));
     await coordinator.close();
@@ -132,7 +135,8 @@ async function main(): Promise<void> {
 }
 
 function report(results: Awaited<ReturnType<typeof measure>>): void {
-  console.log(`\nwebhook benchmark: ${AGENTS} agents, commit batching ${flags.commitBatching} (latencies in ms)\n`);
+  const where = ONE_THREAD ? 'on the thread of the client and agents' : 'on its own thread';
+  console.log(`\nwebhook benchmark: ${AGENTS} agents, coordinator ${where}, commit batching ${flags.commitBatching} (latencies in ms)\n`);
   console.log(`${'concurrency'.padEnd(16)} ${'measure'.padEnd(22)} ${'n'.padStart(6)} ${'p50'.padStart(8)} ${'p95'.padStart(8)} ${'p99'.padStart(8)} ${'max'.padStart(8)}`);
   for (const [level, figures] of Object.entries(results)) {
     for (const [name, v] of [['202 accepted', figures.acceptMs], ['webhook → job.dispatch', figures.webhookToDispatchMs]] as const) {
