@@ -25,6 +25,8 @@ export interface EntryParts {
   followUps?: FollowUpEvent[];
   /** The state `event` left before the follow-ups, when there are any. */
   firstStateAfter?: unknown;
+  /** The stored snapshot row stays as it is (`CommitEntry.deferSnapshot`). */
+  deferSnapshot?: boolean;
 }
 
 export function timerChangesOf(intents: Intent[], firedDeadlineId: string | null): TimerChange<DeadlineKind>[] {
@@ -69,6 +71,7 @@ export function buildCommitEntry(parts: EntryParts): RunCommit {
   return {
     runId,
     isNewRun: parts.isNewRun,
+    ...(parts.deferSnapshot === true ? { deferSnapshot: true } : {}),
     events: journaledEvents(parts),
     snapshot: {
       seq,
@@ -175,6 +178,8 @@ export interface UnchangedParts {
   /** The run's live state (unchanged by the event), for its projection. */
   live: { value: unknown; context: RunContext; tags: ReadonlySet<string> };
   stateAfter: unknown;
+  /** Behind a journal tail, the stored snapshot keeps its seq too. */
+  deferSnapshot?: boolean;
 }
 
 /**
@@ -189,6 +194,7 @@ export function unchangedEntry(parts: UnchangedParts): RunCommit {
     runId,
     isNewRun: false,
     unchanged: true,
+    ...(parts.deferSnapshot === true ? { deferSnapshot: true } : {}),
     events: [{ seq, event: parts.event, receivedAt: parts.event.at, stateAfter: parts.stateAfter }],
     snapshot: { seq, machineId: RUN_MACHINE_ID, machineVersion: parts.machineVersion, snapshot: null, status: run.status, updatedAt: parts.event.at },
     run: { ...run, repository: null },

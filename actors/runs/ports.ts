@@ -27,6 +27,12 @@ export interface CommitEntry<Effects extends StoredEffect = StoredEffect, Kind e
    * `snapshot.snapshot` is then not read.
    */
   unchanged?: boolean;
+  /**
+   * The stored snapshot stays at its seq: the state after this event is kept by its journal row, and a
+   * restore replays the journal after the snapshot (`StoredRun.tail`). The run and job rows are still
+   * written when the state changed. See docs/architecture.md#snapshots-and-journal-tails.
+   */
+  deferSnapshot?: boolean;
   events: { seq: number; event: unknown; receivedAt: number; stateAfter: unknown }[];
   snapshot: { seq: number; machineId: string; machineVersion: number; snapshot: unknown; status: string; updatedAt: number };
   run: {
@@ -71,7 +77,11 @@ export interface SerializedEntry {
   /** Journal rows and outbox rows, one JSON object each. */
   events: string[];
   effects: string[];
-  /** `json` null: the state is the one stored (an `unchanged` entry); only seq and updated_at move. */
+  /** The state is the one before this event (`CommitEntry.unchanged`). */
+  unchanged?: boolean;
+  /** The stored snapshot row is not written (`CommitEntry.deferSnapshot`). */
+  deferred?: boolean;
+  /** `json` null: no state to store; an `unchanged`, not `deferred` entry moves only seq and updated_at. */
   snapshot: { seq: number; machineId: string; machineVersion: number; status: string; updatedAt: number; json: string | null };
   /** The run row, its free-form values as JSON; an absent `inputSummary` keeps what is stored. */
   run: Omit<CommitEntry['run'], 'initFailure' | 'inputSummary'> & { initFailure: string; inputSummary?: string };
@@ -108,6 +118,8 @@ export interface StoredRun {
   timers: { deadlineId: string; kind: string; jobKey: string | null; dueAt: number }[];
   /** Effects committed but not done, as stored; the supervisor checks their kinds before running them. */
   pendingEffects: StoredEffect[];
+  /** Journaled events after the snapshot's seq, in order: replayed onto the restored snapshot. */
+  tail?: { seq: number; event: unknown }[];
 }
 
 /** The supervisor's view of the database: named, fenced writes (src/db implements it). */

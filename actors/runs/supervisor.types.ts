@@ -13,6 +13,8 @@ import type { InlinePlacement } from './inline-placement.ts';
 export interface RunHandle {
   actor: Actor<RuntimeRunMachine>;
   seq: number;
+  /** The seq of the state the stored snapshot row holds; the journal rows after it are the run's tail. */
+  storedSeq: number;
   /** A digest of each job's projection as last written, so an event rewrites only the jobs it changed (the JSON itself cost 0.4 KB a job). */
   written: Map<string, string>;
   /** Finished or failing: it takes no more events and leaves memory once its last entry settles. */

@@ -46,6 +46,8 @@ export function serializeEntry(entry: CommitEntry): SerializedEntry {
   return {
     runId,
     isNewRun: entry.isNewRun,
+    ...(entry.unchanged === true ? { unchanged: true } : {}),
+    ...(entry.deferSnapshot === true ? { deferred: true } : {}),
     events: entry.events.map(
       (e) => `{"run_id":${run_id},"seq":${num(e.seq)},"received_at":${num(e.receivedAt)},"event":${json('event', e.event)},"state_after":${json('state summary', e.stateAfter)}}`,
     ),
@@ -58,7 +60,7 @@ export function serializeEntry(entry: CommitEntry): SerializedEntry {
       machineVersion: snapshot.machineVersion,
       status: snapshot.status,
       updatedAt: snapshot.updatedAt,
-      json: entry.unchanged === true ? null : json('snapshot', snapshot.snapshot),
+      json: entry.unchanged === true || entry.deferSnapshot === true ? null : json('snapshot', snapshot.snapshot),
     },
     run: {
       workflowName: run.workflowName,
@@ -94,8 +96,12 @@ function jobColumns(job: CommitEntry['jobs'][number]): Record<string, unknown> {
 
 interface MergedRun {
   isNew: boolean;
-  snapshot: SerializedEntry['snapshot'];
-  run: SerializedEntry['run'];
+  /** The snapshot row to write, if an entry of the batch writes it (one not `deferred`). */
+  snapshot: SerializedEntry['snapshot'] | undefined;
+  /** The last changed state's run row, if an entry of the batch changed the state. */
+  run: SerializedEntry['run'] | undefined;
+  /** The latest entry's time: the rows' `updated_at`. */
+  updatedAt: number;
   repository: string | null;
   inputSummary: string | undefined;
   jobs: Map<string, string>;
@@ -128,8 +134,9 @@ function mergeEntry(runs: Map<string, MergedRun>, entry: SerializedEntry): void 
   if (merged === undefined) {
     merged = {
       isNew: false,
-      snapshot: entry.snapshot,
-      run: entry.run,
+      snapshot: undefined,
+      run: undefined,
+      updatedAt: entry.snapshot.updatedAt,
       repository: null,
       inputSummary: undefined,
       jobs: new Map(),
@@ -139,13 +146,14 @@ function mergeEntry(runs: Map<string, MergedRun>, entry: SerializedEntry): void 
     runs.set(entry.runId, merged);
   }
   merged.isNew ||= entry.isNewRun;
-  const changed = entry.snapshot.json !== null;
-  if (entry.snapshot.seq >= merged.snapshot.seq) {
+  merged.updatedAt = Math.max(merged.updatedAt, entry.snapshot.updatedAt);
+  const stored = merged.snapshot;
+  if (entry.deferred !== true && (stored === undefined || entry.snapshot.seq >= stored.seq)) {
     // An unchanged state after a changed one in the same batch: the changed snapshot, at the later seq.
     const { seq, updatedAt } = entry.snapshot;
-    merged.snapshot = changed || merged.snapshot.json === null ? entry.snapshot : { ...merged.snapshot, seq, updatedAt };
+    merged.snapshot = entry.snapshot.json !== null || stored?.json == null ? entry.snapshot : { ...stored, seq, updatedAt };
   }
-  if (changed) merged.run = entry.run;
+  if (entry.unchanged !== true) merged.run = entry.run;
   merged.repository = entry.run.repository ?? merged.repository;
   if (entry.run.inputSummary !== undefined) merged.inputSummary = entry.run.inputSummary;
   for (const job of entry.jobs) merged.jobs.set(job.jobKey, job.json);
@@ -155,18 +163,20 @@ function mergeEntry(runs: Map<string, MergedRun>, entry: SerializedEntry): void 
 
 function pushRun(rows: CommitRows, runId: string, merged: MergedRun): void {
   (merged.isNew ? rows.newRunIds : rows.existingRunIds).push(runId);
-  const { snapshot: s } = merged;
+  const { snapshot: s, run } = merged;
   const run_id = str(runId);
-  const updated_at = num(s.updatedAt);
-  if (s.json === null) {
-    rows.snapshotSeqs.push(`{"run_id":${run_id},"seq":${num(s.seq)},"updated_at":${updated_at}}`);
-  } else {
+  const updated_at = num(merged.updatedAt);
+  if (s?.json === null) {
+    rows.snapshotSeqs.push(`{"run_id":${run_id},"seq":${num(s.seq)},"updated_at":${num(s.updatedAt)}}`);
+  } else if (s !== undefined) {
     rows.snapshots.push(
       `{"run_id":${run_id},"seq":${num(s.seq)},"machine_id":${str(s.machineId)},"machine_version":${num(s.machineVersion)},` +
-        `"status":${str(s.status)},"updated_at":${updated_at},"snapshot":${s.json}}`,
+        `"status":${str(s.status)},"updated_at":${num(s.updatedAt)},"snapshot":${s.json}}`,
     );
-    pushRunRow(rows, run_id, updated_at, merged);
-    if ((TERMINAL_RUN_STATUSES as readonly string[]).includes(s.status)) rows.finishedRunIds.push(runId);
+  }
+  if (run !== undefined) {
+    pushRunRow(rows, run_id, updated_at, run, merged);
+    if ((TERMINAL_RUN_STATUSES as readonly string[]).includes(run.status)) rows.finishedRunIds.push(runId);
   }
   const prefix = `{"run_id":${run_id},"updated_at":${updated_at},`;
   for (const job of merged.jobs.values()) rows.jobs.push(prefix + job.slice(1));
@@ -178,8 +188,7 @@ function pushRun(rows: CommitRows, runId: string, merged: MergedRun): void {
   }
 }
 
-function pushRunRow(rows: CommitRows, run_id: string, updated_at: string, merged: MergedRun): void {
-  const { run } = merged;
+function pushRunRow(rows: CommitRows, run_id: string, updated_at: string, run: SerializedEntry['run'], merged: MergedRun): void {
   rows.runs.push(
     `{"run_id":${run_id},"workflow_name":${str(run.workflowName)},"repository":${str(merged.repository)},"status":${str(run.status)},` +
       `"created_at":${num(run.createdAt)},"updated_at":${updated_at},"finished_at":${num(run.finishedAt)},` +

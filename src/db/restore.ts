@@ -7,18 +7,27 @@ import type { Schema } from './schema.ts';
 export type RestorableRun = StoredRun;
 
 /**
- * Snapshot, armed deadlines and not-yet-done outbox effects of each run, in three queries whatever
- * the number of runs. Runs without a snapshot are left out. Effects come in commit order.
+ * Snapshot, journal tail (the events after the snapshot's seq), armed deadlines and not-yet-done
+ * outbox effects of each run, in four queries whatever the number of runs. Runs without a snapshot
+ * are left out. Tails and effects come in order.
  */
 export async function loadRunsForRestore(db: Kysely<Schema>, runIds: readonly string[]): Promise<RestorableRun[]> {
   if (runIds.length === 0) return [];
   const ids = [...new Set(runIds)];
-  const [snapshots, timers, effects] = await Promise.all([
+  const [snapshots, tails, timers, effects] = await Promise.all([
     db
       .selectFrom('run_snapshots')
       .select(['run_id', 'seq', 'machine_id', 'machine_version', 'snapshot', 'status'])
       .where('run_id', '=', (eb) => eb.fn('any', [eb.val(ids)]))
       .orderBy('run_id')
+      .execute(),
+    db
+      .selectFrom('run_snapshots as s')
+      .innerJoin('run_events as e', (join) => join.onRef('e.run_id', '=', 's.run_id').onRef('e.seq', '>', 's.seq'))
+      .select(['e.run_id', 'e.seq', 'e.event'])
+      .where('s.run_id', '=', (eb) => eb.fn('any', [eb.val(ids)]))
+      .orderBy('e.run_id')
+      .orderBy('e.seq')
       .execute(),
     db
       .selectFrom('timers')
@@ -47,8 +56,10 @@ export async function loadRunsForRestore(db: Kysely<Schema>, runIds: readonly st
       status: s.status,
       timers: [],
       pendingEffects: [],
+      tail: [],
     });
   }
+  for (const e of tails) runs.get(e.run_id)?.tail?.push({ seq: e.seq, event: e.event });
   for (const t of timers) {
     runs.get(t.run_id)?.timers.push({ deadlineId: t.deadline_id, kind: t.kind, jobKey: t.job_key, dueAt: t.due_at });
   }

@@ -110,15 +110,19 @@ function applyRecord(session: Session, record: JournalRecord, before: StateSumma
   };
 }
 
-function snapshotCheck(recorded: RecordedRun, to: number, snapshot: PersistedMachineSnapshot<RunContext>): SnapshotCheck {
+/**
+ * The stored snapshot against the replayed state at the snapshot's seq (`atStoredSeq`): the journal
+ * may go on past it (docs/architecture.md#snapshots-and-journal-tails).
+ */
+function snapshotCheck(recorded: RecordedRun, to: number, atStoredSeq: PersistedMachineSnapshot<RunContext> | null): SnapshotCheck {
   const lastSeq = recorded.journal.length - 1;
   if (!recorded.snapshot) return { compared: false, reason: 'the run has no stored snapshot' };
-  if (to !== lastSeq) return { compared: false, reason: `stopped at seq ${to}, before the end of the journal (seq ${lastSeq})` };
-  if (recorded.snapshot.seq !== lastSeq) {
-    return { compared: false, reason: `the stored snapshot is at seq ${recorded.snapshot.seq}, the journal ends at seq ${lastSeq}` };
+  if (recorded.snapshot.seq > lastSeq) {
+    return { compared: false, reason: `the stored snapshot is at seq ${recorded.snapshot.seq}, after the end of the journal (seq ${lastSeq})` };
   }
-  const differences = diffJson(comparableSnapshot(recorded.snapshot.snapshot), comparableSnapshot(snapshot));
-  return { compared: true, seq: lastSeq, equal: differences.length === 0, differences };
+  if (atStoredSeq === null) return { compared: false, reason: `stopped at seq ${to}, before the stored snapshot (seq ${recorded.snapshot.seq})` };
+  const differences = diffJson(comparableSnapshot(recorded.snapshot.snapshot), comparableSnapshot(atStoredSeq));
+  return { compared: true, seq: recorded.snapshot.seq, equal: differences.length === 0, differences };
 }
 
 /** Replay yields to the event loop this often, so a coordinator serving it stays responsive. */
@@ -149,9 +153,11 @@ export async function replayRecordedRun(recorded: RecordedRun, options: ReplayOp
   let divergence: ReplayDivergence | null = null;
   let failure: ReplayReport['failure'] = null;
   let sliceStarted = performance.now();
+  let atStoredSeq: PersistedMachineSnapshot<RunContext> | null = null;
   for (const record of recorded.journal.slice(0, to + 1)) {
     const step = applyRecord(session, record, steps.at(-1)?.after ?? null);
     steps.push(step);
+    if (record.seq === recorded.snapshot?.seq && !session.failure) atStoredSeq = persistedOf(actor);
     if (!step.matches) divergence ??= divergenceOf(step);
     if (session.failure) {
       failure = { seq: record.seq, message: session.failure.message };
@@ -164,7 +170,7 @@ export async function replayRecordedRun(recorded: RecordedRun, options: ReplayOp
   }
   const snapshot = persistedOf(actor);
   actor.stop();
-  const check = failure ? { compared: false as const, reason: `the actor failed at seq ${failure.seq}` } : snapshotCheck(recorded, to, snapshot);
+  const check = failure ? { compared: false as const, reason: `the actor failed at seq ${failure.seq}` } : snapshotCheck(recorded, to, atStoredSeq);
   const exact = !divergence && !failure && (!check.compared || check.equal);
   return { runId: recorded.runId, machine, lastSeq: recorded.journal.length - 1, to, steps, divergence, snapshotCheck: check, failure, snapshot, exact };
 }

@@ -11,7 +11,7 @@ import { entry } from './fixtures.ts';
 const ME = 'coord-a';
 
 await describeEachKind('restore queries', (kind) => {
-  it('loadRunsForRestore returns snapshot, armed timers and only pending effects of each run', () =>
+  it('loadRunsForRestore returns snapshot, journal tail, armed timers and only pending effects of each run', () =>
     withTestDatabase(kind, async ({ db }) => {
       const { epoch } = await claimCoordinatorLease(db, { id: ME, ttlMs: 10_000, now: 0 });
       await commitBatch(db, {
@@ -36,7 +36,12 @@ await describeEachKind('restore queries', (kind) => {
         coordinatorId: ME,
         epoch,
         now: 200,
-        entries: [entry('run-1', 2, { effects: [{ effectId: 'run-1:2:0', kind: 'sendDispatch', payload: ['x'] }] })],
+        entries: [
+          entry('run-1', 2, { effects: [{ effectId: 'run-1:2:0', kind: 'sendDispatch', payload: ['x'] }] }),
+          // run-2's snapshot stays at seq 1: seq 2 changed the state, seq 3 did not; both are its tail.
+          entry('run-2', 2, { deferSnapshot: true, run: { ...entry('run-2', 2).run, status: 'queued' } }),
+          entry('run-2', 3, { deferSnapshot: true, unchanged: true, jobs: [] }),
+        ],
       });
       await markEffectsDone(db, { effectIds: ['run-1:1:0', 'unknown'], now: 300 });
       await markEffectsDone(db, { effectIds: ['run-1:1:0'], now: 400 });
@@ -50,6 +55,7 @@ await describeEachKind('restore queries', (kind) => {
           machineVersion: 1,
           snapshot: { status: 'active', value: 's2', context: { seq: 2 } },
           status: 'running',
+          tail: [],
           timers: [
             { deadlineId: 'workflow', kind: 'workflow', jobKey: null, dueAt: 5_000 },
             { deadlineId: 'queue:b', kind: 'queue', jobKey: 'b', dueAt: 9_000 },
@@ -66,10 +72,16 @@ await describeEachKind('restore queries', (kind) => {
           machineVersion: 1,
           snapshot: { status: 'active', value: 's1', context: { seq: 1 } },
           status: 'running',
+          tail: [
+            { seq: 2, event: { type: 'test.event', at: 1_002, n: 2 } },
+            { seq: 3, event: { type: 'test.event', at: 1_003, n: 3 } },
+          ],
           timers: [],
           pendingEffects: [],
         },
       ]);
+      const run2 = await db.selectFrom('runs').select(['status', 'updated_at']).where('run_id', '=', 'run-2').executeTakeFirstOrThrow();
+      assert.deepEqual(run2, { status: 'queued', updated_at: 1_003 }, 'a deferred snapshot still writes the run row of a changed state');
       const done = await db.selectFrom('outbox').select('done_at').where('effect_id', '=', 'run-1:1:0').executeTakeFirstOrThrow();
       assert.equal(done.done_at, 300, 'the first completion time is kept');
       assert.deepEqual(await loadRunsForRestore(db, []), []);

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { describe, it } from 'node:test';
+import { SNAPSHOT_EVERY_EVENTS } from '../../../actors/runs/supervisor.ts';
 import { readJournal } from '../../../src/db/journal.ts';
 import { DATABASE_KINDS, skipReason, withTestDatabase } from '../../support/database.ts';
 import { eventually, planFor, startTestRuntime, waitingWorkflow } from '../../support/runtime.ts';
@@ -35,6 +36,42 @@ for (const kind of DATABASE_KINDS) {
         );
         assert.equal(running.dispatch_id, attempt.dispatchId);
         await second.stop();
+      });
+    });
+
+    it('a run stopped behind a journal tail is restored by replaying it onto its snapshot, and goes on after it', async () => {
+      await withTestDatabase(kind, async ({ db }) => {
+        const first = await startTestRuntime(db, 'coord-a');
+        const runId = randomUUID();
+        await first.supervisor.createRun({ input: planFor(runId, waitingWorkflow('wf')), repository: null });
+        const attempt = { jobKey: 'build', agentId: 'agent-7', dispatchId: randomUUID() };
+        await eventually(async () => (await readJournal(db, runId)).length >= 2);
+        await first.supervisor.send(runId, { type: 'placement.granted', agentKind: 'static', ...attempt });
+        await first.supervisor.send(runId, { type: 'agent.job.ack', ...attempt });
+        const live = first.supervisor.jobContext(runId, 'build');
+        await first.stop();
+        const stored = await db.selectFrom('run_snapshots').select('seq').where('run_id', '=', runId).executeTakeFirstOrThrow();
+        const tail = (await readJournal(db, runId)).filter((e) => e.seq > stored.seq);
+        assert.ok(tail.length > 0 && tail.length < SNAPSHOT_EVERY_EVENTS, `a tail of 1 to ${SNAPSHOT_EVERY_EVENTS - 1} events after the snapshot, got ${tail.length}`);
+        const jobRow = await db.selectFrom('jobs').select(['status', 'agent_id']).where('run_id', '=', runId).executeTakeFirstOrThrow();
+        assert.equal(jobRow.agent_id, 'agent-7', 'the job row was written with the tail');
+        assert.notEqual(jobRow.status, 'pending');
+
+        const second = await startTestRuntime(db, 'coord-b');
+        try {
+          const restored = await eventually(async () => (await readJournal(db, runId)).find((e) => (e.event as { type: string }).type === 'run.restored'), 5000, 'run.restored journaled');
+          // A stored effect the restore runs again may journal its answer first.
+          assert.ok(restored.seq > (tail.at(-1)?.seq ?? Infinity), 'the restored run goes on after its tail');
+          const adopted = second.supervisor.jobContext(runId, 'build');
+          assert.deepEqual([adopted?.assignment, adopted?.attempt], [live?.assignment, live?.attempt], 'the tail was replayed: the assignment is the one the run had live');
+          await second.supervisor.send(runId, { type: 'run.cancel', reason: 'test', force: true, by: 'test' });
+          const journal = await readJournal(db, runId);
+          assert.deepEqual(journal.map((e) => e.seq), journal.map((_, i) => i), 'seqs stay contiguous');
+          const final = await db.selectFrom('run_snapshots').select(['seq', 'status']).where('run_id', '=', runId).executeTakeFirstOrThrow();
+          assert.deepEqual(final, { seq: journal.length - 1, status: 'cancelled' }, 'a finished run stores its final snapshot');
+        } finally {
+          await second.stop();
+        }
       });
     });
 

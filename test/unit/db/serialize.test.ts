@@ -38,6 +38,36 @@ describe('serializing a commit entry once, at submit', () => {
   });
 });
 
+describe('folding a batch of one run: snapshots and journal tails', () => {
+  const fold = (...entries: Parameters<typeof serializeEntry>[0][]) => toCommitRows(entries.map(serializeEntry));
+  const snapshotSeqs = (rows: ReturnType<typeof toCommitRows>) => rows.snapshots.map((s) => (JSON.parse(s) as { seq: number }).seq);
+  const runStatus = (rows: ReturnType<typeof toCommitRows>) => rows.runs.map((r) => (JSON.parse(r) as { status: string }).status);
+  const changed = (seq: number, status: string, overrides: Parameters<typeof entry>[2] = {}) => entry('r', seq, { run: { ...entry('r', seq).run, status }, ...overrides });
+
+  it('a deferred entry after a snapshot leaves the snapshot at its seq and still writes its run and job rows', () => {
+    const rows = fold(changed(5, 'running'), changed(6, 'queued', { deferSnapshot: true }));
+    assert.deepEqual(snapshotSeqs(rows), [5]);
+    assert.deepEqual(rows.snapshotSeqs, []);
+    assert.deepEqual(runStatus(rows), ['queued']);
+    assert.equal(rows.jobs.length, 1);
+    assert.equal(rows.events.length, 2, 'every event is journaled');
+  });
+
+  it('only deferred entries write no snapshot row; an unchanged one among them writes no run row of its own', () => {
+    const rows = fold(changed(6, 'queued', { deferSnapshot: true }), entry('r', 7, { deferSnapshot: true, unchanged: true, jobs: [] }));
+    assert.deepEqual([rows.snapshots, rows.snapshotSeqs], [[], []]);
+    assert.deepEqual(runStatus(rows), ['queued']);
+    assert.match(rows.runs[0] ?? '', /"updated_at":1007/, 'the rows carry the time of the batch\'s latest event');
+  });
+
+  it('an unchanged entry right after a snapshot moves only its seq; a snapshot later in the batch wins', () => {
+    assert.deepEqual(fold(entry('r', 8, { unchanged: true, jobs: [] })).snapshotSeqs.map((s) => (JSON.parse(s) as { seq: number }).seq), [8]);
+    const rows = fold(changed(6, 'queued', { deferSnapshot: true }), changed(7, 'success'));
+    assert.deepEqual(snapshotSeqs(rows), [7]);
+    assert.deepEqual(rows.finishedRunIds, ['r']);
+  });
+});
+
 describe('classifying database errors', () => {
   const pgError = (code: string) => Object.assign(new Error(`pg ${code}`), { code });
   it('transient: connection, rollback, resources, operator intervention, system errors, socket and driver failures', () => {

@@ -14,9 +14,12 @@ const agent2 = { agentId: 'agent-2', dispatchId: 'd-2' };
 const ev = (event: IncomingRunEvent) => event;
 
 /** build (ack timeout → requeue → success on a second agent), then test (disconnect → recovery → reclaim). */
-function recordedRun() {
+function recordedRun(steps = Infinity) {
   const input = runInput([jobPlan('build'), jobPlan('test', { needs: [need('build')] })], { runId: 'run-r' });
-  return recordInMemory(input, [
+  return recordInMemory(input, RUN_STEPS.slice(0, steps));
+}
+
+const RUN_STEPS = [
     ev({ type: 'placement.granted', jobKey: 'build', ...agent, agentKind: 'static' }),
     firing('build', 'ack'),
     ev({ type: 'placement.none', jobKey: 'build', reason: { kind: 'capacity', message: 'every agent is busy' } }),
@@ -30,8 +33,7 @@ function recordedRun() {
     ev({ type: 'agent.disconnected', jobKey: 'test', agentId: agent.agentId }),
     ev({ type: 'agent.job.reclaim', jobKey: 'test', ...agent }),
     ev({ type: 'agent.job.status', jobKey: 'test', ...agent, state: 'success' }),
-  ]);
-}
+];
 
 describe('replay engine', () => {
   it('replays a recorded run exactly: every step matches and the end state equals the stored snapshot', async () => {
@@ -98,6 +100,19 @@ describe('replay engine', () => {
     assert.equal(report.divergence, null);
     assert.deepEqual(report.snapshotCheck.compared && report.snapshotCheck.differences.map((d) => d.path), ['context.failureReason']);
     assert.equal(report.exact, false);
+  });
+
+  it('compares a snapshot stored behind the journal (a tail after it) with the replayed state at its seq', async () => {
+    const recorded = { ...recordedRun(), snapshot: recordedRun(9).snapshot };
+    const report = await replayRecordedRun(recorded);
+    assert.deepEqual(report.snapshotCheck, { compared: true, seq: 9, equal: true, differences: [] });
+    assert.equal(report.exact, true);
+    assert.equal(report.steps.length, 14, 'the tail is replayed too');
+    assert.ok(recorded.snapshot);
+    recorded.snapshot.snapshot.context.failureReason = 'tampered';
+    const tampered = await replayRecordedRun(recorded);
+    assert.equal(tampered.snapshotCheck.compared && tampered.snapshotCheck.equal, false);
+    assert.equal((await replayRecordedRun(recorded, { to: 8 })).snapshotCheck.compared, false, 'stopped before the stored seq');
   });
 
   it('refuses a run recorded by another chart version unless forced', async () => {
