@@ -74,7 +74,10 @@ function writes(rows: CommitRows, input: CommitBatchInput): RawBuilder<unknown>[
 
 type AddCte = (name: string, statement: RawBuilder<unknown>) => void;
 
-/** Changed runs: their snapshot and run rows. Unchanged ones: the snapshot's seq alone. */
+/**
+ * Snapshots stored: their rows. Unchanged runs: the snapshot's seq alone. Changed runs, whether
+ * their snapshot is stored or deferred to their journal tail: their run rows.
+ */
 function addSnapshots(rows: CommitRows, add: AddCte): void {
   if (rows.snapshotSeqs.length > 0) {
     add('snapshot_seqs', sql`
@@ -82,15 +85,17 @@ function addSnapshots(rows: CommitRows, add: AddCte): void {
         FROM (SELECT * FROM ${fenced(rows.snapshotSeqs, 'run_id text, seq int4, updated_at int8')}) AS t
        WHERE s.run_id = t.run_id AND s.seq < t.seq`);
   }
-  if (rows.snapshots.length === 0) return;
-  add('snapshots', sql`
-    INSERT INTO run_snapshots AS s (run_id, seq, machine_id, machine_version, snapshot, status, updated_at)
-    SELECT run_id, seq, machine_id, machine_version, coalesce(snapshot, 'null'), status, updated_at
-      FROM ${fenced(rows.snapshots, 'run_id text, seq int4, machine_id text, machine_version int4, snapshot json, status text, updated_at int8')}
-    ON CONFLICT (run_id) DO UPDATE SET seq = excluded.seq, machine_id = excluded.machine_id,
-      machine_version = excluded.machine_version, snapshot = excluded.snapshot, status = excluded.status,
-      updated_at = excluded.updated_at
-    WHERE s.seq < excluded.seq`);
+  if (rows.snapshots.length > 0) {
+    add('snapshots', sql`
+      INSERT INTO run_snapshots AS s (run_id, seq, machine_id, machine_version, snapshot, status, updated_at)
+      SELECT run_id, seq, machine_id, machine_version, coalesce(snapshot, 'null'), status, updated_at
+        FROM ${fenced(rows.snapshots, 'run_id text, seq int4, machine_id text, machine_version int4, snapshot json, status text, updated_at int8')}
+      ON CONFLICT (run_id) DO UPDATE SET seq = excluded.seq, machine_id = excluded.machine_id,
+        machine_version = excluded.machine_version, snapshot = excluded.snapshot, status = excluded.status,
+        updated_at = excluded.updated_at
+      WHERE s.seq < excluded.seq`);
+  }
+  if (rows.runs.length === 0) return;
   add('runs', sql`
     INSERT INTO runs AS r (run_id, workflow_name, repository, status, created_at, updated_at, finished_at,
                            failure_reason, init_failure, input_summary)

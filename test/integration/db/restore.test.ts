@@ -36,9 +36,15 @@ await describeEachKind('restore queries', (kind) => {
         coordinatorId: ME,
         epoch,
         now: 200,
+        entries: [entry('run-1', 2, { effects: [{ effectId: 'run-1:2:0', kind: 'sendDispatch', payload: ['x'] }] })],
+      });
+      await commitBatch(db, {
+        coordinatorId: ME,
+        epoch,
+        now: 250,
         entries: [
-          entry('run-1', 2, { effects: [{ effectId: 'run-1:2:0', kind: 'sendDispatch', payload: ['x'] }] }),
           // run-2's snapshot stays at seq 1: seq 2 changed the state, seq 3 did not; both are its tail.
+          // A batch of such entries alone stores no snapshot, and still the run row of the changed state.
           entry('run-2', 2, { deferSnapshot: true, run: { ...entry('run-2', 2).run, status: 'queued' } }),
           entry('run-2', 3, { deferSnapshot: true, unchanged: true, jobs: [] }),
         ],
