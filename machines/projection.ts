@@ -58,19 +58,32 @@ export function runStatusOf(run: { value: unknown; context: RunContext }): RunSt
 }
 
 /** The status a job's chart tags its state with (STAT-3); a stored snapshot is resolved against the chart first. */
-export function jobStatusOf(job: { value: unknown; context: JobContext }): JobStatus {
+export function jobStatusOf(job: { value: unknown; context: JobContext; tags?: ReadonlySet<string> }): JobStatus {
+  if (job.tags instanceof Set) return jobStatusOfTags(job.tags) ?? 'pending';
   const snapshot = jobMachine.resolveState({ value: job.value as StateValue, context: job.context });
   return jobStatusOfTags(snapshot.tags) ?? 'pending';
 }
 
+/** A job's state as projected: a stored snapshot, or a live one (with its tags). */
+export interface JobStateView {
+  value: unknown;
+  context: JobContext;
+  tags?: ReadonlySet<string>;
+}
+
 export function projectJobs(snapshot: PersistedMachineSnapshot<RunContext>): JobProjection[] {
   const children = snapshot.children ?? {};
-  return Object.entries(snapshot.context.jobs).map(([jobKey, node]) => {
-    const child = children[jobKey]?.snapshot as PersistedMachineSnapshot<JobContext> | undefined;
+  return projectJobsOf(snapshot.context, (jobKey) => children[jobKey]?.snapshot as PersistedMachineSnapshot<JobContext> | undefined);
+}
+
+/** Each job's row, from the run's context and each job actor's state (`childOf`, undefined for a job with no actor). */
+export function projectJobsOf(runContext: RunContext, childOf: (jobKey: string) => JobStateView | undefined): JobProjection[] {
+  return Object.entries(runContext.jobs).map(([jobKey, node]) => {
+    const child = childOf(jobKey);
     if (!child) {
       // A job with no actor: the run failed before spawning it, or a dynamic-matrix template.
       const status: JobStatus = node.status ?? 'pending';
-      const runFailure = snapshot.context.initFailure ? { ...snapshot.context.initFailure, jobName: jobKey } : null;
+      const runFailure = runContext.initFailure ? { ...runContext.initFailure, jobName: jobKey } : null;
       const initFailure = node.failure ?? runFailure;
       const noResult = { steps: [], durationMs: null, outputs: node.outputs ?? null };
       return { jobKey, status, waitingReason: node.gate, attempt: 0, agentId: null, dispatchId: null, outcome: node.reason ?? null, initFailure, ...noResult };

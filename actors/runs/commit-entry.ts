@@ -1,7 +1,7 @@
 import { RUN_MACHINE_ID } from '../../machines/run.machine.ts';
 import type { RunContext } from '../../machines/run.machine.ts';
 import { projectJobs, projectRun, stateSummary } from '../../machines/projection.ts';
-import type { PersistedMachineSnapshot } from '../../machines/projection.ts';
+import type { JobProjection, PersistedMachineSnapshot, RunProjection } from '../../machines/projection.ts';
 import { isEffectKind } from '../../machines/intents.ts';
 import type { EffectKind, Intent } from '../../machines/intents.ts';
 import { isDeadlineKind } from '../../machines/types.ts';
@@ -10,12 +10,29 @@ import type { EffectRow, NewRun, RunCommit, RunFailureRecord, StoredRun, TimerCh
 import type { ArmedTimer } from './timer-service.ts';
 import type { FollowUpEvent } from './inline-placement.ts';
 
+/** The run's state after an event, as its entry writes it. */
+export interface EntryState {
+  /** The snapshot to store; null when the entry defers it (docs/architecture.md#snapshots-and-journal-tails). */
+  snapshot: PersistedMachineSnapshot<RunContext> | null;
+  run: RunProjection;
+  jobs: JobProjection[];
+  /** The state summary journaled with the event. */
+  summary: unknown;
+  /** Job keys that no longer name a job. */
+  fannedOut: string[];
+}
+
+/** The state of an entry that stores its snapshot: everything is read from that snapshot. */
+export function storedState(snapshot: PersistedMachineSnapshot<RunContext>): EntryState {
+  return { snapshot, run: projectRun(snapshot), jobs: projectJobs(snapshot), summary: stateSummary(snapshot), fannedOut: snapshot.context.fannedOut };
+}
+
 export interface EntryParts {
   runId: string;
   seq: number;
   event: { type: string; at: number };
   intents: Intent[];
-  snapshot: PersistedMachineSnapshot<RunContext>;
+  state: EntryState;
   machineVersion: number;
   /** A deadline that fired with this event: its row goes unless the event re-armed it. */
   firedDeadlineId: string | null;
@@ -25,8 +42,6 @@ export interface EntryParts {
   followUps?: FollowUpEvent[];
   /** The state `event` left before the follow-ups, when there are any. */
   firstStateAfter?: unknown;
-  /** The stored snapshot row stays as it is (`CommitEntry.deferSnapshot`). */
-  deferSnapshot?: boolean;
 }
 
 export function timerChangesOf(intents: Intent[], firedDeadlineId: string | null): TimerChange<DeadlineKind>[] {
@@ -55,7 +70,7 @@ function effectRowOf(intent: Intent<EffectKind>, effectId: string): EffectRow {
 function journaledEvents(parts: EntryParts): RunCommit['events'] {
   const followUps = parts.followUps ?? [];
   const first = { seq: parts.seq - followUps.length, event: parts.event, receivedAt: parts.event.at };
-  if (followUps.length === 0) return [{ ...first, stateAfter: stateSummary(parts.snapshot) }];
+  if (followUps.length === 0) return [{ ...first, stateAfter: parts.state.summary }];
   return [{ ...first, stateAfter: parts.firstStateAfter }, ...followUps.map((f) => ({ seq: f.seq, event: f.event, receivedAt: f.event.at, stateAfter: f.stateAfter }))];
 }
 
@@ -65,13 +80,13 @@ function effectRowsOf(intents: Intent[], runId: string, seq: number): EffectRow[
 
 /** Everything one accepted event writes: journal row, snapshot, projections, timers, outbox. */
 export function buildCommitEntry(parts: EntryParts): RunCommit {
-  const { runId, seq, snapshot } = parts;
-  const run = projectRun(snapshot);
+  const { runId, seq, state } = parts;
+  const { run, snapshot } = state;
   const effects = effectRowsOf(parts.intents, runId, seq);
   return {
     runId,
     isNewRun: parts.isNewRun,
-    ...(parts.deferSnapshot === true ? { deferSnapshot: true } : {}),
+    ...(snapshot === null ? { deferSnapshot: true } : {}),
     events: journaledEvents(parts),
     snapshot: {
       seq,
@@ -91,8 +106,8 @@ export function buildCommitEntry(parts: EntryParts): RunCommit {
       initFailure: run.initFailure,
       ...(parts.newRun?.inputSummary !== undefined ? { inputSummary: parts.newRun.inputSummary } : {}),
     },
-    jobs: projectJobs(snapshot),
-    removedJobs: snapshot.context.fannedOut,
+    jobs: state.jobs,
+    removedJobs: state.fannedOut,
     timers: timerChangesOf(parts.intents, parts.firedDeadlineId),
     effects,
   };

@@ -1,9 +1,11 @@
 import { createActor } from 'xstate';
 import type { Actor } from 'xstate';
 import type { JobContext } from '../../machines/job.setup.ts';
+import { projectJobsOf, projectRun } from '../../machines/projection.ts';
 import type { PersistedMachineSnapshot } from '../../machines/projection.ts';
 import type { RunContext } from '../../machines/run.machine.ts';
 import type { RuntimeRunMachine } from './intent-recorder.ts';
+import type { EntryState } from './commit-entry.ts';
 
 /** The JSON form of a run actor's state; XState types it loosely as `Snapshot<unknown>`. */
 export function persistedOf(actor: Actor<RuntimeRunMachine>): PersistedMachineSnapshot<RunContext> {
@@ -51,6 +53,16 @@ export function sameRefs(before: readonly unknown[], after: readonly unknown[]):
 }
 
 /** `stateSummary` of the live state, without persisting it first. */
+/**
+ * The state of an entry that defers its snapshot, read from the live actor: nothing is persisted,
+ * and statuses come from the live states' tags instead of resolving stored ones against the chart.
+ */
+export function deferredState(actor: Actor<RuntimeRunMachine>): EntryState {
+  const live = actor.getSnapshot();
+  const jobs = projectJobsOf(live.context, (jobKey) => live.children[jobKey]?.getSnapshot());
+  return { snapshot: null, run: projectRun(live), jobs, summary: liveStateSummary(actor), fannedOut: live.context.fannedOut };
+}
+
 export function liveStateSummary(actor: Actor<RuntimeRunMachine>): { run: unknown; jobs: Record<string, unknown> } {
   const snapshot = actor.getSnapshot();
   const jobs: Record<string, unknown> = {};

@@ -15,7 +15,7 @@ import { IntentRecorder, runtimeRunMachine } from './intent-recorder.ts';
 import type { Intent, RuntimeRunMachine } from './intent-recorder.ts';
 import type { FencedError } from './errors.ts';
 import type { CommitEntry, NewRun, RunCommit, SerializedEntry, StoredRun } from './ports.ts';
-import { buildCommitEntry, crashFailureOf, lostRunFailureOf, restoredWorkOf, runFailureOf, unchangedEntry } from './commit-entry.ts';
+import { buildCommitEntry, crashFailureOf, lostRunFailureOf, restoredWorkOf, runFailureOf, storedState, unchangedEntry } from './commit-entry.ts';
 import type { ArmedTimer } from './timer-service.ts';
 import { answerPlacements } from './inline-placement.ts';
 import type { InlineGrants } from './inline-placement.ts';
@@ -23,7 +23,7 @@ import { TimerService } from './timer-service.ts';
 import { deliverDeadline } from './deadline-delivery.ts';
 import { CommitObservers } from './commit-observers.ts';
 import type { CommittedUpdate } from './commit-observers.ts';
-import { CrashObserver, armedDeadlines, liveStateSummary, persistedOf, restoreActor, sameRefs, stateRefsOf, visitOpenJobs } from './run-actors.ts';
+import { CrashObserver, armedDeadlines, deferredState, liveStateSummary, persistedOf, restoreActor, sameRefs, stateRefsOf, visitOpenJobs } from './run-actors.ts';
 import type { RestoreReport, RunHandle, SupervisorOptions } from './supervisor.types.ts';
 
 export type { CommittedUpdate } from './commit-observers.ts';
@@ -362,11 +362,11 @@ export class Supervisor {
       const unchanged = { runId, seq, event, intents, machineVersion: SNAPSHOT_VERSION, live: handle.actor.getSnapshot(), stateAfter: liveStateSummary(handle.actor), deferSnapshot };
       return { entry: unchangedEntry(unchanged), done: false };
     }
-    const snapshot = persistedOf(handle.actor);
-    const done = snapshot.status === 'done';
+    const done = handle.actor.getSnapshot().status === 'done';
     const deferSnapshot = !creation.isNewRun && !done && !handle.closing && seq - handle.storedSeq < SNAPSHOT_EVERY_EVENTS;
     if (!deferSnapshot) handle.storedSeq = seq;
-    const parts = { runId, seq, event, intents, snapshot, machineVersion: SNAPSHOT_VERSION, firedDeadlineId: timerEvent, followUps, firstStateAfter, deferSnapshot };
+    const state = deferSnapshot ? deferredState(handle.actor) : storedState(persistedOf(handle.actor));
+    const parts = { runId, seq, event, intents, state, machineVersion: SNAPSHOT_VERSION, firedDeadlineId: timerEvent, followUps, firstStateAfter };
     return { entry: buildCommitEntry({ ...parts, ...creation }), done };
   }
 

@@ -3,7 +3,9 @@ import { describe, it } from 'node:test';
 import { projectRun } from '../../../machines/projection.ts';
 import type { PersistedMachineSnapshot } from '../../../machines/projection.ts';
 import type { RunContext } from '../../../machines/run.machine.ts';
-import { RunHarness, jobPlan } from '../../support/machines.ts';
+import { storedState } from '../../../actors/runs/commit-entry.ts';
+import { deferredState } from '../../../actors/runs/run-actors.ts';
+import { RunHarness, ack, jobPlan, need, status, stepStatus } from '../../support/machines.ts';
 
 describe('projectRun', () => {
   it('gives the same row from the live snapshot (its tags) as from the stored one (resolved against the chart)', () => {
@@ -15,5 +17,30 @@ describe('projectRun', () => {
     h.send({ type: 'run.cancel', reason: 'test', force: true, by: 'test', at: 3_000 });
     assert.equal(projectRun(h.snapshot).status, projectRun(stored()).status);
     assert.notEqual(projectRun(h.snapshot).status, 'pending');
+  });
+});
+
+describe('the state of an entry that defers its snapshot', () => {
+  it('projects the same run row, job rows and summary from the live actor as from its persisted snapshot', () => {
+    const h = RunHarness.start([jobPlan('build'), jobPlan('test', { needs: [need('build')] }), jobPlan('lint')]);
+    const json = (value: unknown) => JSON.parse(JSON.stringify(value)) as unknown;
+    const same = (when: string) => {
+      const { snapshot, ...live } = deferredState(h.actor);
+      const { snapshot: stored, ...fromStored } = storedState(JSON.parse(JSON.stringify(h.actor.getPersistedSnapshot())) as PersistedMachineSnapshot<RunContext>);
+      assert.equal(snapshot, null);
+      assert.ok(stored);
+      assert.deepEqual(json(live), json(fromStored), when);
+    };
+    same('created');
+    h.dispatch('build', 2_000);
+    same('dispatched');
+    h.fromOwner('build', (o) => ack(2_001, o));
+    h.fromOwner('build', (o) => status('running', 2_002, o));
+    h.fromOwner('build', (o) => stepStatus(2_003, o));
+    same('running a step');
+    h.fromOwner('build', (o) => status('failed', 2_004, o, 'exit 1'));
+    same('a job failed, its dependant skipped');
+    h.send({ type: 'run.cancel', reason: 'test', force: true, by: 'test', at: 3_000 });
+    same('cancelled');
   });
 });
