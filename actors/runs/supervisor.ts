@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 import { createActor } from 'xstate';
 import type { Logger } from 'pino';
 import { UNRECORDED_EFFECTS } from '../../machines/intents.ts';
@@ -381,7 +381,7 @@ export class Supervisor {
       return thrown;
     }
     serialized.jobs = serialized.jobs.filter((job) => {
-      const digest = createHash('sha1').update(job.json).digest('base64');
+      const digest = hash('sha1', job.json, 'base64');
       if (handle.written.get(job.jobKey) === digest) return false;
       handle.written.set(job.jobKey, digest);
       return true;
