@@ -52,7 +52,6 @@ export function sameRefs(before: readonly unknown[], after: readonly unknown[]):
   return before.length === after.length && before.every((ref, i) => ref === after[i]);
 }
 
-/** `stateSummary` of the live state, without persisting it first. */
 /**
  * The state of an entry that defers its snapshot, read from the live actor: nothing is persisted,
  * and statuses come from the live states' tags instead of resolving stored ones against the chart.
@@ -63,6 +62,7 @@ export function deferredState(actor: Actor<RuntimeRunMachine>): EntryState {
   return { snapshot: null, run: projectRun(live), jobs, summary: liveStateSummary(actor), fannedOut: live.context.fannedOut };
 }
 
+/** `stateSummary` of the live state, without persisting it first. */
 export function liveStateSummary(actor: Actor<RuntimeRunMachine>): { run: unknown; jobs: Record<string, unknown> } {
   const snapshot = actor.getSnapshot();
   const jobs: Record<string, unknown> = {};

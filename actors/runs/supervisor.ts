@@ -355,15 +355,19 @@ export class Supervisor {
     const seq = handle.seq;
     const timerEvent = event.type.startsWith('timer.') && 'deadlineId' in event ? String(event.deadlineId) : null;
     const askedNothingDurable = followUps.length === 0 && intents.every((intent) => UNRECORDED_EFFECTS.has(intent.type));
-    if (timerEvent === null && before !== undefined && askedNothingDurable && sameRefs(before, stateRefsOf(handle.actor))) {
-      // Behind a tail, the stored snapshot's seq cannot move: the restore would skip the tail.
-      const deferSnapshot = handle.storedSeq !== seq - 1;
+    // Events since the stored snapshot, this one included: 1 when nothing lies between.
+    const tail = seq - handle.storedSeq;
+    const unchangedState = timerEvent === null && before !== undefined && askedNothingDurable && sameRefs(before, stateRefsOf(handle.actor));
+    // Behind a tail the stored snapshot's seq cannot move (the restore would skip the tail): the entry
+    // joins the tail, and one that would make it too long stores a snapshot instead.
+    if (unchangedState && tail < SNAPSHOT_EVERY_EVENTS) {
+      const deferSnapshot = tail > 1;
       if (!deferSnapshot) handle.storedSeq = seq;
       const unchanged = { runId, seq, event, intents, machineVersion: SNAPSHOT_VERSION, live: handle.actor.getSnapshot(), stateAfter: liveStateSummary(handle.actor), deferSnapshot };
       return { entry: unchangedEntry(unchanged), done: false };
     }
     const done = handle.actor.getSnapshot().status === 'done';
-    const deferSnapshot = !creation.isNewRun && !done && !handle.closing && seq - handle.storedSeq < SNAPSHOT_EVERY_EVENTS;
+    const deferSnapshot = !creation.isNewRun && !done && !handle.closing && tail < SNAPSHOT_EVERY_EVENTS;
     if (!deferSnapshot) handle.storedSeq = seq;
     const state = deferSnapshot ? deferredState(handle.actor) : storedState(persistedOf(handle.actor));
     const parts = { runId, seq, event, intents, state, machineVersion: SNAPSHOT_VERSION, firedDeadlineId: timerEvent, followUps, firstStateAfter };

@@ -75,6 +75,33 @@ for (const kind of DATABASE_KINDS) {
       });
     });
 
+    it('a tail never grows past SNAPSHOT_EVERY_EVENTS, even of events that change nothing', async () => {
+      await withTestDatabase(kind, async ({ db }) => {
+        const runtime = await startTestRuntime(db, 'coord-a');
+        try {
+          const runId = randomUUID();
+          await runtime.supervisor.createRun({ input: planFor(runId, waitingWorkflow('wf', { jobs: ['a', 'b'] })), repository: null });
+          await eventually(async () => (await readJournal(db, runId)).some((e) => (e.event as { type: string }).type === 'placement.none'));
+          const behind = async () => {
+            const stored = await db.selectFrom('run_snapshots').select('seq').where('run_id', '=', runId).executeTakeFirstOrThrow();
+            return (await readJournal(db, runId)).length - 1 - stored.seq;
+          };
+          // A deadline that is not the job's: nothing changes, but its entry is not an unchanged one, so it starts a tail.
+          await runtime.supervisor.send(runId, { type: 'timer.queue.expired', deadlineId: 'not-armed', dueAt: 0, jobKey: 'a' });
+          assert.equal(await behind(), 1);
+          const seen: number[] = [];
+          for (let i = 0; i < 2 * SNAPSHOT_EVERY_EVENTS; i++) {
+            await runtime.supervisor.send(runId, { type: 'run.restored', liveAgents: [] });
+            seen.push(await behind());
+          }
+          assert.ok(Math.max(...seen) < SNAPSHOT_EVERY_EVENTS, `journal rows behind the snapshot: ${seen.join(', ')}`);
+          assert.equal(seen.at(-1), 0, 'with no tail left, an unchanged event moves the snapshot to its seq');
+        } finally {
+          await runtime.stop();
+        }
+      });
+    });
+
     it('a job that waited for an agent is offered agents again by the adopting coordinator', async () => {
       await withTestDatabase(kind, async ({ db }) => {
         const first = await startTestRuntime(db, 'coord-a');
