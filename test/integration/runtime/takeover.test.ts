@@ -39,7 +39,7 @@ for (const kind of DATABASE_KINDS) {
       });
     });
 
-    it('a run stopped behind a journal tail is restored by replaying it onto its snapshot, and goes on after it', async () => {
+    it('B5: a run stopped behind a journal tail is restored by replaying it onto its snapshot (its job keeps its agent), and goes on after it', async () => {
       await withTestDatabase(kind, async ({ db }) => {
         const first = await startTestRuntime(db, 'coord-a');
         const runId = randomUUID();
