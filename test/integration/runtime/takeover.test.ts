@@ -4,19 +4,27 @@ import { describe, it } from 'node:test';
 import { SNAPSHOT_EVERY_EVENTS } from '../../../actors/runs/supervisor.ts';
 import { readJournal } from '../../../src/db/journal.ts';
 import { DATABASE_KINDS, skipReason, withTestDatabase } from '../../support/database.ts';
-import { eventually, planFor, startTestRuntime, waitingWorkflow } from '../../support/runtime.ts';
+import type { Kysely } from 'kysely';
+import type { Schema } from '../../../src/db/schema.ts';
+import { eventually, planFor, startTestRuntime, waitingWorkflow, type TestRuntime } from '../../support/runtime.ts';
+
+/** A one-job run placed on agent-7 (which has no session), its dispatch acked. */
+async function ackedRun(runtime: TestRuntime, db: Kysely<Schema>) {
+  const runId = randomUUID();
+  await runtime.supervisor.createRun({ input: planFor(runId, waitingWorkflow('wf')), repository: null });
+  const attempt = { jobKey: 'build', agentId: 'agent-7', dispatchId: randomUUID() };
+  await eventually(async () => (await readJournal(db, runId)).length >= 2);
+  await runtime.supervisor.send(runId, { type: 'placement.granted', agentKind: 'static', ...attempt });
+  await runtime.supervisor.send(runId, { type: 'agent.job.ack', ...attempt });
+  return { runId, attempt };
+}
 
 for (const kind of DATABASE_KINDS) {
   describe(`takeover of running jobs (${kind} Postgres)`, { skip: await skipReason(kind) }, () => {
     it('B5: after a takeover the job keeps its real owner; the agent reclaims it and it is running again', async () => {
       await withTestDatabase(kind, async ({ db }) => {
         const first = await startTestRuntime(db, 'coord-a');
-        const runId = randomUUID();
-        await first.supervisor.createRun({ input: planFor(runId, waitingWorkflow('wf')), repository: null });
-        const attempt = { jobKey: 'build', agentId: 'agent-7', dispatchId: randomUUID() };
-        await eventually(async () => (await readJournal(db, runId)).length >= 2);
-        await first.supervisor.send(runId, { type: 'placement.granted', agentKind: 'static', ...attempt });
-        await first.supervisor.send(runId, { type: 'agent.job.ack', ...attempt });
+        const { runId, attempt } = await ackedRun(first, db);
         await first.supervisor.send(runId, { type: 'agent.job.status', state: 'running', ...attempt });
         await first.stop();
         const second = await startTestRuntime(db, 'coord-b');
@@ -42,12 +50,7 @@ for (const kind of DATABASE_KINDS) {
     it('B5: a run stopped behind a journal tail is restored by replaying it onto its snapshot (its job keeps its agent), and goes on after it', async () => {
       await withTestDatabase(kind, async ({ db }) => {
         const first = await startTestRuntime(db, 'coord-a');
-        const runId = randomUUID();
-        await first.supervisor.createRun({ input: planFor(runId, waitingWorkflow('wf')), repository: null });
-        const attempt = { jobKey: 'build', agentId: 'agent-7', dispatchId: randomUUID() };
-        await eventually(async () => (await readJournal(db, runId)).length >= 2);
-        await first.supervisor.send(runId, { type: 'placement.granted', agentKind: 'static', ...attempt });
-        await first.supervisor.send(runId, { type: 'agent.job.ack', ...attempt });
+        const { runId } = await ackedRun(first, db);
         const live = first.supervisor.jobContext(runId, 'build');
         await first.stop();
         const stored = await db.selectFrom('run_snapshots').select('seq').where('run_id', '=', runId).executeTakeFirstOrThrow();
