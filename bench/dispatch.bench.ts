@@ -13,6 +13,10 @@
  * - create-run → job.dispatch: start of the POST → the agent receiving the frame;
  * - each of those idle too (one client, one run at a time), the floor of the path: 10 clients
  *   already keep this 2-core machine about half busy;
+ * - in those two latency phases the runs go to the agents in turn (each agent also carries its id
+ *   as a label): sent all to the lowest agent id, as `runsOnPick: deterministic` picks among idle
+ *   agents, one socket got ~100 frames a second and past its 200-frame burst waited on the
+ *   protocol's per-connection rate limit (100 messages/s), which is what the phases then measured;
  * - sustained runs/s and jobs/s with every run submitted at once.
  * - the coordinator loop's busy share in each throughput phase.
  * `--one-thread` runs the coordinator on this thread too, as these figures were taken before: then
@@ -95,8 +99,8 @@ async function connectAgents(client: CoordinatorClient, token: string, timeline:
     agent.runAtOnce(dispatch);
     agent.received.length = 0;
   };
-  const ids = Array.from({ length: AGENTS }, (_, i) => `bench-agent-${String(i).padStart(2, '0')}`);
-  return Promise.all(ids.map((agentId) => FakeAgent.connect(client.wsUrl, token, { compress: AGENTS_COMPRESS, agentId, labels: [LABEL], maxConcurrency: 1, onDispatch })));
+  const ids = Array.from({ length: AGENTS }, (_, i) => agentIdOf(i));
+  return Promise.all(ids.map((agentId) => FakeAgent.connect(client.wsUrl, token, { compress: AGENTS_COMPRESS, agentId, labels: [LABEL, agentId], maxConcurrency: 1, onDispatch })));
 }
 
 interface PhaseResult {
@@ -148,12 +152,20 @@ async function allFinished(client: CoordinatorClient, timeline: Timeline, runIds
   }
 }
 
-/** Closed loop below agent capacity, so create → dispatch is not queueing behind busy agents. */
+function agentIdOf(n: number): string {
+  return `bench-agent-${String(n % AGENTS).padStart(2, '0')}`;
+}
+
+/**
+ * Closed loop below agent capacity, so create → dispatch is not queueing behind busy agents; run n
+ * goes to agent n mod 50 (by its id label), so no agent's socket reaches the rate limit.
+ */
 async function latency(client: CoordinatorClient, timeline: Timeline, runs: number, clients: number): Promise<{ createToDispatch: number[]; runIds: string[] }> {
-  const workflow = runStepsWorkflow('bench-latency', LABEL, [{ name: 'build', steps: [['s', 'true']] }]);
+  const workflows = Array.from({ length: AGENTS }, (_, i) => runStepsWorkflow('bench-latency', agentIdOf(i), [{ name: 'build', steps: [['s', 'true']] }]));
   const createToDispatch: number[] = [];
   const runIds: string[] = [];
-  await pool(runs, clients, async () => {
+  await pool(runs, clients, async (n) => {
+    const workflow = workflows[n % AGENTS] as object;
     const started = wallNow();
     const runId = await client.createRun(workflow);
     runIds.push(runId);
