@@ -70,9 +70,9 @@ export function formatSummary(report: ReplayReport): string {
     lines.push(`DIVERGED first at seq ${d.seq} (${d.eventType}):`, ...differenceLines(d.differences, '  '));
   }
   const check = report.snapshotCheck;
-  if (!check.compared) lines.push(`end state not compared with the stored snapshot: ${check.reason}`);
-  else if (check.equal) lines.push(`end state equals the stored snapshot at seq ${check.seq} (value, context, children)`);
-  else lines.push(`END STATE DIFFERS from the stored snapshot at seq ${check.seq}:`, ...differenceLines(check.differences, '  '));
+  if (!check.compared) lines.push(`state not compared with the stored snapshot: ${check.reason}`);
+  else if (check.equal) lines.push(`state at seq ${check.seq} equals the stored snapshot (value, context, children)`);
+  else lines.push(`STATE AT SEQ ${check.seq} DIFFERS from the stored snapshot:`, ...differenceLines(check.differences, '  '));
   lines.push(report.exact ? 'result: exact' : 'result: NOT exact');
   return lines.join('\n');
 }

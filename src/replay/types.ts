@@ -61,12 +61,12 @@ export interface ReplayReport {
   steps: ReplayStep[];
   /** The first step whose state differs from the journal, or null. */
   divergence: ReplayDivergence | null;
-  /** The end state against the stored snapshot (value, context, children), when replay reached it. */
+  /** The replayed state at the stored snapshot's seq against that snapshot (value, context, children), when replay reached it. */
   snapshotCheck: SnapshotCheck;
   /** The actor threw while applying an event; replay stopped there. */
   failure: { seq: number; message: string } | null;
   /** The persisted snapshot after `to`: the exported state at that point. */
   snapshot: PersistedMachineSnapshot<RunContext>;
-  /** No divergence, no failure, and the end snapshot equal when it was compared. */
+  /** No divergence, no failure, and the stored snapshot equal when it was compared. */
   exact: boolean;
 }

@@ -58,7 +58,7 @@ describe('switchyard replay and visualize against the database (external Postgre
     assert.equal(await runReplayCommand([runId], env, text.io), 0, text.out.stderr);
     assert.match(text.out.stdout, /^seq 0 {2}\S+ {2}run\.created {2}workflowName=wf/m);
     assert.match(text.out.stdout, /run {6}active\.pending → cancelled/);
-    assert.match(text.out.stdout, /end state equals the stored snapshot/);
+    assert.match(text.out.stdout, /state at seq \d+ equals the stored snapshot/);
     assert.match(text.out.stdout, /result: exact/);
     const json = io();
     assert.equal(await runReplayCommand([runId, '--json'], env, json.io), 0);
