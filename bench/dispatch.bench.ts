@@ -47,8 +47,6 @@ const AGENTS = 50;
 const LABEL = 'bench';
 /** The stock agent offers permessage-deflate; `--no-agent-compression` measures without it (zlib is then off both ways). */
 const AGENTS_COMPRESS = !argv.includes('--no-agent-compression');
-/** `--one-thread`: the coordinator shares this thread with the agents and client, as it did before it had a thread of its own. */
-const ONE_THREAD = argv.includes('--one-thread');
 
 /** Per dispatch id and per run: when each step of the path happened. */
 class Timeline {
@@ -198,7 +196,7 @@ async function main(): Promise<void> {
     LOG_LEVEL: 'silent',
   };
   const timeline = new Timeline();
-  const coordinator = await startBenchCoordinator(env, observe(timeline), !ONE_THREAD);
+  const coordinator = await startBenchCoordinator(env, observe(timeline), !flags.oneThread);
   const client = new CoordinatorClient(coordinator.url, adminToken);
   const agents = await connectAgents(client, (await client.createToken()).token, timeline);
   try {
@@ -223,7 +221,7 @@ async function main(): Promise<void> {
     report(results, coordinator);
     console.log(`group commit: ${JSON.stringify(results.groupCommit)}`);
     const setup = { agents: AGENTS, agentsCompress: AGENTS_COMPRESS, coordinator: coordinator.placement, idleRuns: IDLE_RUNS, latencyRuns: LATENCY_RUNS, latencyClients: LATENCY_CLIENTS, database: 'external Postgres' };
-    console.log(`results: ${(await writeResult(ONE_THREAD ? 'dispatch.one-thread' : 'dispatch', flags, { setup, ...results })).pathname}`);
+    console.log(`results: ${(await writeResult(flags.oneThread ? 'dispatch.one-thread' : 'dispatch', flags, { setup, ...results })).pathname}`);
   } finally {
     await Promise.all(agents.map((agent) => agent.close()));
     await coordinator.close();

@@ -14,13 +14,15 @@ export interface BenchFlags {
   quick: boolean;
   /** `--commit-batching off`: the same load with group commit off (SWITCHYARD_COMMIT_BATCHING). */
   commitBatching: 'on' | 'off';
+  /** `--one-thread`: a bench that starts its coordinator in process keeps it on the thread of its agents and client (bench/coordinator-thread.ts). */
+  oneThread: boolean;
 }
 
 export function benchFlags(argv: string[] = process.argv.slice(2)): BenchFlags {
   const at = argv.indexOf('--commit-batching');
   const batching = at >= 0 ? argv[at + 1] : 'on';
   if (batching !== 'on' && batching !== 'off') throw new Error(`--commit-batching takes on or off, got ${String(batching)}`);
-  return { quick: argv.includes('--quick'), commitBatching: batching };
+  return { quick: argv.includes('--quick'), commitBatching: batching, oneThread: argv.includes('--one-thread') };
 }
 
 export const RESULTS_DIR = new URL('results/', import.meta.url);

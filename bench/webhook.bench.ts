@@ -18,8 +18,6 @@ import { benchFlags, freshDatabase, percentiles, writeResult } from './support.t
 import { startBenchCoordinator, type BenchCoordinator } from './coordinator-thread.ts';
 
 const flags = benchFlags();
-/** `--one-thread`: the coordinator shares this thread with the agents and client. */
-const ONE_THREAD = process.argv.includes('--one-thread');
 const SECRET = 'bench-secret';
 const ADMIN_TOKEN = 'bench-admin';
 const AGENTS = 20;
@@ -114,7 +112,7 @@ async function main(): Promise<void> {
     SWITCHYARD_COMMIT_BATCHING: flags.commitBatching,
     LOG_LEVEL: 'silent',
   };
-  const coordinator = await startBenchCoordinator(env, () => undefined, !ONE_THREAD);
+  const coordinator = await startBenchCoordinator(env, () => undefined, !flags.oneThread);
   const dispatches = new Dispatches();
   const agents = await connectAgents(coordinator, dispatches);
   try {
@@ -123,7 +121,7 @@ async function main(): Promise<void> {
     if (!res.ok) throw new Error(`registering the repository: ${res.status} ${await res.text()}`);
     const results = await measure(coordinator, dispatches, sha);
     report(results);
-    const name = ONE_THREAD ? 'webhook.one-thread' : 'webhook';
+    const name = flags.oneThread ? 'webhook.one-thread' : 'webhook';
     console.log(`results: ${(await writeResult(name, flags, { agents: AGENTS, coordinator: coordinator.placement, ...results })).pathname}`);
   } finally {
     await Promise.all(agents.map((agent) => agent.close()));
@@ -135,7 +133,7 @@ async function main(): Promise<void> {
 }
 
 function report(results: Awaited<ReturnType<typeof measure>>): void {
-  const where = ONE_THREAD ? 'on the thread of the client and agents' : 'on its own thread';
+  const where = flags.oneThread ? 'on the thread of the client and agents' : 'on its own thread';
   console.log(`\nwebhook benchmark: ${AGENTS} agents, coordinator ${where}, commit batching ${flags.commitBatching} (latencies in ms)\n`);
   console.log(`${'concurrency'.padEnd(16)} ${'measure'.padEnd(22)} ${'n'.padStart(6)} ${'p50'.padStart(8)} ${'p95'.padStart(8)} ${'p99'.padStart(8)} ${'max'.padStart(8)}`);
   for (const [level, figures] of Object.entries(results)) {
