@@ -166,6 +166,11 @@ export function crashFailureOf(crash: LostRun & { error: unknown }, failedAt: nu
   return lostRunFailureOf(crash, `its run actor crashed: ${message}`, failedAt);
 }
 
+/** The seq of a stored run's last journaled event: its snapshot's, or its tail's last one. */
+export function journalHeadOf(row: Pick<StoredRun, 'seq' | 'tail'>): number {
+  return row.tail?.at(-1)?.seq ?? row.seq;
+}
+
 /** A stored run's deadlines and pending effects, checked: rows of a kind this build does not know are named apart. */
 export function restoredWorkOf(row: StoredRun): { timers: Omit<ArmedTimer, 'runId'>[]; effects: EffectRow[]; unknownKinds: string[] } {
   const timers: Omit<ArmedTimer, 'runId'>[] = [];

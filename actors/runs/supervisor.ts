@@ -15,7 +15,7 @@ import { IntentRecorder, runtimeRunMachine } from './intent-recorder.ts';
 import type { Intent, RuntimeRunMachine } from './intent-recorder.ts';
 import type { FencedError } from './errors.ts';
 import type { CommitEntry, NewRun, RunCommit, SerializedEntry, StoredRun } from './ports.ts';
-import { buildCommitEntry, crashFailureOf, lostRunFailureOf, restoredWorkOf, runFailureOf, storedState, unchangedEntry } from './commit-entry.ts';
+import { buildCommitEntry, crashFailureOf, lostRunFailureOf, journalHeadOf, restoredWorkOf, runFailureOf, storedState, unchangedEntry } from './commit-entry.ts';
 import type { ArmedTimer } from './timer-service.ts';
 import { answerPlacements } from './inline-placement.ts';
 import type { InlineGrants } from './inline-placement.ts';
@@ -223,7 +223,7 @@ export class Supervisor {
     actor.start();
     // The tail's intents were answered when its events were live: its deadlines and effects are the stored rows.
     for (const record of row.tail ?? []) this.recording(row.runId, () => actor.send(record.event as RunEvent));
-    const seq = row.tail?.at(-1)?.seq ?? row.seq;
+    const seq = journalHeadOf(row);
     this.runs.set(row.runId, { actor, seq, storedSeq: row.seq, written: new Map(), closing: false });
     const started = actor.getSnapshot();
     if (started.status === 'error') {
@@ -250,7 +250,7 @@ export class Supervisor {
    */
   private failUnrestorable(row: StoredRun, error: Error): void {
     const context = (row.snapshot as { context?: Partial<RunContext> } | null)?.context;
-    const lost = { runId: row.runId, seq: row.tail?.at(-1)?.seq ?? row.seq, machineVersion: row.machineVersion, context, newRun: undefined };
+    const lost = { runId: row.runId, seq: journalHeadOf(row), machineVersion: row.machineVersion, context, newRun: undefined };
     const failure = lostRunFailureOf(lost, `its stored state could not be restored: ${error.message}`, this.options.clock.now());
     // Rejects with RunNotStorableError once the failure is durable; the give-up is logged where it is handled.
     this.committer.failRun(failure).catch(() => undefined);
