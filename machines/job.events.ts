@@ -97,11 +97,15 @@ export type JobEvent = (
   | ({ type: 'agent.job.status'; state: JobStatus; error?: string; data?: JobStatusData } & FromAgent)
   | ({ type: 'agent.job.heartbeat' } & FromAgent)
   | ({ type: 'agent.step.status'; step: StepRecord } & FromAgent)
-  | ({ type: 'agent.job.reclaim' } & FromAgent)
+  /** `connectionId`: the agent's socket that reclaimed the attempt (absent in journals written before it was recorded). */
+  | ({ type: 'agent.job.reclaim'; connectionId?: string } & FromAgent)
   /** The agent registered again without this attempt in `inFlightJobs`: its status was lost. */
   | ({ type: 'agent.job.lost' } & FromAgent)
-  /** `cause: 'coordinator'`: the socket went with a coordinator, not with the agent, which may come back. */
-  | ({ type: 'agent.disconnected'; agentId: string; cause?: 'agent' | 'coordinator' } & Timed)
+  /**
+   * `cause: 'coordinator'`: the socket went with a coordinator, not with the agent, which may come back.
+   * `connectionId`: the socket that went, when known; one other than the socket that reclaimed the attempt is stale.
+   */
+  | ({ type: 'agent.disconnected'; agentId: string; cause?: 'agent' | 'coordinator'; connectionId?: string } & Timed)
   /**
    * From the run, once restored in a new process: `liveAgents` are the agents of its jobs that have a
    * session on a live coordinator. The job asks for placement again, or treats a gone agent as disconnected.
@@ -182,6 +186,11 @@ export interface Assignment {
   agentId: string;
   dispatchId: string;
   agentKind: AgentKind;
+  /**
+   * The agent's socket that last reclaimed the attempt. The disconnect of an older socket can reach the
+   * run after the reclaim (a peer's close goes through the run inbox): it no longer says the attempt is lost.
+   */
+  connectionId?: string;
 }
 
 export interface ArmedDeadline {

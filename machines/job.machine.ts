@@ -159,7 +159,7 @@ export const jobMachine = jobSetup.createMachine({
           exit: { type: 'disarm', params: { kind: 'ack' } },
           on: {
             'agent.job.ack': { guard: 'fromAssignedAgent', target: 'running.accepted' },
-            'agent.job.reclaim': { guard: 'fromAssignedAgent', target: 'running.accepted' },
+            'agent.job.reclaim': { guard: 'fromAssignedAgent', target: 'running.accepted', actions: 'recordReclaim' },
             'agent.job.status': { guard: { type: 'assignedReports', params: { state: 'running' } }, target: 'running.started' },
             'agent.job.reject': { guard: 'fromAssignedAgent', target: '#job.requeued', actions: { type: 'setOutcome', params: { outcome: 'rejected by agent' } } },
             'timer.ack.expired': {
@@ -192,7 +192,7 @@ export const jobMachine = jobSetup.createMachine({
           on: {
             'agent.job.heartbeat': { guard: 'fromAssignedAgent', actions: { type: 'arm', params: { kind: 'lease' } } },
             'agent.step.status': { guard: 'fromAssignedAgent', actions: ['recordStep', { type: 'arm', params: { kind: 'lease' } }] },
-            'agent.job.reclaim': { guard: 'fromAssignedAgent', actions: { type: 'arm', params: { kind: 'lease' } } },
+            'agent.job.reclaim': { guard: 'fromAssignedAgent', actions: ['recordReclaim', { type: 'arm', params: { kind: 'lease' } }] },
             'agent.job.status': [
               { guard: { type: 'assignedReports', params: { state: 'cancelling' } }, target: 'cancelling' },
               { guard: 'assignedReportsProgress', actions: { type: 'arm', params: { kind: 'lease' } } },
@@ -294,14 +294,14 @@ export const jobMachine = jobSetup.createMachine({
         beforeStart: {
           description: 'The agent had not reported running: a lost attempt is tried again.',
           on: {
-            'agent.job.reclaim': { guard: 'fromAssignedAgent', target: '#job.assigned.running.accepted' },
+            'agent.job.reclaim': { guard: 'fromAssignedAgent', target: '#job.assigned.running.accepted', actions: 'recordReclaim' },
             'agent.job.lost': { guard: 'fromAssignedAgent', target: '#job.requeued', actions: { type: 'setOutcome', params: { outcome: LOST_BEFORE_START } } },
           },
         },
         afterStart: {
           description: 'The agent had reported running: a reclaim resumes it started, a lost attempt fails the job.',
           on: {
-            'agent.job.reclaim': { guard: 'fromAssignedAgent', target: '#job.assigned.running.started' },
+            'agent.job.reclaim': { guard: 'fromAssignedAgent', target: '#job.assigned.running.started', actions: 'recordReclaim' },
             'agent.job.lost': { guard: 'fromAssignedAgent', target: '#job.failed', actions: { type: 'setOutcome', params: { outcome: LOST_AFTER_START } } },
           },
         },

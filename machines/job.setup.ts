@@ -146,8 +146,11 @@ function isFromAssigned(context: JobContext, event: Ev): boolean {
   );
 }
 
+/** The agent holding the attempt lost its socket: not a socket the attempt was reclaimed from since (docs/protocol.md#reconnect-reclaim-and-lost-attempts). */
 function isAssignedAgentLost(context: JobContext, event: Ev): boolean {
-  return event.type === 'agent.disconnected' && context.assignment?.agentId === event.agentId;
+  if (event.type !== 'agent.disconnected' || context.assignment?.agentId !== event.agentId) return false;
+  const holder = context.assignment.connectionId;
+  return holder === undefined || event.connectionId === undefined || event.connectionId === holder;
 }
 
 /** A single-use scaler agent that disconnected is gone for good, unless only its coordinator went (FO-2). */
@@ -291,6 +294,12 @@ export const jobSetup = jobBase.extend({
       initFailure: { scope: 'job' as const, category: 'no_agent' as const, message: params.message, jobName: context.jobKey },
     })),
     clearAssignment: assign({ assignment: null }),
+    /** The attempt now lives on the socket that reclaimed it; a disconnect of another socket of the agent is stale. */
+    recordReclaim: assign(({ context, event }) => {
+      assertEvent(event, 'agent.job.reclaim');
+      if (!context.assignment || event.connectionId === undefined) return {};
+      return { assignment: { ...context.assignment, connectionId: event.connectionId } };
+    }),
     /** A grant that arrives when the job no longer waits for one: the slot reserved for it goes back. */
     releaseStaleGrant: compose(({ event, enqueue }) => {
       assertEvent(event, 'placement.granted');

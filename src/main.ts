@@ -276,7 +276,7 @@ function createSharing(
       if (what !== 'secrets') parts.repositories.invalidate();
     },
     heldJobs: () => heldJobsOf(supervisor),
-    agentLost: async (job) => void (await deliver(job.runId, { type: 'agent.disconnected', jobKey: job.jobKey, agentId: job.agentId, cause: 'coordinator' })),
+    agentLost: async (job, connectionId) => void (await deliver(job.runId, { type: 'agent.disconnected', jobKey: job.jobKey, agentId: job.agentId, cause: 'coordinator', connectionId })),
     clearOwnSessions: () => clearSessionsOf(db, me),
   });
   const holdAckExpiry = ackExpiryHold({

@@ -26,8 +26,8 @@ export interface PeerSyncPorts {
   registry: AgentRegistry;
   /** Jobs of runs owned here that hold an agent slot. */
   heldJobs(): HeldJob[];
-  /** The socket of a held job's agent died with its coordinator: the job goes recovering. */
-  agentLost(job: HeldJob): Promise<void>;
+  /** The socket (`connectionId`) of a held job's agent died with its coordinator: the job goes recovering, unless it was reclaimed on another socket. */
+  agentLost(job: HeldJob, connectionId: string): Promise<void>;
   /** The run inbox has events for runs here. */
   wakeInbox(): void;
   /** Stored secrets or repositories may have changed (a peer's signal; 'all' on a reconnect or the poll): what was read of them is stale. */
@@ -90,10 +90,11 @@ export class PeerSync {
 
   /** Jobs here on an agent whose coordinator died lost their socket with it: they go recovering. */
   private async disconnectDeadPeersAgents(): Promise<void> {
-    const dead = new Set(await this.ports.shared.clearDeadSessions());
+    const dead = new Map((await this.ports.shared.clearDeadSessions()).map((session) => [session.agentId, session.connectionId]));
     if (dead.size === 0) return;
     for (const job of this.ports.heldJobs()) {
-      if (dead.has(job.agentId) && !this.ports.registry.get(job.agentId)) await this.ports.agentLost(job);
+      const connectionId = dead.get(job.agentId);
+      if (connectionId !== undefined && !this.ports.registry.get(job.agentId)) await this.ports.agentLost(job, connectionId);
     }
   }
 

@@ -36,7 +36,13 @@ export interface SharedAgentStore {
   peekCommands(limit: number): Promise<QueuedAgentCommand[]>;
   removeCommands(ids: number[]): Promise<void>;
   /** Sessions of coordinators whose lease ran out, removed; their agents' sockets are gone. */
-  clearDeadSessions(): Promise<string[]>;
+  clearDeadSessions(): Promise<DeadSession[]>;
+}
+
+/** An agent's socket on a coordinator that died. */
+export interface DeadSession {
+  agentId: string;
+  connectionId: string;
 }
 
 const BATCH = 200;
@@ -103,7 +109,7 @@ export class SharedAgents {
     return this.draining;
   }
 
-  clearDeadSessions(): Promise<string[]> {
+  clearDeadSessions(): Promise<DeadSession[]> {
     return this.store.clearDeadSessions();
   }
 

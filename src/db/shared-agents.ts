@@ -1,6 +1,6 @@
 import { sql, type Kysely, type RawBuilder } from 'kysely';
 import type { OfferedJob, PlacementExchangeStore } from '../../actors/agents/placement-exchange.ts';
-import type { AgentCommand, QueuedAgentCommand, SharedAgentStore, SharedSession } from '../../actors/agents/shared-agents.ts';
+import type { AgentCommand, DeadSession, QueuedAgentCommand, SharedAgentStore, SharedSession } from '../../actors/agents/shared-agents.ts';
 import { toJson } from './json.ts';
 import { PEER_JOINED, PLACEMENT_CHANNEL, coordinatorChannelSql, notifyEveryCoordinator } from './peer-bus.ts';
 import type { Schema } from './schema.ts';
@@ -52,13 +52,13 @@ export async function liveAgentSession(db: Kysely<Schema>, agentId: string, now:
   };
 }
 
-/** Drops the sessions of coordinators whose lease ran out (their sockets are gone); returns those agents. */
-export async function clearDeadSessions(db: Kysely<Schema>, now: number): Promise<string[]> {
-  const { rows } = await sql<{ agent_id: string }>`
+/** Drops the sessions of coordinators whose lease ran out (their sockets are gone); returns those sessions. */
+export async function clearDeadSessions(db: Kysely<Schema>, now: number): Promise<DeadSession[]> {
+  const { rows } = await sql<{ agent_id: string; connection_id: string }>`
     DELETE FROM agent_sessions s USING coordinators c
      WHERE s.coordinator_id = c.id AND c.lease_until < ${now}
-    RETURNING s.agent_id`.execute(db);
-  return rows.map((row) => row.agent_id);
+    RETURNING s.agent_id, s.connection_id`.execute(db);
+  return rows.map((row) => ({ agentId: row.agent_id, connectionId: row.connection_id }));
 }
 
 /** A restart under the same id: the sessions of the previous process died with it. */

@@ -94,7 +94,7 @@ async function reclaimInFlight(deps: ReclaimDeps, session: AgentSession, inFligh
       const record = await deps.lookupDispatch(jobId);
       if (record && record.agentId === session.agentId && record.endedAt === null) {
         deps.registry.reserve(session.agentId, jobId, { runId: record.runId, jobKey: record.jobKey });
-        await deps.deliver(record.runId, { type: 'agent.job.reclaim', jobKey: record.jobKey, agentId: session.agentId, dispatchId: jobId });
+        await deps.deliver(record.runId, { type: 'agent.job.reclaim', jobKey: record.jobKey, agentId: session.agentId, dispatchId: jobId, connectionId: session.connectionId });
         if (!deps.supervisor.owns(record.runId)) continue;
         const job = deps.supervisor.jobContext(record.runId, record.jobKey);
         if (job?.assignment?.dispatchId === jobId) continue;

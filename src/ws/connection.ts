@@ -336,7 +336,7 @@ export class AgentConnection {
     const jobs = this.deps.registry.remove(session.agentId, this.connectionId);
     this.log.info({ agentId: session.agentId, jobs: jobs.length }, 'agent disconnected');
     for (const job of jobs) {
-      void this.deps.deliver(job.runId, { type: 'agent.disconnected', jobKey: job.jobKey, agentId: session.agentId }).catch((thrown: unknown) => {
+      void this.deps.deliver(job.runId, { type: 'agent.disconnected', jobKey: job.jobKey, agentId: session.agentId, connectionId: this.connectionId }).catch((thrown: unknown) => {
         this.log.error({ err: coerceError(thrown), runId: job.runId }, 'disconnect triage failed');
       });
     }

@@ -124,6 +124,14 @@ export function reclaim(at: number, owner: Owner = OWNER): JobEvent {
 export function disconnected(at: number, agentId = OWNER.agentId): JobEvent {
   return { type: 'agent.disconnected', agentId, at };
 }
+/** The reclaim of the owner's attempt from one socket of the agent. */
+export function reclaimOn(connectionId: string, at: number): JobEvent {
+  return { type: 'agent.job.reclaim', ...OWNER, connectionId, at };
+}
+/** The owner's agent lost one of its sockets. */
+export function disconnectedFrom(connectionId: string, at: number): JobEvent {
+  return { type: 'agent.disconnected', agentId: OWNER.agentId, connectionId, at };
+}
 export function cancel(at: number, force: boolean, reason = 'cancelled by user'): JobEvent {
   return { type: 'job.cancel.requested', force, reason, at };
 }

@@ -6,12 +6,14 @@ import {
   T,
   acceptedJob,
   disconnected,
+  disconnectedFrom,
   dispatchedJob,
   expiry,
   heartbeat,
   intent,
   jobInput,
   reclaim,
+  reclaimOn,
   startedJob,
   status,
   stepJob,
@@ -59,6 +61,26 @@ describe('job machine: static agent loss and recovery', () => {
       assert.deepEqual(same.context, recovering.context);
       assert.deepEqual(intents, []);
     }
+  });
+
+  it('B5: the disconnect of the socket the agent left, arriving after its reclaim on a new socket, is stale: the job keeps running', () => {
+    // A peer's close goes through the run inbox, so it can reach the run after the agent registered elsewhere and reclaimed.
+    const [recovering] = stepJob(startedJob(), { type: 'job.restored', liveAgents: [], at: 5_000 });
+    const [running] = stepJob(recovering, reclaimOn('socket-b', 6_000));
+    assert.equal(running.context.assignment?.connectionId, 'socket-b');
+    const [stillRunning, intents] = stepJob(running, disconnectedFrom('socket-a', 6_010));
+    assert.deepEqual(stillRunning.value, { assigned: { running: 'started' } });
+    assert.deepEqual(intents, []);
+    const [lostAgain] = stepJob(stillRunning, disconnectedFrom('socket-b', 7_000));
+    assert.deepEqual(lostAgain.value, { recovering: 'afterStart' }, 'the socket that reclaimed it still counts');
+  });
+
+  it('B5: a reclaim that reaches a job still running (the agent came back before its old socket’s close) makes that close stale too', () => {
+    const [running] = stepJob(startedJob(), reclaimOn('socket-b', 6_000));
+    const [stillRunning] = stepJob(running, disconnectedFrom('socket-a', 6_010));
+    assert.deepEqual(stillRunning.value, { assigned: { running: 'started' } });
+    const [unnamed] = stepJob(stillRunning, disconnected(7_000));
+    assert.deepEqual(unnamed.value, { recovering: 'afterStart' }, 'a disconnect that names no socket (journals before sockets were named) still applies');
   });
 
   it('recovery expiry → failed "agent did not reconnect within the recovery window"', () => {
