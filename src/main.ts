@@ -281,6 +281,8 @@ function createSharing(
   });
   const holdAckExpiry = ackExpiryHold({
     ...{ agentOf: (runId, jobKey) => supervisor.jobContext(runId, jobKey)?.assignment?.agentId ?? null, isLocal: (agentId) => registry.get(agentId) !== undefined },
+    ackDeadlineOf: (runId, jobKey) => supervisor.jobContext(runId, jobKey)?.deadlines.ack,
+    agentLost: (runId, jobKey, agentId) => deliver(runId, { type: 'agent.disconnected', jobKey, agentId, cause: 'coordinator' }).then(() => undefined),
     ...{ holderLease: (agentId) => agentHolderLease(db, agentId), now, leaseTtlMs: config.leaseTtlMs, leaseRenewMs: config.leaseRenewMs, log },
   });
   return { shared, exchange, peers, holdAckExpiry };

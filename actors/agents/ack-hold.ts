@@ -5,10 +5,14 @@ import type { ArmedTimer } from '../runs/timer-service.ts';
 export interface AckHoldPorts {
   /** The agent holding the job's current attempt, if any. */
   agentOf(runId: string, jobKey: string): string | null;
+  /** The job's armed ack deadline, if its attempt still waits for its ack. */
+  ackDeadlineOf(runId: string, jobKey: string): { id: string; at: number } | undefined;
   /** The agent's socket is on this coordinator. */
   isLocal(agentId: string): boolean;
   /** The lease of the coordinator holding the agent's socket; null when no session of it is recorded. */
   holderLease(agentId: string): Promise<{ coordinatorId: string; leaseUntil: number } | null>;
+  /** The agent's socket went with its coordinator: the job gets `agent.disconnected` (cause `coordinator`). */
+  agentLost(runId: string, jobKey: string, agentId: string): Promise<void>;
   now(): number;
   leaseTtlMs: number;
   leaseRenewMs: number;
@@ -19,42 +23,64 @@ export interface AckHoldPorts {
  * An ack deadline that passes while the attempt's agent is reached through a peer that has stopped
  * renewing its lease says nothing about the agent: the peer may be frozen with the agent's ack in
  * its socket, and the agent may be running the job. Requeueing then would run the job on a second
- * agent while the cancel for the first waits in a dead peer's outbox. So the expiry is held until
- * the question settles: the peer renews (the ack is really missing: deliver), or its lease runs out
- * (its agents' jobs go recovering, and the agent can reclaim from here). Returns how long to wait
- * before asking again, or null to deliver now; never holds longer than three lease lifetimes.
+ * agent while the cancel for the first waits in a dead peer's outbox (B7). So the expiry is held
+ * until the question settles:
+ * - the peer's lease runs out (or its sessions were cleared): the agent's socket died with it, and
+ *   the job is told so here (`agentLost`) rather than at the peers' next poll. It goes recovering,
+ *   and the agent can reclaim from here; the expiry that follows finds no ack deadline armed;
+ * - the peer renews again: it was frozen and has come back, so it gets two renew intervals to pass
+ *   on what it received meanwhile (the ack, perhaps) before the expiry is delivered.
+ * Returns how long to wait before asking again, or null to deliver now. A peer that neither renews
+ * nor lapses (a lease lifetime cannot pass without one or the other) is not waited for past three
+ * lease lifetimes.
  */
 export function ackExpiryHold(ports: AckHoldPorts) {
   const held = new Set<string>();
   const settling = new Set<string>();
+  const forget = (deadlineId: string) => {
+    held.delete(deadlineId);
+    settling.delete(deadlineId);
+  };
   return (timer: ArmedTimer, heldMs: number): Promise<number | null> | null => {
     if (timer.kind !== 'ack' || timer.jobKey === null) return null;
-    if (heldMs > 3 * ports.leaseTtlMs) {
-      held.delete(timer.deadlineId);
-      settling.delete(timer.deadlineId);
+    const jobKey = timer.jobKey;
+    const agentId = ports.agentOf(timer.runId, jobKey);
+    const armed = ports.ackDeadlineOf(timer.runId, jobKey);
+    const current = armed?.id === timer.deadlineId && armed.at === timer.dueAt;
+    if (agentId === null || ports.isLocal(agentId) || !current) {
+      forget(timer.deadlineId);
       return null;
     }
-    const agentId = ports.agentOf(timer.runId, timer.jobKey);
-    if (agentId === null || ports.isLocal(agentId)) return null;
     return ports.holderLease(agentId).then(
-      (lease) => {
-        // A held deadline whose agent's session was just cleared (the peer's lease ran out) waits one
-        // interval more, so the agent.disconnected sent for that job reaches it first.
-        if (lease === null && held.has(timer.deadlineId) && !settling.has(timer.deadlineId)) {
-          settling.add(timer.deadlineId);
-          return ports.leaseRenewMs;
-        }
-        const renewing = lease === null || lease.leaseUntil - ports.now() > ports.leaseTtlMs - 2 * ports.leaseRenewMs;
-        if (renewing) {
-          held.delete(timer.deadlineId);
-          settling.delete(timer.deadlineId);
+      async (lease) => {
+        const wasHeld = held.has(timer.deadlineId);
+        const lapsed = lease === null ? wasHeld : lease.leaseUntil <= ports.now();
+        if (lapsed) {
+          ports.log.warn({ runId: timer.runId, jobKey, agentId }, "the agent's coordinator died before the agent's ack came through: the job waits for the agent to reclaim it");
+          held.add(timer.deadlineId);
+          await ports.agentLost(timer.runId, jobKey, agentId);
+          forget(timer.deadlineId);
           return null;
         }
-        if (!held.has(timer.deadlineId)) ports.log.warn({ runId: timer.runId, jobKey: timer.jobKey, agentId, peer: lease.coordinatorId }, "ack deadline held: the agent's coordinator is not renewing its lease");
+        const renewing = lease === null || lease.leaseUntil - ports.now() > ports.leaseTtlMs - 2 * ports.leaseRenewMs;
+        if (renewing && wasHeld && !settling.has(timer.deadlineId)) {
+          settling.add(timer.deadlineId);
+          return 2 * ports.leaseRenewMs;
+        }
+        if (renewing || heldMs > 3 * ports.leaseTtlMs) {
+          forget(timer.deadlineId);
+          return null;
+        }
+        if (!wasHeld) ports.log.warn({ runId: timer.runId, jobKey, agentId, peer: lease.coordinatorId }, "ack deadline held: the agent's coordinator is not renewing its lease");
         held.add(timer.deadlineId);
         return ports.leaseRenewMs;
       },
       (thrown: unknown) => {
+        // Held already, the peer was seen frozen: delivering now could run the job twice, so ask again.
+        if (held.has(timer.deadlineId)) {
+          ports.log.warn({ err: coerceError(thrown), runId: timer.runId }, 'cannot tell whether the agent’s frozen coordinator came back; asking again');
+          return ports.leaseRenewMs;
+        }
         ports.log.warn({ err: coerceError(thrown), runId: timer.runId }, 'cannot tell whether the agent’s coordinator lives; the ack deadline is delivered');
         return null;
       },

@@ -8,52 +8,110 @@ const NOW = 100_000;
 const TTL = 1_500;
 const RENEW = 250;
 
-function hold(agent: { id: string | null; local: boolean }, lease: { leaseUntil: number } | null | 'error') {
+const ack: ArmedTimer = { runId: 'r', deadlineId: 'd', kind: 'ack', jobKey: 'build', dueAt: NOW };
+
+/** What the hold sees, changed by each test between asks; `lost` records the disconnects it sent. */
+interface World {
+  agent: string | null;
+  local: boolean;
+  armed: { id: string; at: number } | undefined;
+  lease: { leaseUntil: number } | null | 'error';
+  now: number;
+  lost: string[];
+}
+
+function world(lease: World['lease']): World {
+  return { agent: 'agent-b', local: false, armed: { id: ack.deadlineId, at: ack.dueAt }, lease, now: NOW, lost: [] };
+}
+
+function holdIn(w: World) {
   return ackExpiryHold({
-    agentOf: () => agent.id,
-    isLocal: () => agent.local,
-    holderLease: () => (lease === 'error' ? Promise.reject(new Error('database down')) : Promise.resolve(lease && { coordinatorId: 'coord-a', ...lease })),
-    now: () => NOW,
+    agentOf: () => w.agent,
+    isLocal: () => w.local,
+    ackDeadlineOf: () => w.armed,
+    holderLease: () => (w.lease === 'error' ? Promise.reject(new Error('database down')) : Promise.resolve(w.lease && { coordinatorId: 'coord-b', ...w.lease })),
+    agentLost: (runId, jobKey, agentId) => {
+      w.lost.push(`${runId}/${jobKey}/${agentId}`);
+      return Promise.resolve();
+    },
+    now: () => w.now,
     leaseTtlMs: TTL,
     leaseRenewMs: RENEW,
     log: pino({ level: 'silent' }),
   });
 }
 
-const ack: ArmedTimer = { runId: 'r', deadlineId: 'd', kind: 'ack', jobKey: 'build', dueAt: NOW };
+/** A peer that last renewed `agoMs` before `now`. */
+const renewedAgo = (agoMs: number, now = NOW) => ({ leaseUntil: now - agoMs + TTL });
 
 describe("an ack deadline whose agent is reached through a peer that stopped renewing waits for the peer's lease to settle", () => {
-  it('is delivered at once for another kind, a local agent, or no agent', () => {
-    assert.equal(hold({ id: 'a', local: false }, { leaseUntil: NOW })({ ...ack, kind: 'recovery' }, 0), null);
-    assert.equal(hold({ id: 'a', local: true }, { leaseUntil: NOW })(ack, 0), null);
-    assert.equal(hold({ id: null, local: false }, { leaseUntil: NOW })(ack, 0), null);
+  it('is delivered at once for another kind, a local agent, no agent, or a deadline no longer armed (the ack came)', () => {
+    const frozen = () => world(renewedAgo(TTL - 100));
+    assert.equal(holdIn(frozen())({ ...ack, kind: 'recovery' }, 0), null);
+    assert.equal(holdIn({ ...frozen(), local: true })(ack, 0), null);
+    assert.equal(holdIn({ ...frozen(), agent: null })(ack, 0), null);
+    assert.equal(holdIn({ ...frozen(), armed: undefined })(ack, 0), null);
+    assert.equal(holdIn({ ...frozen(), armed: { id: ack.deadlineId, at: NOW + 5_000 } })(ack, 0), null, 'a re-armed deadline is another one');
   });
 
   it('is delivered when the peer renews its lease (the ack is really missing) or no session of the agent is left', async () => {
-    assert.equal(await hold({ id: 'a', local: false }, { leaseUntil: NOW + TTL - RENEW })(ack, 0), null);
-    assert.equal(await hold({ id: 'a', local: false }, null)(ack, 0), null);
+    assert.equal(await holdIn(world(renewedAgo(RENEW)))(ack, 0), null);
+    assert.equal(await holdIn(world(null))(ack, 0), null);
   });
 
-  it('is held, asking again each renew interval, while the peer misses renewals; at most three lease lifetimes', async () => {
-    const frozen = hold({ id: 'a', local: false }, { leaseUntil: NOW + 200 });
-    assert.equal(await frozen(ack, 0), RENEW);
-    assert.equal(await frozen(ack, 3 * TTL), RENEW);
-    assert.equal(frozen(ack, 3 * TTL + 1), null);
+  it('is held, asking again each renew interval, while the peer misses renewals', async () => {
+    const w = world(renewedAgo(3 * RENEW));
+    const hold = holdIn(w);
+    assert.equal(await hold(ack, 0), RENEW);
+    w.now += RENEW;
+    assert.equal(await hold(ack, RENEW), RENEW);
+    assert.deepEqual(w.lost, []);
   });
 
-  it("once held, waits one interval more when the peer's sessions are cleared, so the disconnect reaches the job first", async () => {
-    let lease: { leaseUntil: number } | null = { leaseUntil: NOW + 200 };
-    const settling = ackExpiryHold({
-      ...{ agentOf: () => 'a', isLocal: () => false, now: () => NOW, leaseTtlMs: TTL, leaseRenewMs: RENEW, log: pino({ level: 'silent' }) },
-      holderLease: () => Promise.resolve(lease && { coordinatorId: 'coord-a', ...lease }),
-    });
-    assert.equal(await settling(ack, 0), RENEW);
-    lease = null;
-    assert.equal(await settling(ack, RENEW), RENEW);
-    assert.equal(await settling(ack, 2 * RENEW), null);
+  it('B7: the peer’s lease runs out while held → the job is told its agent went with the coordinator, and is never requeued by the expiry', async () => {
+    const w = world(renewedAgo(3 * RENEW));
+    const hold = holdIn(w);
+    assert.equal(await hold(ack, 0), RENEW);
+    w.now = w.lease !== null && w.lease !== 'error' ? w.lease.leaseUntil : NOW;
+    assert.equal(await hold(ack, RENEW), null);
+    assert.deepEqual(w.lost, ['r/build/agent-b'], 'agent.disconnected goes before the expiry, which then finds no ack deadline armed');
   });
 
-  it('is delivered when the peer cannot be asked', async () => {
-    assert.equal(await hold({ id: 'a', local: false }, 'error')(ack, 0), null);
+  it('B7: held, then the peer’s sessions are cleared by a peer’s poll → the job is told its agent is lost', async () => {
+    const w = world(renewedAgo(3 * RENEW));
+    const hold = holdIn(w);
+    assert.equal(await hold(ack, 0), RENEW);
+    w.lease = null;
+    assert.equal(await hold(ack, RENEW), null);
+    assert.deepEqual(w.lost, ['r/build/agent-b']);
+  });
+
+  it('B7: a frozen peer that comes back gets two renew intervals to pass on the ack it held before the expiry is delivered', async () => {
+    const w = world(renewedAgo(3 * RENEW));
+    const hold = holdIn(w);
+    assert.equal(await hold(ack, 0), RENEW);
+    w.now += RENEW;
+    w.lease = renewedAgo(0, w.now);
+    assert.equal(await hold(ack, RENEW), 2 * RENEW);
+    w.now += 2 * RENEW;
+    w.lease = renewedAgo(RENEW, w.now);
+    assert.equal(await hold(ack, 3 * RENEW), null, 'still no ack after the peer caught up: it is really missing');
+    assert.deepEqual(w.lost, []);
+  });
+
+  it('a peer that neither renews nor lapses is not waited for past three lease lifetimes', async () => {
+    const hold = holdIn(world(renewedAgo(TTL - 100)));
+    assert.equal(await hold(ack, 0), RENEW);
+    assert.equal(await hold(ack, 3 * TTL), RENEW);
+    assert.equal(await hold(ack, 3 * TTL + 1), null);
+  });
+
+  it('is delivered when the peer cannot be asked, unless the peer was already seen frozen: then it asks again', async () => {
+    assert.equal(await holdIn(world('error'))(ack, 0), null);
+    const w = world(renewedAgo(3 * RENEW));
+    const hold = holdIn(w);
+    assert.equal(await hold(ack, 0), RENEW);
+    w.lease = 'error';
+    assert.equal(await hold(ack, RENEW), RENEW);
   });
 });
