@@ -1,5 +1,4 @@
 import { hash } from 'node:crypto';
-import { createActor } from 'xstate';
 import type { Logger } from 'pino';
 import { UNRECORDED_EFFECTS } from '../../machines/intents.ts';
 import { JOB_MACHINE_VERSION } from '../../machines/job.machine.ts';
@@ -23,7 +22,7 @@ import { TimerService } from './timer-service.ts';
 import { deliverDeadline } from './deadline-delivery.ts';
 import { CommitObservers } from './commit-observers.ts';
 import type { CommittedUpdate } from './commit-observers.ts';
-import { CrashObserver, armedDeadlines, deferredState, liveStateSummary, persistedOf, restoreActor, sameRefs, stateRefsOf, visitOpenJobs } from './run-actors.ts';
+import { CrashObserver, RunActorHost, armedDeadlines, deferredState, liveStateSummary, persistedOf, sameRefs, stateRefsOf, visitOpenJobs } from './run-actors.ts';
 import type { RestoreReport, RunHandle, SupervisorOptions } from './supervisor.types.ts';
 
 export type { CommittedUpdate } from './commit-observers.ts';
@@ -70,6 +69,7 @@ export class Supervisor {
   /** Runs released after the database refused their writes: restored here after the next commit that succeeds. */
   private readonly released = new Set<string>();
   private readonly crashes = new CrashObserver(() => this.dropCrashed());
+  private readonly actors = new RunActorHost();
 
   constructor(private readonly options: SupervisorOptions) {
     this.machine = runtimeRunMachine(this.recorder.sink);
@@ -153,7 +153,7 @@ export class Supervisor {
     const { runId } = newRun.input;
     if (this.runs.has(runId)) return;
     const log = this.logOf(runId);
-    const actor = createActor(this.machine, { input: newRun.input, id: runId });
+    const actor = this.actors.create(this.machine, newRun.input, runId);
     actor.subscribe(this.crashes);
     const recorded = this.recording(runId, () => actor.start());
     const handle: RunHandle = { actor, seq: 0, storedSeq: 0, written: new Map(), closing: false };
@@ -206,7 +206,7 @@ export class Supervisor {
     this.released.clear();
     this.committer.stop(this.fenced ?? new SupervisorStoppedError());
     this.timers.stop();
-    for (const handle of this.runs.values()) handle.actor.stop();
+    for (const handle of this.runs.values()) this.actors.stop(handle.actor);
     this.runs.clear();
     this.options.metrics.actorsAlive.set(0);
     this.options.metrics.timersArmed.set(0);
@@ -218,7 +218,7 @@ export class Supervisor {
     }
     const persisted = row.snapshot as PersistedMachineSnapshot<RunContext>;
     if (persisted.status !== 'active') return false;
-    const actor = restoreActor(this.machine, row.snapshot, row.runId);
+    const actor = this.actors.restore(this.machine, row.snapshot, row.runId);
     actor.subscribe(this.crashes);
     actor.start();
     // The tail's intents were answered when its events were live: its deadlines and effects are the stored rows.
@@ -417,7 +417,7 @@ export class Supervisor {
     if (this.runs.get(runId) !== handle) return;
     this.runs.delete(runId);
     this.timers.disarmRun(runId);
-    handle.actor.stop();
+    this.actors.stop(handle.actor);
     this.logOf(runId).info({ state: handle.actor.getSnapshot().value }, 'run finished');
     this.options.metrics.actorsAlive.set(this.runs.size);
   }
@@ -432,7 +432,7 @@ export class Supervisor {
     if (handle) {
       this.runs.delete(runId);
       this.timers.disarmRun(runId);
-      handle.actor.stop();
+      this.actors.stop(handle.actor);
     }
     const log = this.logOf(runId);
     if (error instanceof RunNotStorableError) {
