@@ -85,12 +85,16 @@ export class EventRouter {
 
   private async drainLoop(): Promise<number> {
     let total = 0;
-    if (this.options.canDrain?.() === false) return 0;
     do {
+      if (!this.mayDeliver()) return total;
       this.drainAgain = false;
       const events = await this.options.inbox.peek(BATCH);
       const done: number[] = [];
       for (const item of events) {
+        // An adoption began after the last look: a peek that came after it moved the runs here reads
+        // their events before their actors exist, and delivering now would drop them. They stay in the
+        // inbox for the drain that follows the adoption.
+        if (!this.mayDeliver()) break;
         await this.deliverFromInbox(item.runId, item.event as IncomingRunEvent);
         done.push(item.id);
       }
@@ -99,6 +103,10 @@ export class EventRouter {
       if (events.length === BATCH) this.drainAgain = true;
     } while (this.drainAgain && !this.stopped);
     return total;
+  }
+
+  private mayDeliver(): boolean {
+    return this.options.canDrain?.() !== false;
   }
 
   private async enqueueInOrder(runId: string, event: IncomingRunEvent): Promise<void> {
