@@ -73,7 +73,7 @@ export function liveStateSummary(actor: Actor<RuntimeRunMachine>): { run: unknow
 
 /**
  * Creates and stops the run actors of one supervisor in one XState system. A root actor builds a
- * system of its own (scheduler, registries and 17 closures: 1.8 KB of every live run, measured on
+ * system of its own (scheduler, registries and 14 closures: 1.8 KB of every live run, measured on
  * 10,000 actors); an actor created with a parent joins the parent's system. The parent here ignores
  * everything: it receives only the run actors' done and error events, which the supervisor reads from
  * the actors themselves (their status, the shared `CrashObserver`).
