@@ -7,7 +7,7 @@ import { drainAgents } from '../actors/agents/drain.ts';
 import { ackExpiryHold } from '../actors/agents/ack-hold.ts';
 import type { DrainOptions } from '../actors/agents/drain.ts';
 import { PeerSync } from '../actors/agents/peer-sync.ts';
-import type { ListenForPeers } from '../actors/agents/peer-sync.ts';
+import type { HeldJob, ListenForPeers } from '../actors/agents/peer-sync.ts';
 import { PlacementExchange } from '../actors/agents/placement-exchange.ts';
 import { AgentRegistry } from '../actors/agents/registry.ts';
 import { SharedAgents } from '../actors/agents/shared-agents.ts';
@@ -269,6 +269,9 @@ function createSharing(
   const shared = new SharedAgents(me, sharedAgentStoreOf(db, me, now), registry, log.child({ component: 'shared-agents' }), config.dispatchAckTimeoutMs, parts.secrets.openFromPeer);
   const exchange = new PlacementExchange(placementStoreOf(db, me, now), registry, (job) => dispatcher.findFor(job), deliver, log.child({ component: 'exchange' }));
   dispatcher.attachExchange(exchange, (runId, jobKey) => supervisor.jobHasTag(runId, jobKey, 'waits-for-agent'));
+  /** The job's agent lost its socket (`connectionId`, when known) with that socket's coordinator: the job waits for a reclaim (FO-2). */
+  const lostWithCoordinator = async (job: HeldJob, connectionId?: string) =>
+    void (await deliver(job.runId, { type: 'agent.disconnected', jobKey: job.jobKey, agentId: job.agentId, cause: 'coordinator', ...(connectionId === undefined ? {} : { connectionId }) }));
   const peers = new PeerSync({
     ...{ shared, exchange, registry, wakeInbox: parts.wakeInbox, pollMs: parts.pollMs, clock, log },
     forgetReads: (what) => {
@@ -276,13 +279,13 @@ function createSharing(
       if (what !== 'secrets') parts.repositories.invalidate();
     },
     heldJobs: () => heldJobsOf(supervisor),
-    agentLost: async (job, connectionId) => void (await deliver(job.runId, { type: 'agent.disconnected', jobKey: job.jobKey, agentId: job.agentId, cause: 'coordinator', connectionId })),
+    agentLost: lostWithCoordinator,
     clearOwnSessions: () => clearSessionsOf(db, me),
   });
   const holdAckExpiry = ackExpiryHold({
     ...{ agentOf: (runId, jobKey) => supervisor.jobContext(runId, jobKey)?.assignment?.agentId ?? null, isLocal: (agentId) => registry.get(agentId) !== undefined },
     ackDeadlineOf: (runId, jobKey) => supervisor.jobContext(runId, jobKey)?.deadlines.ack,
-    agentLost: (runId, jobKey, agentId) => deliver(runId, { type: 'agent.disconnected', jobKey, agentId, cause: 'coordinator' }).then(() => undefined),
+    agentLost: (runId, jobKey, agentId) => lostWithCoordinator({ runId, jobKey, agentId }),
     ...{ holderLease: (agentId) => agentHolderLease(db, agentId), now, leaseTtlMs: config.leaseTtlMs, leaseRenewMs: config.leaseRenewMs, log },
   });
   return { shared, exchange, peers, holdAckExpiry };
