@@ -58,7 +58,13 @@ export function ackExpiryHold(ports: AckHoldPorts) {
         if (lapsed) {
           ports.log.warn({ runId: timer.runId, jobKey, agentId }, "the agent's coordinator died before the agent's ack came through: the job waits for the agent to reclaim it");
           held.add(timer.deadlineId);
-          await ports.agentLost(timer.runId, jobKey, agentId);
+          try {
+            await ports.agentLost(timer.runId, jobKey, agentId);
+          } catch (thrown) {
+            // Delivering the expiry instead would requeue a job its agent may still run: still held, ask again.
+            ports.log.warn({ err: coerceError(thrown), runId: timer.runId, jobKey }, 'telling the job its agent is lost failed; asking again');
+            return ports.leaseRenewMs;
+          }
           forget(timer.deadlineId);
           return null;
         }

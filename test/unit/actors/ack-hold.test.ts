@@ -86,6 +86,19 @@ describe("an ack deadline whose agent is reached through a peer that stopped ren
     assert.deepEqual(w.lost, ['r/build/agent-b']);
   });
 
+  it('B7: when telling the job its agent is lost fails, the deadline stays held and is asked about again, never delivered', async () => {
+    const w = world(renewedAgo(3 * RENEW));
+    const failing = ackExpiryHold({
+      ...{ agentOf: () => w.agent, isLocal: () => false, ackDeadlineOf: () => w.armed, now: () => w.now, leaseTtlMs: TTL, leaseRenewMs: RENEW, log: pino({ level: 'silent' }) },
+      holderLease: () => Promise.resolve(w.lease === 'error' ? null : w.lease && { coordinatorId: 'coord-b', ...w.lease }),
+      agentLost: () => Promise.reject(new Error('commit failed')),
+    });
+    assert.equal(await failing(ack, 0), RENEW);
+    w.lease = null;
+    assert.equal(await failing(ack, RENEW), RENEW);
+    assert.equal(await failing(ack, 2 * RENEW), RENEW, 'still held: the next ask tries again');
+  });
+
   it('B7: a frozen peer that comes back gets two renew intervals to pass on the ack it held before the expiry is delivered', async () => {
     const w = world(renewedAgo(3 * RENEW));
     const hold = holdIn(w);
