@@ -4,7 +4,7 @@ import { coerceError } from '../../lib/errors.ts';
 import type { CompiledConfig } from '../config/index.ts';
 import type { Schema } from '../db/schema.ts';
 import type { BuiltDispatch } from '../ws/dispatch-builder.ts';
-import { describeIssues, dispatchSchema } from '../ws/messages.ts';
+import { describeIssues, dispatchSecretFieldsSchema } from '../ws/messages.ts';
 import type { JobDispatch } from '../ws/messages.ts';
 import { decryptWithKey, encryptWithKey } from './crypto.ts';
 import type { MasterKeys } from './crypto.ts';
@@ -56,14 +56,16 @@ export function createSecrets(deps: {
 }
 
 /**
- * SEC-2/SEC-3: the built dispatch with its secrets in the top-level fields only, checked again against
- * the agent's schema. A resolution failure fails the job (`secret_resolution`) like any refused dispatch.
+ * SEC-2/SEC-3: the built dispatch with its secrets in the top-level fields only, the fields checked
+ * against the agent's schema. A resolution failure fails the job (`secret_resolution`) like any
+ * refused dispatch.
  */
 export async function withSecrets(secrets: Secrets, built: BuiltDispatch, target: ResolveTarget): Promise<BuiltDispatch> {
   if (!built.ok || target.job.initFor !== null) return built;
   const resolved = await resolveDispatchSecrets(secrets.service, secrets.localExecutionAllowed, target);
   if (!resolved.ok) return resolved;
-  const parsed = dispatchSchema.safeParse({ ...built.dispatch, ...resolved.fields });
+  // The dispatch was checked as it was built; only what resolution adds is checked here.
+  const parsed = dispatchSecretFieldsSchema.safeParse(resolved.fields);
   if (!parsed.success) return { ok: false, reason: `${SECRET_RESOLUTION}: the dispatch with its secrets is invalid (${describeIssues(parsed.error)})` };
   if (resolved.values.length > 0) {
     try {
@@ -73,7 +75,7 @@ export async function withSecrets(secrets: Secrets, built: BuiltDispatch, target
     }
   }
   secrets.dispatched.remember(target.dispatchId, resolved.values);
-  return { ok: true, dispatch: parsed.data };
+  return { ok: true, dispatch: { ...built.dispatch, ...parsed.data } };
 }
 
 const SEALED_FIELD = 'sealedSecrets';

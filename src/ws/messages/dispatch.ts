@@ -138,52 +138,62 @@ const npmRegistrySchema = z.object({
   token: z.string(),
 });
 
-export const dispatchSchema = z
-  .object({
-    type: z.literal('job.dispatch'),
-    messageId: id,
-    runId: id,
-    jobId: id,
-    repoUrl: z.string().min(1),
-    ref: z.string().min(1),
-    sha: z.string().min(1),
-    lockFileUrl: z.string(),
-    jobConfig: jobConfigSchema,
-    timestamp,
-    token: z.string().optional(),
-    sourceAuth: sourceAuthSchema.optional(),
-    workflowAuth: sourceAuthSchema.optional(),
-    secrets: stringMap.optional(),
-    namespacedSecrets: z.record(z.string(), stringMap).optional(),
-    maxLogSizeBytes: z.number().int().positive().optional(),
-    sourceTarUrl: z.string().optional(),
-    sourceTarHash: z.string().optional(),
-    depsUrl: z.string().optional(),
-    depsHash: z.string().optional(),
-    requestId: z.string().optional(),
-    runPublicKey: z.string().optional(),
-    upstreamJobOutputs: z.record(z.string(), z.record(z.string(), z.unknown())).optional(),
-    upstreamJobStatuses: z.record(z.string(), z.string()).optional(),
-    npmRegistries: z.array(npmRegistrySchema).optional(),
-    installEnvSecrets: stringMap.optional(),
-    orgId: z.string().optional(),
-    repoId: z.string().optional(),
-    cacheRefScope: z.enum(['shared', 'isolated']).optional(),
-  })
-  .superRefine((dispatch, ctx) => {
-    const { token, sourceAuth } = dispatch;
-    if (token !== undefined && sourceAuth !== undefined) {
-      if (sourceAuth.kind !== 'basic' || sourceAuth.secret !== token) {
-        ctx.addIssue({ code: 'custom', path: ['token'], message: 'must agree with sourceAuth (kind basic, same secret)' });
-      }
+/** `job.dispatch`'s fields, each on its own; `dispatchSchema` adds the checks between them. */
+const dispatchFields = z.object({
+  type: z.literal('job.dispatch'),
+  messageId: id,
+  runId: id,
+  jobId: id,
+  repoUrl: z.string().min(1),
+  ref: z.string().min(1),
+  sha: z.string().min(1),
+  lockFileUrl: z.string(),
+  jobConfig: jobConfigSchema,
+  timestamp,
+  token: z.string().optional(),
+  sourceAuth: sourceAuthSchema.optional(),
+  workflowAuth: sourceAuthSchema.optional(),
+  secrets: stringMap.optional(),
+  namespacedSecrets: z.record(z.string(), stringMap).optional(),
+  maxLogSizeBytes: z.number().int().positive().optional(),
+  sourceTarUrl: z.string().optional(),
+  sourceTarHash: z.string().optional(),
+  depsUrl: z.string().optional(),
+  depsHash: z.string().optional(),
+  requestId: z.string().optional(),
+  runPublicKey: z.string().optional(),
+  upstreamJobOutputs: z.record(z.string(), z.record(z.string(), z.unknown())).optional(),
+  upstreamJobStatuses: z.record(z.string(), z.string()).optional(),
+  npmRegistries: z.array(npmRegistrySchema).optional(),
+  installEnvSecrets: stringMap.optional(),
+  orgId: z.string().optional(),
+  repoId: z.string().optional(),
+  cacheRefScope: z.enum(['shared', 'isolated']).optional(),
+});
+
+export const dispatchSchema = dispatchFields.superRefine((dispatch, ctx) => {
+  const { token, sourceAuth } = dispatch;
+  if (token !== undefined && sourceAuth !== undefined) {
+    if (sourceAuth.kind !== 'basic' || sourceAuth.secret !== token) {
+      ctx.addIssue({ code: 'custom', path: ['token'], message: 'must agree with sourceAuth (kind basic, same secret)' });
     }
-    if ((dispatch.sourceTarUrl === undefined) !== (dispatch.sourceTarHash === undefined)) {
-      ctx.addIssue({ code: 'custom', path: ['sourceTarHash'], message: 'sourceTarUrl and sourceTarHash go together' });
-    }
-    if ((dispatch.depsUrl === undefined) !== (dispatch.depsHash === undefined)) {
-      ctx.addIssue({ code: 'custom', path: ['depsHash'], message: 'depsUrl and depsHash go together' });
-    }
-  });
+  }
+  if ((dispatch.sourceTarUrl === undefined) !== (dispatch.sourceTarHash === undefined)) {
+    ctx.addIssue({ code: 'custom', path: ['sourceTarHash'], message: 'sourceTarUrl and sourceTarHash go together' });
+  }
+  if ((dispatch.depsUrl === undefined) !== (dispatch.depsHash === undefined)) {
+    ctx.addIssue({ code: 'custom', path: ['depsHash'], message: 'depsUrl and depsHash go together' });
+  }
+});
+
+/**
+ * The fields secret resolution adds to a dispatch that was built and checked already
+ * (src/secrets/index.ts). None of them takes part in the checks between fields above, so checking
+ * them alone checks the whole; a field resolution adds without a place here is refused.
+ */
+export const dispatchSecretFieldsSchema = dispatchFields
+  .pick({ secrets: true, namespacedSecrets: true, runPublicKey: true, npmRegistries: true, installEnvSecrets: true })
+  .strict();
 
 export type RetryPolicy = z.infer<typeof retrySchema>;
 export type StepApproval = z.infer<typeof approvalSchema>;

@@ -5,6 +5,7 @@ import {
   CLOSE_CODES,
   ORCHESTRATOR_MESSAGE_SCHEMAS,
   dispatchSchema,
+  dispatchSecretFieldsSchema,
   isRefusedRequest,
   parseAgentMessage,
   parseOrchestratorMessage,
@@ -167,6 +168,27 @@ describe('dispatchSchema', () => {
   it('names the field inside a parallel group', () => {
     const group = { kind: 'parallel', name: 'p', failFast: true, children: [{ name: 'c', hasOutputs: 'no' }] };
     assert.match(reasonFor(withSteps([group])), /steps\.0\.children\.0\.hasOutputs/);
+  });
+});
+
+describe('dispatchSecretFieldsSchema', () => {
+  const fields = {
+    secrets: { TOKEN: 't' },
+    namespacedSecrets: { prod: { TOKEN: 'p' } },
+    runPublicKey: 'key',
+    npmRegistries: [{ url: 'https://npm.example', alwaysAuth: false, token: 'n' }],
+    installEnvSecrets: { NPM_TOKEN: 'n' },
+  };
+
+  it('checks what secret resolution adds, so a checked dispatch with them added is still a valid dispatch', () => {
+    const added = dispatchSecretFieldsSchema.parse(fields);
+    assert.ok(dispatchSchema.safeParse({ ...dispatchSchema.parse(DISPATCH_EXAMPLE), ...added }).success);
+  });
+
+  it('refuses a bad value and any field that is not one of them', () => {
+    assert.equal(dispatchSecretFieldsSchema.safeParse({ secrets: { TOKEN: 1 } }).success, false);
+    assert.equal(dispatchSecretFieldsSchema.safeParse({ npmRegistries: [{ url: 'u', alwaysAuth: false }] }).success, false);
+    assert.equal(dispatchSecretFieldsSchema.safeParse({ token: 't' }).success, false, 'token takes part in the checks between fields');
   });
 });
 
