@@ -65,7 +65,7 @@ const poolsOf = new WeakMap<Kysely<Schema>, pg.Pool>();
  * Runs a statement as a named prepared statement on the pool behind `db` (each connection parses and
  * plans it once, not at every call); the statement's text names it. Falls back to kysely's way (one
  * unnamed statement) for a `db` this module did not open. For the hot statements only: the group
- * commit, whose texts come in a bounded number of shapes.
+ * commit, whose texts come in a bounded number of shapes, and a delivery's INSERT and outcome.
  */
 export async function executePrepared<R>(db: Kysely<Schema>, query: CompiledQuery): Promise<R[]> {
   const pool = poolsOf.get(db);

@@ -1,5 +1,6 @@
 import { sql } from 'kysely';
 import type { Kysely } from 'kysely';
+import { executePrepared } from './database.ts';
 import { toJson } from './json.ts';
 import type { Schema } from './schema.ts';
 
@@ -42,10 +43,14 @@ export async function recordDelivery(
   // Claimed as it is written: the worker that accepted it processes it at once (its lease still
   // covers a crash, like any claim); unclaimed, it waits for a sweep.
   const [status, claimedBy, claimUntil] = d.claim ? ['processing', d.claim.worker, d.claim.claimUntil] : ['received', null, null];
-  const { rows } = await sql<{ one: number }>`
+  // Prepared once per connection: this INSERT is on the way of every webhook's answer.
+  const rows = await executePrepared<{ one: number }>(
+    db,
+    sql`
     INSERT INTO deliveries (source, delivery_id, event_name, headers, body, received_at, status, next_attempt_at, claimed_by, claim_until)
     VALUES (${d.source}, ${d.deliveryId}, ${d.eventName}, ${toJson(d.headers)}::json, ${d.body}, ${d.now}, ${status}, ${d.now}, ${claimedBy}, ${claimUntil})
-    ON CONFLICT (source, delivery_id) DO NOTHING RETURNING 1 AS one`.execute(db);
+    ON CONFLICT (source, delivery_id) DO NOTHING RETURNING 1 AS one`.compile(db),
+  );
   return rows.length === 1;
 }
 
@@ -103,13 +108,14 @@ export async function finishDelivery(
   db: Kysely<Schema>,
   key: DeliveryKey & { worker: string; status: DeliveryStatus; outcome: unknown; now: number },
 ): Promise<void> {
-  await db
+  const statement = db
     .updateTable('deliveries')
     .set({ status: key.status, outcome: toJson(key.outcome), processed_at: key.now, claimed_by: null, claim_until: null, last_error: null })
     .where('source', '=', key.source)
     .where('delivery_id', '=', key.deliveryId)
-    .where('claimed_by', '=', key.worker)
-    .execute();
+    .where('claimed_by', '=', key.worker);
+  // Prepared once per connection: every delivery ends here.
+  await executePrepared(db, statement.compile());
 }
 
 /** A transient failure: try again at `nextAttemptAt`, or give up (`dead`) after the last attempt (INT-6). */
