@@ -2,7 +2,10 @@
  * Growth benchmark (issue 15): what live runs cost as their number grows. One coordinator in this
  * process on a fresh external database; live runs are created in-process (their job waits for a
  * label no agent has, so each run stays live with a job queued in the dispatcher); at each level
- * (1k, 10k, 50k live runs; --quick: 1k, 5k) it measures heap per live run and, with 10 agents of
+ * (1k, 10k, 50k live runs; --quick: 1k, 5k) it measures heap per live run, two ways: what the runs
+ * added to reach the level cost each (after 200 runs of warm-up, so code compiled and caches filled
+ * on first use are not counted), and the heap grown since the coordinator was ready ÷ live runs
+ * (which counts them, and the probes of earlier levels), and, with 10 agents of
  * another label, create → `job.dispatch` and dispatch → ack committed for runs created through the
  * HTTP API one after another, plus one-job runs/s with 64 submitted at a time.
  *
@@ -27,9 +30,15 @@ const SAMPLES = flags.quick ? 100 : 300;
 const THROUGHPUT_RUNS = flags.quick ? 300 : 1000;
 const LABEL = 'growth';
 
+/** Live runs made before the first measure: what the first ones cost once (compiled code, caches) is not a run's. */
+const WARM_UP_RUNS = 200;
+
 interface Level {
   liveRuns: number;
+  /** Heap after GC grown while the runs added to reach this level were made, ÷ those runs. */
   heapBytesPerLiveRun: number;
+  /** Heap after GC grown since the coordinator was ready, warm-up and earlier levels' probes included, ÷ live runs. */
+  heapBytesPerLiveRunSinceStart: number;
   createToDispatchMs: Percentiles;
   dispatchToAckCommittedMs: Percentiles;
   oneJobRunsPerSecond: number;
@@ -53,7 +62,7 @@ function heapUsed(): number {
   return process.memoryUsage().heapUsed;
 }
 
-async function measureLevel(coordinator: Coordinator, client: CoordinatorClient, watch: Watch, liveRuns: number, heapPerRun: number): Promise<Level> {
+async function measureLevel(coordinator: Coordinator, client: CoordinatorClient, watch: Watch, liveRuns: number, heap: Pick<Level, 'heapBytesPerLiveRun' | 'heapBytesPerLiveRunSinceStart'>): Promise<Level> {
   const workflow = runStepsWorkflow('growth-probe', LABEL, [{ name: 'build', steps: [['s', 'true']] }]);
   const createToDispatch: number[] = [];
   const dispatchToAck: number[] = [];
@@ -69,7 +78,7 @@ async function measureLevel(coordinator: Coordinator, client: CoordinatorClient,
   const seconds = (performance.now() - burstStarted) / 1000;
   return {
     liveRuns,
-    heapBytesPerLiveRun: heapPerRun,
+    ...heap,
     createToDispatchMs: percentiles(createToDispatch),
     dispatchToAckCommittedMs: percentiles(dispatchToAck),
     oneJobRunsPerSecond: Math.round((THROUGHPUT_RUNS / seconds) * 10) / 10,
@@ -136,17 +145,22 @@ async function main(): Promise<void> {
   );
   const levels: Level[] = [];
   try {
-    let live = 0;
-    const baseline = heapUsed();
+    const start = heapUsed();
+    await addLiveRuns(coordinator, WARM_UP_RUNS);
+    let live = WARM_UP_RUNS;
     for (const target of LEVELS) {
+      const before = heapUsed();
       await addLiveRuns(coordinator, target - live);
+      const after = heapUsed();
+      const heap = { heapBytesPerLiveRun: Math.round((after - before) / (target - live)), heapBytesPerLiveRunSinceStart: Math.round((after - start) / target) };
       live = target;
-      const heapPerRun = Math.round((heapUsed() - baseline) / live);
-      const level = await measureLevel(coordinator, client, watch, live, heapPerRun);
+      const level = await measureLevel(coordinator, client, watch, live, heap);
       levels.push(level);
-      console.log(`${String(live).padStart(6)} live runs: ${level.heapBytesPerLiveRun} B heap per run; create → dispatch p50 ${level.createToDispatchMs.p50} ms (p99 ${level.createToDispatchMs.p99}); dispatch → ack committed p50 ${level.dispatchToAckCommittedMs.p50} ms; ${level.oneJobRunsPerSecond} one-job runs/s`);
+      const memory = `${level.heapBytesPerLiveRun} B heap per added run (${level.heapBytesPerLiveRunSinceStart} B per run since start)`;
+      console.log(`${String(live).padStart(6)} live runs: ${memory}; create → dispatch p50 ${level.createToDispatchMs.p50} ms (p99 ${level.createToDispatchMs.p99}); dispatch → ack committed p50 ${level.dispatchToAckCommittedMs.p50} ms; ${level.oneJobRunsPerSecond} one-job runs/s`);
     }
-    console.log(`results: ${(await writeResult('growth', flags, { setup: { agents: 10, samples: SAMPLES, throughputRuns: THROUGHPUT_RUNS }, levels })).pathname}`);
+    const setup = { agents: 10, samples: SAMPLES, throughputRuns: THROUGHPUT_RUNS, warmUpRuns: WARM_UP_RUNS };
+    console.log(`results: ${(await writeResult('growth', flags, { setup, levels })).pathname}`);
   } finally {
     await Promise.all(agents.map((agent) => agent.close()));
     await coordinator.close();
