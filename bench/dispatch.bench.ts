@@ -22,7 +22,10 @@
  * `--one-thread` runs the coordinator on this thread too, as these figures were taken before: then
  * client, agents and coordinator share one event loop, and the figures are a floor.
  *
- * Run: node --no-node-snapshot --import tsx bench/dispatch.bench.ts [--quick] [--runs N] [--commit-batching off] [--no-agent-compression] [--one-thread]
+ * `--secrets` gives the coordinator a master key, as `npm start` on the embedded default has one: every
+ * run then gets a key pair and every dispatch resolves its secrets (none are stored).
+ *
+ * Run: node --no-node-snapshot --import tsx bench/dispatch.bench.ts [--quick] [--runs N] [--commit-batching off] [--no-agent-compression] [--one-thread] [--secrets]
  */
 import { randomBytes } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
@@ -47,6 +50,7 @@ const AGENTS = 50;
 const LABEL = 'bench';
 /** The stock agent offers permessage-deflate; `--no-agent-compression` measures without it (zlib is then off both ways). */
 const AGENTS_COMPRESS = !argv.includes('--no-agent-compression');
+const SECRETS = argv.includes('--secrets');
 
 /** Per dispatch id and per run: when each step of the path happened. */
 class Timeline {
@@ -194,6 +198,7 @@ async function main(): Promise<void> {
     SWITCHYARD_COORDINATOR_ID: 'bench-dispatch',
     SWITCHYARD_COMMIT_BATCHING: flags.commitBatching,
     LOG_LEVEL: 'silent',
+    ...(SECRETS && { SWITCHYARD_SECRET_KEY: randomBytes(32).toString('hex') }),
   };
   const timeline = new Timeline();
   const coordinator = await startBenchCoordinator(env, observe(timeline), !flags.oneThread);
@@ -220,8 +225,9 @@ async function main(): Promise<void> {
     };
     report(results, coordinator);
     console.log(`group commit: ${JSON.stringify(results.groupCommit)}`);
-    const setup = { agents: AGENTS, agentsCompress: AGENTS_COMPRESS, coordinator: coordinator.placement, idleRuns: IDLE_RUNS, latencyRuns: LATENCY_RUNS, latencyClients: LATENCY_CLIENTS, database: 'external Postgres' };
-    console.log(`results: ${(await writeResult(flags.oneThread ? 'dispatch.one-thread' : 'dispatch', flags, { setup, ...results })).pathname}`);
+    const setup = { agents: AGENTS, agentsCompress: AGENTS_COMPRESS, secrets: SECRETS, coordinator: coordinator.placement, idleRuns: IDLE_RUNS, latencyRuns: LATENCY_RUNS, latencyClients: LATENCY_CLIENTS, database: 'external Postgres' };
+    const name = `dispatch${flags.oneThread ? '.one-thread' : ''}${SECRETS ? '.secrets' : ''}`;
+    console.log(`results: ${(await writeResult(name, flags, { setup, ...results })).pathname}`);
   } finally {
     await Promise.all(agents.map((agent) => agent.close()));
     await coordinator.close();
@@ -268,7 +274,7 @@ function report(
     for (const [name, value] of Object.entries(figures)) if (typeof value === 'object') rows.push([phase, name, value]);
   }
   const where = coordinator.placement === 'thread' ? 'on a thread of its own' : 'on the thread of the agents and client';
-  console.log(`\ndispatch benchmark: ${AGENTS} agents, one coordinator ${where}, external Postgres, commit batching ${flags.commitBatching} (latencies in ms)\n`);
+  console.log(`\ndispatch benchmark: ${AGENTS} agents, one coordinator ${where}, external Postgres, commit batching ${flags.commitBatching}${SECRETS ? ', secrets on (a master key)' : ''} (latencies in ms)\n`);
   console.log(`${'phase'.padEnd(10)} ${'measure'.padEnd(28)} ${'n'.padStart(6)} ${'p50'.padStart(8)} ${'p95'.padStart(8)} ${'p99'.padStart(8)} ${'max'.padStart(8)}`);
   for (const [phase, name, value] of rows) {
     const v = value as Percentiles;

@@ -83,19 +83,19 @@ export interface SealedKeyRow {
   keyVersion: string;
 }
 
-/** The run's key pair, creating it from `make` when the run has none; concurrent callers get the same pair. */
-/** The run's key row: `make`'s, written now (one round trip), or the one already there. */
-export async function runKeyOf(db: Kysely<Schema>, runId: string, make: () => SealedKeyRow, now: number): Promise<SealedKeyRow> {
-  const made = make();
-  const inserted = await db
-    .insertInto('run_keys')
-    .values({ run_id: runId, public_key: made.publicKey, private_key: made.privateKey, key_version: made.keyVersion, created_at: now })
-    .onConflict((oc) => oc.column('run_id').doNothing())
-    .returning('run_id')
-    .executeTakeFirst();
-  if (inserted) return made;
-  const stored = await db.selectFrom('run_keys').select(['public_key', 'private_key', 'key_version']).where('run_id', '=', runId).executeTakeFirstOrThrow();
-  return { publicKey: stored.public_key, privateKey: stored.private_key, keyVersion: stored.key_version };
+/**
+ * Stores the key rows of runs that have none, in one statement, and answers each run's public key:
+ * the one given, or the one already stored (a run's key is made once, whoever asks first).
+ */
+export async function storeRunKeys(db: Kysely<Schema>, rows: readonly (SealedKeyRow & { runId: string })[], now: number): Promise<Map<string, string>> {
+  const values = rows.map((row) => ({ run_id: row.runId, public_key: row.publicKey, private_key: row.privateKey, key_version: row.keyVersion, created_at: now }));
+  const inserted = await db.insertInto('run_keys').values(values).onConflict((oc) => oc.column('run_id').doNothing()).returning(['run_id', 'public_key']).execute();
+  const stored = new Map(inserted.map((row) => [row.run_id, row.public_key]));
+  const others = rows.filter((row) => !stored.has(row.runId)).map((row) => row.runId);
+  if (others.length > 0) {
+    for (const row of await db.selectFrom('run_keys').select(['run_id', 'public_key']).where('run_id', 'in', others).execute()) stored.set(row.run_id, row.public_key);
+  }
+  return stored;
 }
 
 export async function existingRunKey(db: Kysely<Schema>, runId: string): Promise<SealedKeyRow | null> {

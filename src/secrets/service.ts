@@ -6,6 +6,7 @@ import * as store from '../db/secrets.ts';
 import type { Schema } from '../db/schema.ts';
 import { DecryptError, SECRET_OUTPUT_INFO, UPLOAD_INFO, generateX25519, open, openEnvelope, seal } from './crypto.ts';
 import type { MasterKeys } from './crypto.ts';
+import { RunKeyMaker } from './run-keys.ts';
 import { SecretScopeIndex } from './scope-index.ts';
 
 /** Largest secret value accepted (docs/http-api.md#secrets). */
@@ -49,8 +50,11 @@ export class SecretService {
   private readonly runPublicKeys = new Map<string, Promise<string>>();
   /** Which scopes hold secrets, so a dispatch under none reads no secret rows. */
   readonly scopes = new SecretScopeIndex(() => store.scopesWithSecrets(this.deps.db));
+  private readonly runKeys: RunKeyMaker;
 
-  constructor(private readonly deps: SecretServiceDeps) {}
+  constructor(private readonly deps: SecretServiceDeps) {
+    this.runKeys = new RunKeyMaker({ db: deps.db, keys: () => this.keys(), now: () => deps.now() });
+  }
 
   get available(): boolean {
     return this.deps.keys !== null;
@@ -150,19 +154,8 @@ export class SecretService {
     return made;
   }
 
-  private async makeRunKey(runId: string): Promise<string> {
-    const keys = this.keys();
-    const row = await store.runKeyOf(
-      this.deps.db,
-      runId,
-      () => {
-        const pair = generateX25519();
-        const sealed = seal(keys, pair.privateKeyDer, `run-key:${runId}`);
-        return { publicKey: pair.publicKey, privateKey: sealed.ciphertext, keyVersion: sealed.keyVersion };
-      },
-      this.deps.now(),
-    );
-    return row.publicKey;
+  private makeRunKey(runId: string): Promise<string> {
+    return this.runKeys.make(runId);
   }
 
   /** The plaintext secret outputs of `jobKeys` of a run (all of them when omitted), by job and name. */
