@@ -147,15 +147,11 @@ export class SecretService {
   runPublicKey(runId: string): Promise<string> {
     const known = this.runPublicKeys.get(runId);
     if (known !== undefined) return known;
-    const made = this.makeRunKey(runId);
+    const made = this.runKeys.make(runId);
     made.catch(() => this.runPublicKeys.get(runId) === made && this.runPublicKeys.delete(runId));
     if (this.runPublicKeys.size >= RUN_KEY_CACHE) this.runPublicKeys.delete(this.runPublicKeys.keys().next().value as string);
     this.runPublicKeys.set(runId, made);
     return made;
-  }
-
-  private makeRunKey(runId: string): Promise<string> {
-    return this.runKeys.make(runId);
   }
 
   /** The plaintext secret outputs of `jobKeys` of a run (all of them when omitted), by job and name. */
