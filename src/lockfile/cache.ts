@@ -88,6 +88,9 @@ export type CachedLock = { kind: 'found'; lock: LockFile; bytes: number };
  */
 export class LockFileCache {
   readonly #lru: TtlLru<CachedLock>;
+  /** Reads in flight, by key: a delivery for a commit being read joins the read. */
+  readonly #reading = new Map<string, Promise<LockFetchOutcome>>();
+  #joined = 0;
 
   constructor(options: LockFileCacheOptions = {}) {
     this.#lru = new TtlLru({
@@ -102,12 +105,13 @@ export class LockFileCache {
     return `${provider}:${sha.toLowerCase()}`;
   }
 
+  /** Reads answered without a fetch of their own: from the cache, or by joining a read in flight. */
   get hits(): number {
-    return this.#lru.hits;
+    return this.#lru.hits + this.#joined;
   }
 
   get misses(): number {
-    return this.#lru.misses;
+    return this.#lru.misses - this.#joined;
   }
 
   get size(): number {
@@ -116,6 +120,31 @@ export class LockFileCache {
 
   get(provider: string, sha: string): CachedLock | undefined {
     return this.#lru.get(LockFileCache.key(provider, sha));
+  }
+
+  /**
+   * The lock file at `sha`: the cached one, else what `fetch` answers, fetched once however many
+   * deliveries ask for it at the same time (GitHub sends several for one commit: a push, its pull
+   * request's `synchronize`, …). Only `found` outcomes are kept; the others are shared by the reads
+   * that joined, and the next read fetches again.
+   */
+  read(provider: string, sha: string, fetch: () => Promise<LockFetchOutcome>): Promise<LockFetchOutcome> {
+    const cached = this.get(provider, sha);
+    if (cached !== undefined) return Promise.resolve(cached);
+    const key = LockFileCache.key(provider, sha);
+    const inFlight = this.#reading.get(key);
+    if (inFlight !== undefined) {
+      this.#joined += 1;
+      return inFlight;
+    }
+    const reading = fetch()
+      .then((outcome) => {
+        this.set(provider, sha, outcome);
+        return outcome;
+      })
+      .finally(() => this.#reading.delete(key));
+    this.#reading.set(key, reading);
+    return reading;
   }
 
   /** Stores `found` outcomes only; returns whether it stored. */

@@ -78,11 +78,7 @@ async function readCandidate(
       if ('transient' in head) return { outcome: { kind: 'transient', detail: head.transient }, sha: '' };
       sha = head.sha;
     }
-    const cached = cache.get(provider.name, sha);
-    if (cached !== undefined) return { outcome: cached, sha };
-    const outcome = await provider.fetch({ sha });
-    cache.set(provider.name, sha, outcome);
-    return { outcome, sha };
+    return { outcome: await cache.read(provider.name, sha, () => provider.fetch({ sha })), sha };
   } catch (thrown) {
     // The port says providers never throw; one that does is treated as unreachable, never as a miss.
     const detail = `provider threw: ${coerceError(thrown).message}`;

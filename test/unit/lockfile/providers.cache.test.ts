@@ -42,6 +42,35 @@ describe('LockFileCache (LOCK-5)', () => {
     assert.equal(cache.size, 0);
   });
 
+  it('reads a commit once however many deliveries ask for it at the same time, and reads again after an outcome it does not keep', async () => {
+    const cache = new LockFileCache({ now: clock().now });
+    const lock = found();
+    let fetches = 0;
+    let answer: (outcome: CachedLock) => void = () => undefined;
+    const fetch = () => {
+      fetches += 1;
+      return new Promise<CachedLock>((resolve) => (answer = resolve));
+    };
+    const reads = [cache.read('local:acme/app', SHA, fetch), cache.read('local:acme/app', SHA, fetch), cache.read('local:acme/app', SHA, fetch)];
+    answer(lock);
+    assert.deepEqual(await Promise.all(reads), [lock, lock, lock]);
+    assert.equal(await cache.read('local:acme/app', SHA, fetch), lock);
+    assert.equal(fetches, 1);
+    assert.deepEqual({ hits: cache.hits, misses: cache.misses }, { hits: 3, misses: 1 }, 'a read that joined one in flight is a hit');
+
+    const other = 'e'.repeat(40);
+    const transient = () => {
+      fetches += 1;
+      return Promise.resolve({ kind: 'transient' as const, detail: 'HTTP 503' });
+    };
+    assert.deepEqual(await Promise.all([cache.read('local:acme/app', other, transient), cache.read('local:acme/app', other, transient)]), [
+      { kind: 'transient', detail: 'HTTP 503' },
+      { kind: 'transient', detail: 'HTTP 503' },
+    ]);
+    await cache.read('local:acme/app', other, transient);
+    assert.equal(fetches, 3, 'shared while in flight, fetched again once it was not kept');
+  });
+
   it('expires an entry one hour after it was stored', () => {
     const time = clock();
     const cache = new LockFileCache({ now: time.now });
