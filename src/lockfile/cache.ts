@@ -111,7 +111,7 @@ export class LockFileCache {
   }
 
   get misses(): number {
-    return this.#lru.misses - this.#joined;
+    return this.#lru.misses;
   }
 
   get size(): number {
@@ -129,14 +129,14 @@ export class LockFileCache {
    * that joined, and the next read fetches again.
    */
   read(provider: string, sha: string, fetch: () => Promise<LockFetchOutcome>): Promise<LockFetchOutcome> {
-    const cached = this.get(provider, sha);
-    if (cached !== undefined) return Promise.resolve(cached);
     const key = LockFileCache.key(provider, sha);
     const inFlight = this.#reading.get(key);
     if (inFlight !== undefined) {
       this.#joined += 1;
       return inFlight;
     }
+    const cached = this.get(provider, sha);
+    if (cached !== undefined) return Promise.resolve(cached);
     const reading = fetch()
       .then((outcome) => {
         this.set(provider, sha, outcome);
