@@ -76,33 +76,46 @@ export function projectJobs(snapshot: PersistedMachineSnapshot<RunContext>): Job
   return projectJobsOf(snapshot.context, (jobKey) => children[jobKey]?.snapshot as PersistedMachineSnapshot<JobContext> | undefined);
 }
 
-/** Each job's row, from the run's context and each job actor's state (`childOf`, undefined for a job with no actor). */
-export function projectJobsOf(runContext: RunContext, childOf: (jobKey: string) => JobStateView | undefined): JobProjection[] {
-  return Object.entries(runContext.jobs).map(([jobKey, node]) => {
+/**
+ * Each job's row, from the run's context and each job actor's state (`childOf`, undefined for a job
+ * with no actor). `wanted` leaves out the jobs with an actor it refuses.
+ */
+export function projectJobsOf(
+  runContext: RunContext,
+  childOf: (jobKey: string) => JobStateView | undefined,
+  wanted: (jobKey: string, child: JobStateView) => boolean = () => true,
+): JobProjection[] {
+  const jobs: JobProjection[] = [];
+  for (const [jobKey, node] of Object.entries(runContext.jobs)) {
     const child = childOf(jobKey);
-    if (!child) {
-      // A job with no actor: the run failed before spawning it, or a dynamic-matrix template.
-      const status: JobStatus = node.status ?? 'pending';
-      const runFailure = runContext.initFailure ? { ...runContext.initFailure, jobName: jobKey } : null;
-      const initFailure = node.failure ?? runFailure;
-      const noResult = { steps: [], durationMs: null, outputs: node.outputs ?? null };
-      return { jobKey, status, waitingReason: node.gate, attempt: 0, agentId: null, dispatchId: null, outcome: node.reason ?? null, initFailure, ...noResult };
-    }
-    const { context } = child;
-    return {
-      jobKey,
-      status: jobStatusOf(child),
-      waitingReason: context.waiting,
-      attempt: context.attempt,
-      agentId: context.assignment?.agentId ?? null,
-      dispatchId: context.assignment?.dispatchId ?? null,
-      outcome: context.outcome,
-      initFailure: context.initFailure,
-      steps: context.steps,
-      durationMs: context.result?.durationMs ?? null,
-      outputs: context.result?.outputs ?? null,
-    };
-  });
+    if (child === undefined || wanted(jobKey, child)) jobs.push(projectJob(runContext, jobKey, node, child));
+  }
+  return jobs;
+}
+
+function projectJob(runContext: RunContext, jobKey: string, node: RunContext['jobs'][string], child: JobStateView | undefined): JobProjection {
+  if (!child) {
+    // A job with no actor: the run failed before spawning it, or a dynamic-matrix template.
+    const status: JobStatus = node.status ?? 'pending';
+    const runFailure = runContext.initFailure ? { ...runContext.initFailure, jobName: jobKey } : null;
+    const initFailure = node.failure ?? runFailure;
+    const noResult = { steps: [], durationMs: null, outputs: node.outputs ?? null };
+    return { jobKey, status, waitingReason: node.gate, attempt: 0, agentId: null, dispatchId: null, outcome: node.reason ?? null, initFailure, ...noResult };
+  }
+  const { context } = child;
+  return {
+    jobKey,
+    status: jobStatusOf(child),
+    waitingReason: context.waiting,
+    attempt: context.attempt,
+    agentId: context.assignment?.agentId ?? null,
+    dispatchId: context.assignment?.dispatchId ?? null,
+    outcome: context.outcome,
+    initFailure: context.initFailure,
+    steps: context.steps,
+    durationMs: context.result?.durationMs ?? null,
+    outputs: context.result?.outputs ?? null,
+  };
 }
 
 /** A compact picture of where the run and each job stand, journaled with every event for replay checks. */

@@ -7,6 +7,7 @@ import type { RunContext } from '../../machines/run.machine.ts';
 import type { RunInput } from '../../machines/run.types.ts';
 import type { RuntimeRunMachine } from './intent-recorder.ts';
 import type { EntryState } from './commit-entry.ts';
+import type { WrittenJob } from './supervisor.types.ts';
 
 /** The JSON form of a run actor's state; XState types it loosely as `Snapshot<unknown>`. */
 export function persistedOf(actor: Actor<RuntimeRunMachine>): PersistedMachineSnapshot<RunContext> {
@@ -57,9 +58,11 @@ export function sameRefs(before: readonly unknown[], after: readonly unknown[]):
  * The state of an entry that defers its snapshot, read from the live actor: nothing is persisted,
  * and statuses come from the live states' tags instead of resolving stored ones against the chart.
  */
-export function deferredState(actor: Actor<RuntimeRunMachine>): EntryState {
+export function deferredState(actor: Actor<RuntimeRunMachine>, written: ReadonlyMap<string, WrittenJob> = new Map()): EntryState {
   const live = actor.getSnapshot();
-  const jobs = projectJobsOf(live.context, (jobKey) => live.children[jobKey]?.getSnapshot());
+  // A job whose actor still has the snapshot its written row was read from has nothing new to write.
+  const changed = (jobKey: string, child: unknown) => written.get(jobKey)?.from !== child;
+  const jobs = projectJobsOf(live.context, (jobKey) => live.children[jobKey]?.getSnapshot(), changed);
   return { snapshot: null, run: projectRun(live), jobs, summary: liveStateSummary(actor), fannedOut: live.context.fannedOut };
 }
 

@@ -369,7 +369,7 @@ export class Supervisor {
     const done = handle.actor.getSnapshot().status === 'done';
     const deferSnapshot = !creation.isNewRun && !done && !handle.closing && tail < SNAPSHOT_EVERY_EVENTS;
     if (!deferSnapshot) handle.storedSeq = seq;
-    const state = deferSnapshot ? deferredState(handle.actor) : storedState(persistedOf(handle.actor));
+    const state = deferSnapshot ? deferredState(handle.actor, handle.written) : storedState(persistedOf(handle.actor));
     const parts = { runId, seq, event, intents, state, machineVersion: SNAPSHOT_VERSION, firedDeadlineId: timerEvent, followUps, firstStateAfter };
     return { entry: buildCommitEntry({ ...parts, ...creation }), done };
   }
@@ -384,10 +384,17 @@ export class Supervisor {
       this.logOf(entry.runId).error({ err: thrown, seq: entry.snapshot.seq }, 'run entry cannot be serialized; failing the run');
       return thrown;
     }
+    const children = handle.actor.getSnapshot().children;
     serialized.jobs = serialized.jobs.filter((job) => {
       const digest = hash('sha1', job.json, 'base64');
-      if (handle.written.get(job.jobKey) === digest) return false;
-      handle.written.set(job.jobKey, digest);
+      // The live job snapshot this projection shows (a stored snapshot is a copy of the live state).
+      const from = children[job.jobKey]?.getSnapshot();
+      const written = handle.written.get(job.jobKey);
+      if (written?.digest === digest) {
+        written.from = from;
+        return false;
+      }
+      handle.written.set(job.jobKey, { digest, from });
       return true;
     });
     return serialized;

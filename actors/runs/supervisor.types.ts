@@ -10,13 +10,22 @@ import type { ArmedTimer } from './timer-service.ts';
 import type { InlinePlacement } from './inline-placement.ts';
 
 /** One run actor owned here, with what its commits need to remember. */
+/**
+ * A job's projection as last written: its digest (the JSON itself cost 0.4 KB a job), and the job
+ * actor's snapshot it was read from. A job whose actor still has that snapshot is not projected again.
+ */
+export interface WrittenJob {
+  digest: string;
+  from: unknown;
+}
+
 export interface RunHandle {
   actor: Actor<RuntimeRunMachine>;
   seq: number;
   /** The seq of the state the stored snapshot row holds; the journal rows after it are the run's tail. */
   storedSeq: number;
-  /** A digest of each job's projection as last written, so an event rewrites only the jobs it changed (the JSON itself cost 0.4 KB a job). */
-  written: Map<string, string>;
+  /** Each job's projection as last written, so an event rewrites only the jobs it changed. */
+  written: Map<string, WrittenJob>;
   /** Finished or failing: it takes no more events and leaves memory once its last entry settles. */
   closing: boolean;
 }

@@ -43,4 +43,15 @@ describe('the state of an entry that defers its snapshot', () => {
     h.send({ type: 'run.cancel', reason: 'test', force: true, by: 'test', at: 3_000 });
     same('cancelled');
   });
+
+  it('leaves out a job whose actor still has the snapshot its written row was read from', () => {
+    const h = RunHarness.start([jobPlan('build'), jobPlan('lint')]);
+    const actorSnapshots = () => new Map(Object.entries(h.actor.getSnapshot().children).map(([jobKey, child]) => [jobKey, { digest: '', from: child?.getSnapshot() }]));
+    assert.deepEqual(deferredState(h.actor, actorSnapshots()).jobs, [], 'nothing moved since the rows were written');
+    const written = actorSnapshots();
+    h.dispatch('build', 2_000);
+    const changed = deferredState(h.actor, written).jobs;
+    assert.deepEqual(changed.map((job) => job.jobKey), ['build']);
+    assert.deepEqual(changed[0], deferredState(h.actor).jobs.find((job) => job.jobKey === 'build'), 'the changed job is projected in full');
+  });
 });
