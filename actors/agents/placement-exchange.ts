@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { AgentRequirements } from '../../machines/types.ts';
 import type { AgentRegistry, AgentSession } from './registry.ts';
+import { BatchWriter, type BatchResults } from '../../lib/batch-writer.ts';
 import { coerceError } from '../../lib/errors.ts';
 import type { IncomingRunEvent } from '../runs/supervisor.ts';
 
@@ -15,7 +16,8 @@ export interface OfferedJob {
 
 /** Placement requests shared by every coordinator on the database (src/db implements it). */
 export interface PlacementExchangeStore {
-  publish(job: OfferedJob): Promise<void>;
+  /** Offers the jobs in one write. */
+  publish(jobs: readonly OfferedJob[]): Promise<void>;
   /** Requests of other coordinators that no one holds a live claim on, oldest first. */
   open(limit: number): Promise<OfferedJob[]>;
   /** Takes one attempt's request for a while; false when another coordinator has it. */
@@ -34,6 +36,8 @@ export type FindAgent = (job: OfferedJob) => { session: AgentSession } | { none:
 
 const BATCH = 100;
 const PUBLISH_RETRY_CAP_MS = 5_000;
+/** Requests written by one statement at most. */
+const PUBLISH_BATCH = 500;
 
 function publishKey(job: OfferedJob): string {
   return `${job.runId}\u0000${job.jobKey}\u0000${job.attempt}`;
@@ -60,6 +64,12 @@ export class PlacementExchange {
    */
   private peersKnownAlive = true;
   private onPeersJoined: () => void = () => undefined;
+  /**
+   * Requests are written a batch at a time: a burst (a takeover's adopted jobs asking for agents
+   * again, 10,000 of them) takes a few statements, where one statement each filled the pool and held
+   * back the group commits queued behind them.
+   */
+  private readonly publisher = new BatchWriter<OfferedJob>((jobs) => this.writeRequests(jobs), PUBLISH_BATCH);
 
   constructor(
     private readonly store: PlacementExchangeStore,
@@ -78,7 +88,7 @@ export class PlacementExchange {
     const key = publishKey(job);
     this.publishing.set(key, job);
     this.publishedRuns.add(job.runId);
-    this.store.publish(job).then(
+    this.publisher.add(job).then(
       () => this.publishing.delete(key),
       (thrown: unknown) => {
         this.log.warn({ err: coerceError(thrown), runId: job.runId, jobKey: job.jobKey }, 'publishing a placement request failed; trying again');
@@ -86,6 +96,13 @@ export class PlacementExchange {
         retry.unref();
       },
     );
+  }
+
+  /** A request withdrawn while it waited for its batch is not written: nothing would remove it. */
+  private async writeRequests(jobs: OfferedJob[]): Promise<BatchResults<void>> {
+    const waiting = jobs.filter((job) => this.publishing.get(publishKey(job)) === job);
+    if (waiting.length > 0) await this.store.publish(waiting);
+    return jobs.map(() => undefined);
   }
 
   /** False while no other coordinator is alive: a job waiting here is then offered to no one else. */

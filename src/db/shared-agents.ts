@@ -103,16 +103,22 @@ export interface PlacementRequestRow {
   requirements: unknown;
 }
 
-/** Offers (or re-offers, for a new attempt) a waiting job to the agents of every coordinator. */
-export async function publishPlacementRequest(db: Kysely<Schema>, request: PlacementRequestRow & { now: number }): Promise<void> {
+/**
+ * Offers (or re-offers, for a new attempt) waiting jobs of `ownerId` to the agents of every
+ * coordinator, in one statement and with one notification; a job given twice keeps its last request.
+ */
+export async function publishPlacementRequests(db: Kysely<Schema>, args: { ownerId: string; now: number; requests: readonly Omit<PlacementRequestRow, 'ownerId'>[] }): Promise<void> {
+  const latest = new Map(args.requests.map((r) => [`${r.runId}\u0000${r.jobKey}`, r]));
+  const rows = toJson([...latest.values()].map((r) => ({ run_id: r.runId, job_key: r.jobKey, attempt: r.attempt, requirements: r.requirements })));
   await sql`
     WITH offered AS (
       INSERT INTO placement_requests (run_id, job_key, attempt, owner_id, requirements, created_at)
-      VALUES (${request.runId}, ${request.jobKey}, ${request.attempt}, ${request.ownerId}, ${toJson(request.requirements)}::jsonb, ${request.now})
+      SELECT r.run_id, r.job_key, r.attempt, ${args.ownerId}::text, r.requirements, ${args.now}::bigint
+        FROM json_to_recordset(${rows}::json) AS r(run_id text, job_key text, attempt integer, requirements jsonb)
       ON CONFLICT (run_id, job_key) DO UPDATE SET attempt = excluded.attempt, owner_id = excluded.owner_id,
         requirements = excluded.requirements, created_at = excluded.created_at, claimed_by = NULL, claim_until = NULL
       RETURNING 1)
-    SELECT pg_notify(${PLACEMENT_CHANNEL}, 'placement') FROM offered`.execute(db);
+    SELECT pg_notify(${PLACEMENT_CHANNEL}, 'placement') FROM offered LIMIT 1`.execute(db);
 }
 
 /** Requests no one holds a live claim on, oldest first, except the asking coordinator's own. */
@@ -185,7 +191,7 @@ export function sharedAgentStoreOf(db: Kysely<Schema>, me: string, now: () => nu
 /** The placement requests coordinators offer each other, as coordinator `me` sees them. */
 export function placementStoreOf(db: Kysely<Schema>, me: string, now: () => number): PlacementExchangeStore {
   return {
-    publish: (job) => publishPlacementRequest(db, { ...job, ownerId: me, now: now() }),
+    publish: (requests) => publishPlacementRequests(db, { ownerId: me, now: now(), requests }),
     open: async (limit) =>
       (await openPlacementRequests(db, { except: me, now: now(), limit })).map((row) => ({ ...row, requirements: row.requirements as OfferedJob['requirements'] })),
     claim: (job) => claimPlacementRequest(db, { ...job, me, now: now(), ttlMs: CLAIM_TTL_MS }),

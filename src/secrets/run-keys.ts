@@ -1,4 +1,5 @@
 import type { Kysely } from 'kysely';
+import { BatchWriter, type BatchResults } from '../../lib/batch-writer.ts';
 import { storeRunKeys, type SealedKeyRow } from '../db/secrets.ts';
 import type { Schema } from '../db/schema.ts';
 import { generateX25519InPool, seal, type MasterKeys } from './crypto.ts';
@@ -6,11 +7,7 @@ import { generateX25519InPool, seal, type MasterKeys } from './crypto.ts';
 /** Run keys written by one statement at most. */
 const MAX_BATCH = 500;
 
-interface Waiting {
-  row: SealedKeyRow & { runId: string };
-  resolve: (publicKey: string) => void;
-  reject: (error: unknown) => void;
-}
+type RunKeyRow = SealedKeyRow & { runId: string };
 
 /**
  * Makes every new run's key pair (docs/http-api.md#secrets) on libuv's thread pool and stores the
@@ -19,37 +16,22 @@ interface Waiting {
  * not one per run. A run's public key is answered once its row is stored, as before.
  */
 export class RunKeyMaker {
-  private waiting: Waiting[] = [];
-  private writing = false;
+  private readonly writer: BatchWriter<RunKeyRow, string>;
 
-  constructor(private readonly deps: { db: Kysely<Schema>; keys: () => MasterKeys; now: () => number }) {}
+  constructor(private readonly deps: { db: Kysely<Schema>; keys: () => MasterKeys; now: () => number }) {
+    this.writer = new BatchWriter((rows) => this.store(rows), MAX_BATCH);
+  }
 
   /** The run's public key: this pair's once stored, or the one the run already had. */
   async make(runId: string): Promise<string> {
     const keys = this.deps.keys();
     const pair = await generateX25519InPool();
     const sealed = seal(keys, pair.privateKeyDer, `run-key:${runId}`);
-    return new Promise((resolve, reject) => {
-      this.waiting.push({ row: { runId, publicKey: pair.publicKey, privateKey: sealed.ciphertext, keyVersion: sealed.keyVersion }, resolve, reject });
-      if (!this.writing) void this.write();
-    });
+    return this.writer.add({ runId, publicKey: pair.publicKey, privateKey: sealed.ciphertext, keyVersion: sealed.keyVersion });
   }
 
-  private async write(): Promise<void> {
-    this.writing = true;
-    while (this.waiting.length > 0) {
-      const batch = this.waiting.splice(0, MAX_BATCH);
-      try {
-        const stored = await storeRunKeys(this.deps.db, batch.map((waiting) => waiting.row), this.deps.now());
-        for (const { row, resolve, reject } of batch) {
-          const publicKey = stored.get(row.runId);
-          if (publicKey === undefined) reject(new Error(`run ${row.runId}'s key was neither stored nor found`));
-          else resolve(publicKey);
-        }
-      } catch (error) {
-        for (const { reject } of batch) reject(error);
-      }
-    }
-    this.writing = false;
+  private async store(rows: RunKeyRow[]): Promise<BatchResults<string>> {
+    const stored = await storeRunKeys(this.deps.db, rows, this.deps.now());
+    return rows.map((row) => stored.get(row.runId) ?? new Error(`run ${row.runId}'s key was neither stored nor found`));
   }
 }

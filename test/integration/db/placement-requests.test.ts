@@ -1,21 +1,35 @@
 import assert from 'node:assert/strict';
 import { it } from 'node:test';
 import { claimCoordinatorLease } from '../../../src/db/coordinator-lease.ts';
-import { claimPlacementRequest, peerCoordinatorsAlive, publishPlacementRequest, reclaimPlacementRequest } from '../../../src/db/shared-agents.ts';
+import { claimPlacementRequest, peerCoordinatorsAlive, placementStoreOf, publishPlacementRequests, reclaimPlacementRequest } from '../../../src/db/shared-agents.ts';
 import { describeEachKind, withTestDatabase } from '../../support/database.ts';
+import type { OfferedJob } from '../../../actors/agents/placement-exchange.ts';
 
-const job = { runId: 'run-1', jobKey: 'build', attempt: 1, requirements: { runsOn: [] } };
+const job: OfferedJob = { runId: 'run-1', jobKey: 'build', attempt: 1, requirements: { runsOn: [], excludeLabels: [], runsOnPick: 'any', executor: 'any' } };
 
 await describeEachKind('placement requests shared by coordinators', (kind) => {
   it('a peer’s live claim keeps the owner from taking its request back; once it runs out the owner takes and removes it in one write', () =>
     withTestDatabase(kind, async ({ db }) => {
-      await publishPlacementRequest(db, { ...job, ownerId: 'owner', now: 0 });
+      await publishPlacementRequests(db, { ownerId: 'owner', now: 0, requests: [job] });
       assert.equal(await claimPlacementRequest(db, { ...job, me: 'peer', now: 10, ttlMs: 100 }), true, 'the peer claims it');
       assert.equal(await claimPlacementRequest(db, { ...job, me: 'third', now: 20, ttlMs: 100 }), false, 'a third coordinator does not');
       assert.equal(await reclaimPlacementRequest(db, { ...job, me: 'owner', now: 50 }), false, 'nor does the owner while the claim lives');
       assert.equal(await reclaimPlacementRequest(db, { ...job, me: 'owner', now: 200 }), true, 'the claim ran out');
       assert.equal((await db.selectFrom('placement_requests').selectAll().execute()).length, 0, 'and the request is gone');
       assert.equal(await reclaimPlacementRequest(db, { ...job, me: 'owner', now: 300 }), false, 'a request that is not there is not won');
+    }));
+
+  it('many requests are written in one statement: each stored, a job asked for twice keeps its last attempt', () =>
+    withTestDatabase(kind, async ({ db }) => {
+      const store = placementStoreOf(db, 'owner', () => 5);
+      const jobs = Array.from({ length: 300 }, (_, i) => ({ ...job, runId: `run-${i}` }));
+      await store.publish([...jobs, { ...job, runId: 'run-7', attempt: 2 }]);
+      const rows = await db.selectFrom('placement_requests').select(['run_id', 'attempt', 'owner_id', 'created_at', 'requirements']).execute();
+      assert.equal(rows.length, 300);
+      assert.equal(rows.find((row) => row.run_id === 'run-7')?.attempt, 2, 'the later attempt of run-7');
+      assert.deepEqual(rows.find((row) => row.run_id === 'run-8'), { run_id: 'run-8', attempt: 1, owner_id: 'owner', created_at: 5, requirements: job.requirements });
+      await publishPlacementRequests(db, { ownerId: 'owner', now: 9, requests: [{ ...job, runId: 'run-8', attempt: 3 }] });
+      assert.equal((await db.selectFrom('placement_requests').select('attempt').where('run_id', '=', 'run-8').executeTakeFirst())?.attempt, 3, 're-offered for a new attempt');
     }));
 
   it('peers are alive while another coordinator’s lease runs', () =>

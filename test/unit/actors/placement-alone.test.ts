@@ -26,7 +26,13 @@ function recordingStore(peers: { alive: boolean }) {
   const table = new Map<string, OfferedJob>();
   const key = (job: OfferedJob) => `${job.runId}/${job.jobKey}/${job.attempt}`;
   const store: PlacementExchangeStore = {
-    publish: (job) => Promise.resolve(void (calls.push(`publish ${job.runId}`), table.set(key(job), job))),
+    publish: (jobs) => {
+      for (const job of jobs) {
+        calls.push(`publish ${job.runId}`);
+        table.set(key(job), job);
+      }
+      return Promise.resolve();
+    },
     open: () => Promise.resolve([]),
     claim: (job) => Promise.resolve((calls.push(`claim ${job.runId}`), table.has(key(job)))),
     reclaim: (job) => Promise.resolve((calls.push(`reclaim ${job.runId}`), table.delete(key(job)))),

@@ -11,10 +11,10 @@ function flakyStore(failures: number) {
   const written: OfferedJob[] = [];
   let calls = 0;
   const store: PlacementExchangeStore = {
-    publish: (job) => {
+    publish: (jobs) => {
       calls += 1;
       if (calls <= failures) return Promise.reject(new Error('terminating connection due to administrator command'));
-      written.push(job);
+      written.push(...jobs);
       return Promise.resolve();
     },
     open: () => Promise.resolve([]),
@@ -51,5 +51,27 @@ describe('a placement request whose write fails is written again', () => {
     await new Promise((resolve) => setTimeout(resolve, 700));
     assert.ok(flaky.calls() <= calls + 1, 'at most a retry already under way');
     assert.deepEqual(flaky.written, []);
+  });
+});
+
+describe('placement requests are written a batch at a time', () => {
+  it('a burst takes a few writes, and a request withdrawn while it waits for its batch is never written', async () => {
+    const batches: string[][] = [];
+    let releaseFirst = () => undefined as void;
+    const store: PlacementExchangeStore = {
+      ...flakyStore(0).store,
+      publish: async (jobs) => {
+        batches.push(jobs.map((j) => j.runId));
+        if (batches.length === 1) await new Promise<void>((resolve) => (releaseFirst = resolve));
+      },
+    };
+    const exchange = exchangeOn(store);
+    exchange.publish(job);
+    for (let i = 0; i < 1_200; i++) exchange.publish({ ...job, runId: `burst-${i}` });
+    exchange.withdraw('burst-3', 'build');
+    releaseFirst();
+    await eventually(() => batches.flat().length === 1_200, 5_000, 'the burst to be written');
+    assert.deepEqual(batches.map((b) => b.length), [1, 499, 500, 200], 'the lone first request at once, then the burst in batches of 500 (less the withdrawn one)');
+    assert.ok(!batches.flat().includes('burst-3'), 'the withdrawn request is left out');
   });
 });
