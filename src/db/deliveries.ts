@@ -103,19 +103,25 @@ export async function loadDelivery(db: Kysely<Schema>, key: DeliveryKey): Promis
   };
 }
 
+export type DeliveryOutcome = DeliveryKey & { worker: string; status: DeliveryStatus; outcome: unknown; now: number };
+
 /** Records the final outcome of processing (only the claiming worker may). */
-export async function finishDelivery(
-  db: Kysely<Schema>,
-  key: DeliveryKey & { worker: string; status: DeliveryStatus; outcome: unknown; now: number },
-): Promise<void> {
-  const statement = db
-    .updateTable('deliveries')
-    .set({ status: key.status, outcome: toJson(key.outcome), processed_at: key.now, claimed_by: null, claim_until: null, last_error: null })
-    .where('source', '=', key.source)
-    .where('delivery_id', '=', key.deliveryId)
-    .where('claimed_by', '=', key.worker);
+export async function finishDelivery(db: Kysely<Schema>, key: DeliveryOutcome): Promise<void> {
+  await finishDeliveries(db, [key]);
+}
+
+/** `finishDelivery` of many deliveries in one statement. */
+export async function finishDeliveries(db: Kysely<Schema>, outcomes: readonly DeliveryOutcome[]): Promise<void> {
+  const rows = toJson(outcomes.map((o) => ({ source: o.source, delivery_id: o.deliveryId, worker: o.worker, status: o.status, outcome: o.outcome, processed_at: o.now })));
   // Prepared once per connection: every delivery ends here.
-  await executePrepared(db, statement.compile());
+  await executePrepared(
+    db,
+    sql`
+    UPDATE deliveries AS d SET status = f.status, outcome = f.outcome, processed_at = f.processed_at,
+           claimed_by = NULL, claim_until = NULL, last_error = NULL
+      FROM json_to_recordset(${rows}::json) AS f(source text, delivery_id text, worker text, status text, outcome json, processed_at int8)
+     WHERE d.source = f.source AND d.delivery_id = f.delivery_id AND d.claimed_by = f.worker`.compile(db),
+  );
 }
 
 /** A transient failure: try again at `nextAttemptAt`, or give up (`dead`) after the last attempt (INT-6). */

@@ -1,13 +1,17 @@
 import type { Kysely } from 'kysely';
 import type { Logger } from 'pino';
 import { coerceError } from '../../lib/errors.ts';
-import { finishDelivery, loadDelivery, retryDelivery } from '../db/deliveries.ts';
+import { BatchWriter } from '../../lib/batch-writer.ts';
+import { finishDeliveries, loadDelivery, retryDelivery, type DeliveryOutcome } from '../db/deliveries.ts';
 import type { Schema } from '../db/schema.ts';
 import { MAX_INTAKE_ATTEMPTS, PermanentDeliveryError, TransientDeliveryError, retryDelayMs } from '../queue/delivery-queue.ts';
 import type { DeliveryProcessor } from '../queue/delivery-queue.ts';
 import type { DeliveryKey } from '../db/deliveries.ts';
 import { runPipeline } from './pipeline.ts';
 import type { PipelineDeps, PipelineResult } from './pipeline.ts';
+
+/** Delivery outcomes written by one statement at most. */
+const MAX_OUTCOME_BATCH = 200;
 
 export interface DeliveryProcessorDeps {
   db: Kysely<Schema>;
@@ -23,13 +27,18 @@ export interface DeliveryProcessorDeps {
  * fewer when the error bounds them; a PermanentDeliveryError makes it dead at once.
  */
 export function createDeliveryProcessor(deps: DeliveryProcessorDeps): DeliveryProcessor {
+  // The outcomes of deliveries processed together are written together, one UPDATE a batch.
+  const outcomes = new BatchWriter<DeliveryOutcome>(async (batch) => {
+    await finishDeliveries(deps.db, batch);
+    return batch.map(() => undefined);
+  }, MAX_OUTCOME_BATCH);
   return async (key, worker, loaded) => {
     const delivery = loaded ?? (await loadDelivery(deps.db, key));
     if (!delivery) return 'done';
     const log = deps.log.child({ source: key.source, deliveryId: key.deliveryId, event: delivery.eventName });
     try {
       const result = await runPipeline(deps.pipeline, delivery);
-      await finishDelivery(deps.db, { ...key, worker, status: result.status, outcome: result.outcome, now: deps.now() });
+      await outcomes.add({ ...key, worker, status: result.status, outcome: result.outcome, now: deps.now() });
       log.info({ status: result.status, ...result.outcome }, 'delivery processed');
       deps.onProcessed?.(result);
       return 'done';

@@ -10,9 +10,12 @@ export type Git = (args: string[], maxBuffer?: number) => Promise<GitResult>;
  * repository at `path` is read, whatever the coordinator's environment holds.
  */
 export function gitIn(path: string): Git {
-  const env = gitEnvironment();
+  // Made at the first call: a provider is made for every delivery, and most never run git (the lock
+  // file comes from the cache or the repository's running `git cat-file --batch`).
+  let env: NodeJS.ProcessEnv | undefined;
   return (args, maxBuffer = 1024 * 1024) =>
     new Promise((resolve) => {
+      env ??= gitEnvironment();
       execFile('git', ['-C', path, ...args], { encoding: 'buffer', maxBuffer, env }, (error, stdout, stderr) => {
         if (error === null) resolve({ ok: true, stdout });
         else resolve({ ok: false, detail: stderr.toString('utf8').trim() || error.message });

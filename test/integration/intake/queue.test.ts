@@ -3,7 +3,7 @@ import { describe, it } from 'node:test';
 import type { Kysely } from 'kysely';
 import { pino } from 'pino';
 import { Redis } from 'ioredis';
-import { finishDelivery, loadDelivery, recordDelivery, retryDelivery } from '../../../src/db/deliveries.ts';
+import { finishDeliveries, finishDelivery, loadDelivery, recordDelivery, retryDelivery } from '../../../src/db/deliveries.ts';
 import type { DeliveryKey } from '../../../src/db/deliveries.ts';
 import type { Schema } from '../../../src/db/schema.ts';
 import { BullMqDeliveryQueue } from '../../../src/queue/bullmq-queue.ts';
@@ -152,6 +152,28 @@ describe('intake queue: embedded, claimed as it is recorded', { skip: await skip
       await eventually(async () => (await statuses(db)).every((s) => s.includes(':processed:')), 15_000, 'both processed');
       await queue.stop();
       assert.deepEqual([...seen].sort(), ['d-died', 'd-dup'], 'each processed once, by the sweep');
+    });
+  });
+});
+
+describe('delivery outcomes', { skip: await skipReason('external') }, () => {
+  it('many are written in one statement, each only by the worker that holds its claim', async () => {
+    await withTestDatabase('external', async ({ db }) => {
+      const claim = { worker: 'w-batch', claimUntil: Date.now() + 60_000 };
+      for (const id of ['d-1', 'd-2', 'd-3']) {
+        await recordDelivery(db, { source: 'github', deliveryId: id, eventName: 'push', headers: {}, body: Buffer.from('{}'), now: Date.now(), claim });
+      }
+      await finishDeliveries(db, [
+        { source: 'github', deliveryId: 'd-1', worker: 'w-batch', status: 'processed', outcome: { runIds: ['r-1'] }, now: 7 },
+        { source: 'github', deliveryId: 'd-2', worker: 'w-batch', status: 'ignored', outcome: { reason: 'no workflow matched' }, now: 8 },
+        { source: 'github', deliveryId: 'd-3', worker: 'someone-else', status: 'processed', outcome: {}, now: 9 },
+      ]);
+      const rows = await db.selectFrom('deliveries').select(['delivery_id', 'status', 'outcome', 'processed_at', 'claimed_by']).orderBy('delivery_id').execute();
+      assert.deepEqual(rows, [
+        { delivery_id: 'd-1', status: 'processed', outcome: { runIds: ['r-1'] }, processed_at: 7, claimed_by: null },
+        { delivery_id: 'd-2', status: 'ignored', outcome: { reason: 'no workflow matched' }, processed_at: 8, claimed_by: null },
+        { delivery_id: 'd-3', status: 'processing', outcome: null, processed_at: null, claimed_by: 'w-batch' },
+      ]);
     });
   });
 });
