@@ -32,7 +32,7 @@ import { reachableAddress } from './config/coordinator-target.ts';
 import { openDatabase } from './db/database.ts';
 import type { Database } from './db/database.ts';
 import type { Router } from './http/router.ts';
-import { countDeadDeliveries } from './db/deliveries.ts';
+import { countDeadDeliveries, deliveryRecorder } from './db/deliveries.ts';
 import type { Delivery } from './db/deliveries.ts';
 import { genericSourceRepository } from './db/generic-sources.ts';
 import { getEnvironment } from './db/environments.ts';
@@ -331,6 +331,7 @@ function createIntake(wiring: IntakeWiring) {
     : new EmbeddedDeliveryQueue(db, process, worker, now, log.child({ component: 'intake-queue' }));
   const webhooks: WebhookDeps = {
     db,
+    record: deliveryRecorder(db),
     githubSecrets: config.githubWebhookSecrets,
     now,
     log,

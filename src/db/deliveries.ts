@@ -1,5 +1,7 @@
 import { sql } from 'kysely';
 import type { Kysely } from 'kysely';
+import { BatchWriter } from '../../lib/batch-writer.ts';
+import { coerceError } from '../../lib/errors.ts';
 import { executePrepared } from './database.ts';
 import { toJson } from './json.ts';
 import type { Schema } from './schema.ts';
@@ -35,23 +37,63 @@ export interface DeliveryKey {
   deliveryId: string;
 }
 
+/** A delivery to record, claimed by the worker that will process it at once, or left to a sweep. */
+export interface NewDelivery {
+  source: string;
+  deliveryId: string;
+  eventName: string;
+  headers: Record<string, string>;
+  body: Buffer;
+  now: number;
+  claim?: IntakeClaim | null;
+}
+
 /** INT-3/INT-4: one atomic claim of the (source, delivery id) key; false means a duplicate. */
-export async function recordDelivery(
-  db: Kysely<Schema>,
-  d: { source: string; deliveryId: string; eventName: string; headers: Record<string, string>; body: Buffer; now: number; claim?: IntakeClaim | null },
-): Promise<boolean> {
-  // Claimed as it is written: the worker that accepted it processes it at once (its lease still
-  // covers a crash, like any claim); unclaimed, it waits for a sweep.
-  const [status, claimedBy, claimUntil] = d.claim ? ['processing', d.claim.worker, d.claim.claimUntil] : ['received', null, null];
-  // Prepared once per connection: this INSERT is on the way of every webhook's answer.
-  const rows = await executePrepared<{ one: number }>(
-    db,
-    sql`
-    INSERT INTO deliveries (source, delivery_id, event_name, headers, body, received_at, status, next_attempt_at, claimed_by, claim_until)
-    VALUES (${d.source}, ${d.deliveryId}, ${d.eventName}, ${toJson(d.headers)}::json, ${d.body}, ${d.now}, ${status}, ${d.now}, ${claimedBy}, ${claimUntil})
-    ON CONFLICT (source, delivery_id) DO NOTHING RETURNING 1 AS one`.compile(db),
-  );
-  return rows.length === 1;
+export async function recordDelivery(db: Kysely<Schema>, d: NewDelivery): Promise<boolean> {
+  const [fresh] = await recordDeliveries(db, [d]);
+  return fresh === true;
+}
+
+/**
+ * `recordDelivery` of many deliveries in one statement, all or none: for each, whether it is
+ * recorded now (false: a duplicate, of a stored delivery or of one earlier in the list).
+ */
+export async function recordDeliveries(db: Kysely<Schema>, list: readonly NewDelivery[]): Promise<boolean[]> {
+  const rows = list.map((d) => {
+    // Claimed as it is written: the worker that accepted it processes it at once (its lease still
+    // covers a crash, like any claim); unclaimed, it waits for a sweep.
+    const claimed = d.claim ? { status: 'processing', claimed_by: d.claim.worker, claim_until: d.claim.claimUntil } : { status: 'received', claimed_by: null, claim_until: null };
+    return { source: d.source, delivery_id: d.deliveryId, event_name: d.eventName, headers: toJson(d.headers), body: d.body, received_at: d.now, next_attempt_at: d.now, ...claimed };
+  });
+  const statement = db
+    .insertInto('deliveries')
+    .values(rows)
+    .onConflict((oc) => oc.columns(['source', 'delivery_id']).doNothing())
+    .returning(['source', 'delivery_id']);
+  // Prepared once per connection and list length: this INSERT is on the way of every webhook's answer.
+  const recorded = await executePrepared<{ source: string; delivery_id: string }>(db, statement.compile());
+  const unclaimed = new Set(recorded.map((row) => `${row.source}\u0000${row.delivery_id}`));
+  return list.map((d) => unclaimed.delete(`${d.source}\u0000${d.deliveryId}`));
+}
+
+/** Deliveries recorded by one statement at most. */
+const MAX_RECORD_BATCH = 64;
+
+/**
+ * `recordDelivery` a batch at a time: the deliveries that arrive while one INSERT is in flight are
+ * recorded together by the next. A batch the database refuses is recorded again one delivery at a
+ * time, so one delivery's bad row fails that delivery alone.
+ */
+export function deliveryRecorder(db: Kysely<Schema>): (d: NewDelivery) => Promise<boolean> {
+  const writer = new BatchWriter<NewDelivery, boolean>(async (list) => {
+    try {
+      return await recordDeliveries(db, list);
+    } catch (thrown) {
+      if (list.length === 1) throw thrown;
+      return Promise.all(list.map((d) => recordDelivery(db, d).catch((error: unknown) => coerceError(error))));
+    }
+  }, MAX_RECORD_BATCH);
+  return (d) => writer.add(d);
 }
 
 /** A delivery claimed by the worker that records it (the embedded queue with room to spare). */

@@ -3,7 +3,7 @@ import type { IncomingMessage } from 'node:http';
 import type { Kysely } from 'kysely';
 import type { Logger } from 'pino';
 import type { Delivery, DeliveryKey, IntakeClaim } from '../db/deliveries.ts';
-import { parseDeliveryBody, recordDelivery } from '../db/deliveries.ts';
+import { parseDeliveryBody, type NewDelivery } from '../db/deliveries.ts';
 import type { Schema } from '../db/schema.ts';
 import { HttpError, readBody, sendJson } from './respond.ts';
 import type { RouteContext, Router } from './router.ts';
@@ -13,6 +13,8 @@ const KEPT_HEADERS = ['x-github-event', 'x-github-delivery', 'x-github-hook-inst
 
 export interface WebhookDeps {
   db: Kysely<Schema>;
+  /** Records a delivery durably (`deliveryRecorder`); false: a duplicate. */
+  record: (d: NewDelivery) => Promise<boolean>;
   githubSecrets: readonly string[];
   now: () => number;
   log: Logger;
@@ -71,7 +73,7 @@ export async function acceptDelivery(
   const handOver = (recorded: boolean) => claim && deps.processClaimed?.({ ...d, receivedAt: now, status: 'processing', attempts: 0, recordedNow: true }, recorded);
   let fresh: boolean;
   try {
-    fresh = await recordDelivery(deps.db, { ...d, now, claim });
+    fresh = await deps.record({ ...d, now, claim });
   } catch (thrown) {
     handOver(false);
     throw thrown;

@@ -3,7 +3,7 @@ import { describe, it } from 'node:test';
 import type { Kysely } from 'kysely';
 import { pino } from 'pino';
 import { Redis } from 'ioredis';
-import { finishDeliveries, finishDelivery, loadDelivery, recordDelivery, retryDelivery } from '../../../src/db/deliveries.ts';
+import { deliveryRecorder, finishDeliveries, finishDelivery, loadDelivery, recordDeliveries, recordDelivery, retryDelivery } from '../../../src/db/deliveries.ts';
 import type { DeliveryKey } from '../../../src/db/deliveries.ts';
 import type { Schema } from '../../../src/db/schema.ts';
 import { BullMqDeliveryQueue } from '../../../src/queue/bullmq-queue.ts';
@@ -174,6 +174,37 @@ describe('delivery outcomes', { skip: await skipReason('external') }, () => {
         { delivery_id: 'd-2', status: 'ignored', outcome: { reason: 'no workflow matched' }, processed_at: 8, claimed_by: null },
         { delivery_id: 'd-3', status: 'processing', outcome: null, processed_at: null, claimed_by: 'w-batch' },
       ]);
+    });
+  });
+});
+
+describe('recording deliveries', { skip: await skipReason('external') }, () => {
+  const delivery = (deliveryId: string, eventName = 'push') => ({ source: 'github', deliveryId, eventName, headers: { 'x-github-event': eventName }, body: Buffer.from(`{"id":"${deliveryId}"}`), now: 5 });
+
+  it('many in one statement: each is new once, whether its twin is stored or earlier in the list', async () => {
+    await withTestDatabase('external', async ({ db }) => {
+      await recordDelivery(db, delivery('stored'));
+      const fresh = await recordDeliveries(db, [delivery('a'), delivery('stored'), delivery('b'), delivery('a')]);
+      assert.deepEqual(fresh, [true, false, true, false]);
+      const rows = await db.selectFrom('deliveries').select(['delivery_id', 'body', 'headers', 'status']).orderBy('delivery_id').execute();
+      assert.deepEqual(rows.map((row) => [row.delivery_id, row.body.toString(), row.headers, row.status]), [
+        ['a', '{"id":"a"}', { 'x-github-event': 'push' }, 'received'],
+        ['b', '{"id":"b"}', { 'x-github-event': 'push' }, 'received'],
+        ['stored', '{"id":"stored"}', { 'x-github-event': 'push' }, 'received'],
+      ]);
+    });
+  });
+
+  it('a batch the database refuses is recorded one delivery at a time: the bad one fails alone', async () => {
+    await withTestDatabase('external', async ({ db }) => {
+      const record = deliveryRecorder(db);
+      const first = record(delivery('first'));
+      // Recorded together while the first INSERT is in flight; Postgres text cannot hold a NUL byte.
+      const batch = await Promise.allSettled([record(delivery('ok-1')), record(delivery('bad', 'pu\u0000sh')), record(delivery('ok-2')), record(delivery('first'))]);
+      assert.equal(await first, true);
+      assert.deepEqual(batch.map((o) => (o.status === 'fulfilled' ? o.value : 'rejected')), [true, 'rejected', true, false]);
+      const ids = await db.selectFrom('deliveries').select('delivery_id').orderBy('delivery_id').execute();
+      assert.deepEqual(ids.map((row) => row.delivery_id), ['first', 'ok-1', 'ok-2']);
     });
   });
 });
