@@ -9,7 +9,6 @@ import type { Effect, RunCommit, RunStore } from './ports.ts';
 import type { ArmedTimer } from './timer-service.ts';
 import type { InlinePlacement } from './inline-placement.ts';
 
-/** One run actor owned here, with what its commits need to remember. */
 /**
  * A job's projection as last written: its digest (the JSON itself cost 0.4 KB a job), and the job
  * actor's snapshot it was read from. A job whose actor still has that snapshot is not projected again.
@@ -19,6 +18,7 @@ export interface WrittenJob {
   from: unknown;
 }
 
+/** One run actor owned here, with what its commits need to remember. */
 export interface RunHandle {
   actor: Actor<RuntimeRunMachine>;
   seq: number;

@@ -72,8 +72,9 @@ export async function recordDeliveries(db: Kysely<Schema>, list: readonly NewDel
     .returning(['source', 'delivery_id']);
   // Prepared once per connection and list length: this INSERT is on the way of every webhook's answer.
   const recorded = await executePrepared<{ source: string; delivery_id: string }>(db, statement.compile());
-  const unclaimed = new Set(recorded.map((row) => `${row.source}\u0000${row.delivery_id}`));
-  return list.map((d) => unclaimed.delete(`${d.source}\u0000${d.deliveryId}`));
+  // A key inserted now is fresh for the first delivery of the list that has it, not for a repeat.
+  const inserted = new Set(recorded.map((row) => `${row.source}\u0000${row.delivery_id}`));
+  return list.map((d) => inserted.delete(`${d.source}\u0000${d.deliveryId}`));
 }
 
 /** Deliveries recorded by one statement at most. */
