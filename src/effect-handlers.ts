@@ -16,7 +16,7 @@ import type { Schema } from './db/schema.ts';
 import type { RunSources } from './pipeline/run-source.ts';
 import { withSecrets } from './secrets/index.ts';
 import type { Secrets } from './secrets/index.ts';
-import { buildDispatch } from './ws/dispatch-builder.ts';
+import { buildDispatch, type BuiltDispatch } from './ws/dispatch-builder.ts';
 
 export interface EffectHandlerDeps {
   config: CompiledConfig;
@@ -27,13 +27,16 @@ export interface EffectHandlerDeps {
 
 export type EffectHandlerParts = Pick<AgentEffectsDeps, 'registry' | 'shared' | 'deliver'> & { sources: RunSources; dispatcher: Dispatcher; secrets?: Secrets; repositories?: RepositoryCache };
 
-/** Every effect kind and who carries it out: a kind without a handler here does not compile. */
-export function effectHandlers(deps: EffectHandlerDeps, parts: EffectHandlerParts): EffectHandlers {
+/**
+ * Every effect kind and who carries it out: a kind without a handler here does not compile. The agent
+ * effects come too, for the frames built while their entries commit (`AgentEffects.prepareDispatches`).
+ */
+export function effectHandlers(deps: EffectHandlerDeps, parts: EffectHandlerParts): { handlers: EffectHandlers; agents: AgentEffects } {
   const { db, clock } = deps;
   const { dispatcher, deliver } = parts;
   const agents = createAgentEffects(deps, parts);
   const groups = new ConcurrencyGroups((key, change) => updateConcurrencyGroup(db, key, clock.now(), change), deliver, clock);
-  return {
+  const handlers: EffectHandlers = {
     requestPlacement: (effect) => dispatcher.requestPlacement(effect),
     sendDispatch: (effect) => agents.sendDispatch(effect),
     sendCancel: (effect) => agents.sendCancel(effect),
@@ -44,6 +47,7 @@ export function effectHandlers(deps: EffectHandlerDeps, parts: EffectHandlerPart
     recordApprovalGate: (effect) => recordApprovalGate(db, effect.runId, effect.payload.jobKey, effect.payload.gate),
     reportForgeStatus: createForgeStatusReporter(deps, parts),
   };
+  return { handlers, agents };
 }
 
 /** Commit statuses on GitHub (docs/http-api.md#commit-status-on-github), linking to this coordinator's runs page. */
@@ -56,18 +60,26 @@ function createForgeStatusReporter(deps: EffectHandlerDeps, parts: EffectHandler
   });
 }
 
+const noSource = (runId: string) => ({ ok: false as const, reason: `run ${runId} has no stored source to build a dispatch from` });
+
 /** Dispatch, cancel, close and slot release, with dispatches built from the run's frozen source. */
 function createAgentEffects(deps: EffectHandlerDeps, parts: EffectHandlerParts): AgentEffects {
   const { clock } = deps;
   return new AgentEffects({
     ...{ registry: parts.registry, shared: parts.shared, deliver: parts.deliver, aliveWindowMs: deps.config.dispatchAckTimeoutMs, now: () => clock.now() },
     log: deps.log.child({ component: 'agent-effects' }),
-    buildDispatch: async (target) => {
-      const source = await parts.sources.of(target.runId);
-      if (!source) return { ok: false, reason: `run ${target.runId} has no stored source to build a dispatch from` };
-      const built = buildDispatch(source, target, clock.now());
+    buildDispatch: {
+      build: async (target) => {
+        const source = await parts.sources.of(target.runId);
+        return source ? buildDispatch(source, target, clock.now()) : noSource(target.runId);
+      },
       // Secrets are fetched now, as the dispatch is sent, into its top-level fields only (docs/http-api.md#secrets).
-      return parts.secrets ? withSecrets(parts.secrets, built, { ...target, source }) : built;
+      complete: async (built: BuiltDispatch, target) => {
+        const { secrets } = parts;
+        if (!secrets || !built.ok) return built;
+        const source = await parts.sources.of(target.runId);
+        return source ? withSecrets(secrets, built, { ...target, source }) : noSource(target.runId);
+      },
     },
     ...(parts.secrets && { sealForPeer: parts.secrets.sealForPeer }),
   });

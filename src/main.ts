@@ -176,6 +176,8 @@ export function createRuntime(deps: RuntimeDeps) {
   const supervisor = new Supervisor({
     ...{ store, clock, log, metrics, maxBatch: config.commitMaxBatch, batching: config.commitBatching },
     executeEffects: (effects) => executor.execute(effects),
+    onSubmitted: (effects) => agents.prepareDispatches(effects),
+    onNotCommitted: (effects) => agents.forgetDispatches(effects),
     onFenced: deps.onFenced,
     onCommitted: (entry) => lifecycle.observe(entry),
     holdTimer: (timer, heldMs) => sharing.holdAckExpiry(timer, heldMs),
@@ -200,7 +202,7 @@ export function createRuntime(deps: RuntimeDeps) {
     if (['success', 'failed', 'cancelled'].includes(update.status)) dispatcher.forgetRun(update.runId);
   });
   const sources = new RunSources((runId) => readRunInputSummary(db, runId));
-  const handlers = effectHandlers(deps, { dispatcher, registry, shared: sharing.shared, deliver, sources, secrets, repositories });
+  const { handlers, agents } = effectHandlers(deps, { dispatcher, registry, shared: sharing.shared, deliver, sources, secrets, repositories });
   const executor = new EffectExecutor({ handlers, markDone: (ids) => store.markEffectsDone(ids), clock, log, metrics });
   const ownership = createOwnership(deps, { store, metrics, supervisor, router, reattach: { supervisor, deliver, shared: sharing.shared, registry, log } });
   return {

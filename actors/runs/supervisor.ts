@@ -339,7 +339,13 @@ export class Supervisor {
       await this.committer.failRun(runFailureOf(entry, `its state could not be stored: ${serialized.message}`, this.options.clock.now())).catch(undoGrants);
       return;
     }
-    await this.committer.submit(serialized).catch(undoGrants);
+    const submitted = this.committer.submit(serialized);
+    const effects = entry.effects.map((effect) => ({ ...effect, runId }));
+    if (effects.length > 0) this.options.onSubmitted?.(effects);
+    await submitted.catch((thrown: unknown) => {
+      if (effects.length > 0) this.options.onNotCommitted?.(effects);
+      return undoGrants(thrown);
+    });
     if (done) this.retire(runId, handle);
     this.afterCommit(runId, entry);
   }

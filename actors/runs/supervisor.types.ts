@@ -39,6 +39,13 @@ export interface SupervisorOptions {
   batching: boolean;
   /** Runs committed effects (dispatches, cancels, placement requests). */
   executeEffects: (effects: Effect[]) => void;
+  /**
+   * The effects of an entry just queued for commit, before it commits: work that sends nothing may
+   * start (a dispatch's frame is built while its entry commits). They run, as ever, after the commit.
+   */
+  onSubmitted?: (effects: Effect[]) => void;
+  /** The entry was not committed: what `onSubmitted` started for its effects is dropped. */
+  onNotCommitted?: (effects: Effect[]) => void;
   /** Called once when a write finds this coordinator fenced; the supervisor has already stopped. */
   onFenced: (error: FencedError) => void;
   /** Told of every entry once it is durable (run and dispatch metrics). */

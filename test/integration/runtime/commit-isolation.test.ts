@@ -11,6 +11,7 @@ import { createRuntimeMetrics } from '../../../actors/runs/metrics.ts';
 import { systemClock } from '../../../actors/clock.ts';
 import type { IncomingRunEvent } from '../../../actors/runs/supervisor.ts';
 import { Supervisor } from '../../../actors/runs/supervisor.ts';
+import type { SupervisorOptions } from '../../../actors/runs/supervisor.types.ts';
 import { claimCoordinatorLease } from '../../../src/db/coordinator-lease.ts';
 import { readJournal } from '../../../src/db/journal.ts';
 import { reclaimOwnRuns } from '../../../src/db/reclaim.ts';
@@ -43,7 +44,7 @@ async function installPoison(db: Kysely<Schema>): Promise<void> {
   await sql`CREATE TRIGGER poison BEFORE INSERT ON run_events FOR EACH ROW EXECUTE FUNCTION poison_event()`.execute(db);
 }
 
-async function startSupervisor(db: Kysely<Schema>, retry: CommitRetryPolicy = FAST) {
+async function startSupervisor(db: Kysely<Schema>, retry: CommitRetryPolicy = FAST, effects: Pick<SupervisorOptions, 'onSubmitted' | 'onNotCommitted'> = {}) {
   await installPoison(db);
   const { epoch } = await claimCoordinatorLease(db, { id: ME, ttlMs: 600_000, now: Date.now() });
   const lines: { msg: string; batchSize?: number; outcome?: string }[] = [];
@@ -58,6 +59,7 @@ async function startSupervisor(db: Kysely<Schema>, retry: CommitRetryPolicy = FA
     store: createRunStore(db, { coordinatorId: ME, epoch: () => epoch }, systemClock),
     ...{ clock: systemClock, log: pino({ level: 'info' }, sink), metrics, maxBatch: 100, batching: true },
     executeEffects: () => undefined,
+    ...effects,
     onFenced: (error) => assert.fail(error),
     commitRetry: retry,
   });
@@ -101,6 +103,17 @@ await describeEachKind('group commit isolation', (kind) => {
       assert.equal(supervisor.size, 5);
       assert.deepEqual((await listOwnedActiveRuns(db, { coordinatorId: ME })).sort(), [...good].sort());
       assert.equal(await counter(metrics.commitGiveUps, 'failed'), 1);
+      supervisor.stopAll();
+    }));
+
+  it('the effects of an entry are shown when it is queued, before it commits, and taken back when it is not stored', () =>
+    withTestDatabase(kind, async ({ db }) => {
+      const seen: string[] = [];
+      const describe = (what: string) => (effects: { runId: string; kind: string }[]) => seen.push(`${what} ${effects.map((e) => `${e.runId.split('-')[0]}:${e.kind}`).join(',')}`);
+      const { supervisor } = await startSupervisor(db, FAST, { onSubmitted: describe('queued'), onNotCommitted: describe('not stored') });
+      await create(supervisor, `good-${randomUUID()}`);
+      await assert.rejects(create(supervisor, `poison-22023-${randomUUID()}`), RunNotStorableError);
+      assert.deepEqual(seen, ['queued good:requestPlacement', 'queued poison:requestPlacement', 'not stored poison:requestPlacement']);
       supervisor.stopAll();
     }));
 
