@@ -13,7 +13,7 @@ import type { GiveUp } from './group-commit.ts';
 import { IntentRecorder, runtimeRunMachine } from './intent-recorder.ts';
 import type { Intent, RuntimeRunMachine } from './intent-recorder.ts';
 import type { FencedError } from './errors.ts';
-import type { CommitEntry, NewRun, RunCommit, SerializedEntry, StoredRun } from './ports.ts';
+import type { CommitEntry, Effect, NewRun, RunCommit, SerializedEntry, StoredRun } from './ports.ts';
 import { buildCommitEntry, crashFailureOf, lostRunFailureOf, journalHeadOf, restoredWorkOf, runFailureOf, storedState, unchangedEntry } from './commit-entry.ts';
 import type { ArmedTimer } from './timer-service.ts';
 import { answerPlacements } from './inline-placement.ts';
@@ -347,7 +347,7 @@ export class Supervisor {
       return undoGrants(thrown);
     });
     if (done) this.retire(runId, handle);
-    this.afterCommit(runId, entry);
+    this.afterCommit(runId, entry, effects);
   }
 
   /**
@@ -406,14 +406,15 @@ export class Supervisor {
     return serialized;
   }
 
-  private afterCommit(runId: string, entry: RunCommit): void {
+  /** `effects` are the entry's, each carrying its run id. */
+  private afterCommit(runId: string, entry: RunCommit, effects: Effect[]): void {
     if (this.fenced) return;
     for (const change of entry.timers) {
       if (change.op === 'disarm') this.timers.disarm(runId, change.deadlineId);
       else if (this.runs.get(runId)?.closing === false) this.timers.arm({ runId, ...change });
     }
     this.options.metrics.timersArmed.set(this.timers.size);
-    if (entry.effects.length > 0) this.options.executeEffects(entry.effects.map((effect) => ({ ...effect, runId })));
+    if (effects.length > 0) this.options.executeEffects(effects);
     this.options.onCommitted?.(entry);
     this.observers.notify(entry);
   }

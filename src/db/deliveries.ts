@@ -148,12 +148,7 @@ export async function loadDelivery(db: Kysely<Schema>, key: DeliveryKey): Promis
 
 export type DeliveryOutcome = DeliveryKey & { worker: string; status: DeliveryStatus; outcome: unknown; now: number };
 
-/** Records the final outcome of processing (only the claiming worker may). */
-export async function finishDelivery(db: Kysely<Schema>, key: DeliveryOutcome): Promise<void> {
-  await finishDeliveries(db, [key]);
-}
-
-/** `finishDelivery` of many deliveries in one statement. */
+/** Records the final outcome of processing, of many deliveries in one statement (only the claiming worker may). */
 export async function finishDeliveries(db: Kysely<Schema>, outcomes: readonly DeliveryOutcome[]): Promise<void> {
   const rows = toJson(outcomes.map((o) => ({ source: o.source, delivery_id: o.deliveryId, worker: o.worker, status: o.status, outcome: o.outcome, processed_at: o.now })));
   // Prepared once per connection: every delivery ends here.

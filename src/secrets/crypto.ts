@@ -1,4 +1,4 @@
-import { createCipheriv, createDecipheriv, createHash, createPrivateKey, createPublicKey, diffieHellman, generateKeyPair, generateKeyPairSync, hkdfSync, randomBytes } from 'node:crypto';
+import { createCipheriv, createDecipheriv, createHash, createPrivateKey, createPublicKey, diffieHellman, generateKeyPair, generateKeyPairSync, hkdfSync, randomBytes, type X25519KeyPairOptions } from 'node:crypto';
 
 /** AES-256-GCM: 12-byte IV, 16-byte tag; every ciphertext is base64(IV ‖ tag ‖ ciphertext) (docs/http-api.md#secrets). */
 const IV_BYTES = 12;
@@ -83,20 +83,21 @@ export interface X25519Pair {
   privateKeyDer: Buffer;
 }
 
+const X25519_DER: X25519KeyPairOptions<'der', 'der'> = { publicKeyEncoding: { type: 'spki', format: 'der' }, privateKeyEncoding: { type: 'pkcs8', format: 'der' } };
+
+const pairOf = (publicKey: Buffer, privateKeyDer: Buffer): X25519Pair => ({ publicKey: publicKey.toString('base64'), privateKeyDer });
+
 export function generateX25519(): X25519Pair {
-  const { publicKey, privateKey } = generateKeyPairSync('x25519');
-  return {
-    publicKey: publicKey.export({ type: 'spki', format: 'der' }).toString('base64'),
-    privateKeyDer: privateKey.export({ type: 'pkcs8', format: 'der' }),
-  };
+  const { publicKey, privateKey } = generateKeyPairSync('x25519', X25519_DER);
+  return pairOf(publicKey, privateKey);
 }
 
 /** `generateX25519` on libuv's thread pool: a run key made for every run costs its coordinator's thread nothing. */
 export function generateX25519InPool(): Promise<X25519Pair> {
   return new Promise((resolve, reject) => {
-    generateKeyPair('x25519', { publicKeyEncoding: { type: 'spki', format: 'der' }, privateKeyEncoding: { type: 'pkcs8', format: 'der' } }, (error, publicKey, privateKey) => {
+    generateKeyPair('x25519', X25519_DER, (error, publicKey, privateKey) => {
       if (error) reject(error);
-      else resolve({ publicKey: publicKey.toString('base64'), privateKeyDer: privateKey });
+      else resolve(pairOf(publicKey, privateKey));
     });
   });
 }

@@ -3,7 +3,7 @@ import { describe, it } from 'node:test';
 import type { Kysely } from 'kysely';
 import { pino } from 'pino';
 import { Redis } from 'ioredis';
-import { deliveryRecorder, finishDeliveries, finishDelivery, loadDelivery, recordDeliveries, recordDelivery, retryDelivery } from '../../../src/db/deliveries.ts';
+import { deliveryRecorder, finishDeliveries, loadDelivery, recordDeliveries, recordDelivery, retryDelivery } from '../../../src/db/deliveries.ts';
 import type { DeliveryKey } from '../../../src/db/deliveries.ts';
 import type { Schema } from '../../../src/db/schema.ts';
 import { BullMqDeliveryQueue } from '../../../src/queue/bullmq-queue.ts';
@@ -47,7 +47,7 @@ function recordingProcessor(db: Kysely<Schema>, failures: number) {
       await retryDelivery(db, { ...key, worker, error: 'transient: try later', nextAttemptAt: Date.now() });
       return { retryAt: Date.now() };
     }
-    await finishDelivery(db, { ...key, worker, status: 'processed', outcome: { ok: true }, now: Date.now() });
+    await finishDeliveries(db, [{ ...key, worker, status: 'processed', outcome: { ok: true }, now: Date.now() }]);
     return 'done';
   };
   return { seen, process };
@@ -118,7 +118,7 @@ describe('intake queue: embedded, claimed as it is recorded', { skip: await skip
       const process: DeliveryProcessor = async (key, worker, loaded) => {
         const row = await db.selectFrom('deliveries').select(['status', 'claimed_by']).where('delivery_id', '=', key.deliveryId).executeTakeFirst();
         seen.push({ id: key.deliveryId, loaded: loaded !== undefined, status: `${row?.status}:${row?.claimed_by}` });
-        await finishDelivery(db, { ...key, worker, status: 'processed', outcome: { ok: true }, now: Date.now() });
+        await finishDeliveries(db, [{ ...key, worker, status: 'processed', outcome: { ok: true }, now: Date.now() }]);
         return 'done';
       };
       const queue = new EmbeddedDeliveryQueue(db, process, 'w-direct', Date.now, log);
