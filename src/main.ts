@@ -338,7 +338,7 @@ function createIntake(wiring: IntakeWiring) {
     now,
     log,
     onAccepted: (key) => queue.notify(key),
-    ...(queue.claimAtIntake && queue.processClaimed && { claimAtIntake: () => queue.claimAtIntake?.() ?? null, processClaimed: (delivery: Delivery, recorded: boolean) => queue.processClaimed?.(delivery, recorded) }),
+    ...(queue.claimAtIntake && queue.processClaimed && { claimAtIntake: () => queue.claimAtIntake?.() ?? null, processClaimed: (delivery: Delivery & { recording: Promise<boolean> }) => queue.processClaimed?.(delivery) }),
     observe: metrics.observe,
   };
   return {

@@ -26,10 +26,12 @@ export interface Delivery {
   status: DeliveryStatus;
   attempts: number;
   /**
-   * Recorded by this process a moment ago and handed straight to processing: no earlier attempt
-   * can have started its runs, so they are not looked up before they are created.
+   * Handed to processing by this process while its row is being recorded: resolves true once the row
+   * is stored, false when it was not (a duplicate, or the INSERT failed). Nothing is written for the
+   * delivery (a run, an outcome) before it resolves true (`isRecorded`); and no earlier attempt can
+   * have started its runs, so they are not looked up before they are created.
    */
-  recordedNow?: true;
+  recording?: Promise<boolean>;
 }
 
 export interface DeliveryKey {

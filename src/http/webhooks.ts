@@ -22,7 +22,7 @@ export interface WebhookDeps {
   onAccepted: (key: DeliveryKey) => void;
   /** A claim to record the delivery with, so this coordinator processes it at once (docs/architecture.md#one-delivery-from-webhook-to-finished-run). */
   claimAtIntake?: () => IntakeClaim | null;
-  processClaimed?: (delivery: Delivery, recorded: boolean) => void;
+  processClaimed?: (delivery: Delivery & { recording: Promise<boolean> }) => void;
   observe: (source: string, outcome: 'accepted' | 'duplicate' | 'rejected', seconds: number) => void;
 }
 
@@ -60,7 +60,11 @@ export function parseJsonBody(body: Buffer): unknown {
   }
 }
 
-/** Records the delivery durably, then answers: 202 first time, 200 duplicate:true after (INT-3, INT-4). */
+/**
+ * Records the delivery durably, then answers: 202 first time, 200 duplicate:true after (INT-3, INT-4).
+ * With a claim, processing starts while the row is written (docs/architecture.md#one-delivery-from-webhook-to-finished-run):
+ * it creates no run and writes no outcome until the row is stored, and stops if it is not.
+ */
 export async function acceptDelivery(
   deps: WebhookDeps,
   res: RouteContext['res'],
@@ -69,29 +73,22 @@ export async function acceptDelivery(
 ): Promise<void> {
   const claim = deps.claimAtIntake?.() ?? null;
   const now = deps.now();
-  // Handed over once the answer is written, so processing never delays the 202; a claim not used goes back.
-  const handOver = (recorded: boolean) => claim && deps.processClaimed?.({ ...d, receivedAt: now, status: 'processing', attempts: 0, recordedNow: true }, recorded);
-  let fresh: boolean;
-  try {
-    fresh = await deps.record({ ...d, now, claim });
-  } catch (thrown) {
-    handOver(false);
-    throw thrown;
+  const recording = deps.record({ ...d, now, claim });
+  if (claim) {
+    const delivery = { ...d, receivedAt: now, status: 'processing' as const, attempts: 0, recording: recording.catch(() => false) };
+    // On the next turn, once the INSERT has been handed to a connection: the pipeline's work overlaps its round trip.
+    setImmediate(() => deps.processClaimed?.(delivery));
   }
+  const fresh = await recording;
   const seconds = (performance.now() - started) / 1000;
   deps.observe(d.source, fresh ? 'accepted' : 'duplicate', seconds);
   if (!fresh) {
-    handOver(false);
     sendJson(res, 200, { accepted: true, duplicate: true, deliveryId: d.deliveryId });
     return;
   }
-  try {
-    sendJson(res, 202, { accepted: true, deliveryId: d.deliveryId });
-  } finally {
-    // Recorded is recorded: processed whether or not the client is still there to read the answer.
-    if (claim) handOver(true);
-    else deps.onAccepted({ source: d.source, deliveryId: d.deliveryId });
-  }
+  // Recorded is recorded: processed whether or not the client is still there to read the answer.
+  if (!claim) deps.onAccepted({ source: d.source, deliveryId: d.deliveryId });
+  sendJson(res, 202, { accepted: true, deliveryId: d.deliveryId });
 }
 
 async function githubRoute(deps: WebhookDeps, { req, res }: RouteContext): Promise<void> {

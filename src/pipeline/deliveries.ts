@@ -4,7 +4,7 @@ import { coerceError } from '../../lib/errors.ts';
 import { BatchWriter } from '../../lib/batch-writer.ts';
 import { finishDeliveries, loadDelivery, retryDelivery, type DeliveryOutcome } from '../db/deliveries.ts';
 import type { Schema } from '../db/schema.ts';
-import { MAX_INTAKE_ATTEMPTS, PermanentDeliveryError, TransientDeliveryError, retryDelayMs } from '../queue/delivery-queue.ts';
+import { MAX_INTAKE_ATTEMPTS, PermanentDeliveryError, TransientDeliveryError, isRecorded, retryDelayMs } from '../queue/delivery-queue.ts';
 import type { DeliveryProcessor } from '../queue/delivery-queue.ts';
 import type { DeliveryKey } from '../db/deliveries.ts';
 import { runPipeline } from './pipeline.ts';
@@ -38,14 +38,22 @@ export function createDeliveryProcessor(deps: DeliveryProcessorDeps): DeliveryPr
     const log = deps.log.child({ source: key.source, deliveryId: key.deliveryId, event: delivery.eventName });
     try {
       const result = await runPipeline(deps.pipeline, delivery);
+      if (!(await isRecorded(delivery))) return notRecorded(log);
       await outcomes.add({ ...key, worker, status: result.status, outcome: result.outcome, now: deps.now() });
       log.info({ status: result.status, ...result.outcome }, 'delivery processed');
       deps.onProcessed?.(result);
       return 'done';
     } catch (thrown) {
+      if (!(await isRecorded(delivery))) return notRecorded(log);
       return failed(deps, { key, worker, log, attempt: delivery.attempts + 1 }, coerceError(thrown));
     }
   };
+}
+
+/** A delivery handed over while it was recorded, whose row was not stored: nothing was written for it, nothing is. */
+function notRecorded(log: Logger): 'done' {
+  log.debug('delivery not recorded (a duplicate, or its INSERT failed); its processing stopped');
+  return 'done';
 }
 
 interface Attempt {

@@ -19,6 +19,7 @@ import { runIdFor } from './run-id.ts';
 import type { RunSource } from './run-source.ts';
 import { matchWorkflows } from './triggers.ts';
 import { runExists } from '../db/run-queries.ts';
+import { DeliveryNotRecordedError, isRecorded } from '../queue/delivery-queue.ts';
 
 export interface StartedRun {
   workflow: string;
@@ -49,9 +50,11 @@ const UNRESOLVED = '(unresolved workflow)';
 
 /**
  * Creates a run; null when it was created, else the reason it was failed at once because its state
- * could not be stored (it exists, failed, so the delivery is done). Anything else propagates.
+ * could not be stored (it exists, failed, so the delivery is done). Anything else propagates; a
+ * delivery whose recording came to nothing creates nothing (DeliveryNotRecordedError).
  */
-async function create(deps: RunStarterDeps, run: NewRun): Promise<string | null> {
+async function create(deps: RunStarterDeps, delivery: Delivery, run: NewRun): Promise<string | null> {
+  if (!(await isRecorded(delivery))) throw new DeliveryNotRecordedError(delivery.deliveryId);
   try {
     await deps.createRun(run);
     return null;
@@ -102,14 +105,14 @@ async function evaluateInline(sandbox: Sandbox, workflow: LockWorkflow, event: E
 export function createRunStarter(deps: RunStarterDeps): RunStarter {
   // A delivery recorded a moment ago has no runs yet (and were one there, its creation is refused
   // as a journal conflict and the delivery retried, which then finds it).
-  const exists = (delivery: Delivery, runId: string) => (delivery.recordedNow ? Promise.resolve(false) : runExists(deps.db, runId));
+  const exists = (delivery: Delivery, runId: string) => (delivery.recording ? Promise.resolve(false) : runExists(deps.db, runId));
 
   async function failedRun(delivery: Delivery, source: SourceBase, workflow: LockWorkflow, initFailure: InitFailure): Promise<string> {
     const runId = runIdFor(delivery.source, delivery.deliveryId, workflow.name);
     if (await exists(delivery, runId)) return runId;
     const planned = planRun({ runId, createdAt: deps.now(), workflow, timeouts: deps.timeouts, maxAttempts: deps.maxAttempts, repository: source.repository, initFailure });
     const input = withForgeStatus(planned, source);
-    const unstorable = await create(deps, { input, repository: source.repository, inputSummary: toSource(source, workflow, delivery, {}) });
+    const unstorable = await create(deps, delivery, { input, repository: source.repository, inputSummary: toSource(source, workflow, delivery, {}) });
     if (unstorable !== null) deps.log.warn({ runId, reason: unstorable }, 'failed run could not be stored as is; it is failed with the reason');
     return runId;
   }
@@ -132,7 +135,7 @@ export function createRunStarter(deps: RunStarterDeps): RunStarter {
       source,
     );
     const inputSummary = toSource(source, workflow, delivery, inline.env, environments.frozen);
-    const unstorable = await create(deps, { input, repository: source.repository, inputSummary });
+    const unstorable = await create(deps, delivery, { input, repository: source.repository, inputSummary });
     return { workflow: workflow.name, runId, ...(unstorable === null ? {} : { initFailure: unstorable }) };
   }
 

@@ -22,6 +22,23 @@ export class PermanentDeliveryError extends Error {
   }
 }
 
+/**
+ * Thrown where processing would write for a delivery whose recording came to nothing
+ * (`Delivery.recording`: a duplicate, or its INSERT failed). Processing stops having written nothing;
+ * the stored twin, or the sender's retry, is processed instead.
+ */
+export class DeliveryNotRecordedError extends Error {
+  override readonly name = 'DeliveryNotRecordedError';
+  constructor(deliveryId: string) {
+    super(`delivery ${deliveryId} was not recorded; its processing stops`);
+  }
+}
+
+/** Whether `delivery`'s row is stored: at once for a delivery read from the table, else once its recording settles. */
+export async function isRecorded(delivery: Delivery): Promise<boolean> {
+  return delivery.recording === undefined || (await delivery.recording);
+}
+
 /** A commit the repository does not have: a push race explains seconds (5 + 10 + 20 s), not an hour. */
 export const ABSENT_COMMIT_ATTEMPTS = 4;
 
@@ -45,8 +62,11 @@ export interface DeliveryQueue {
    * handed over with `processClaimed`); null leaves it to the queue's usual way.
    */
   claimAtIntake?(): IntakeClaim | null;
-  /** Processes a delivery recorded with the claim `claimAtIntake` gave; `recorded` false gives the claim back. */
-  processClaimed?(delivery: Delivery, recorded: boolean): void;
+  /**
+   * Processes at once a delivery being recorded with the claim `claimAtIntake` gave; it writes nothing
+   * until `delivery.recording` resolves true, and stops if it resolves false.
+   */
+  processClaimed?(delivery: Delivery & { recording: Promise<boolean> }): void;
   start(): Promise<void>;
   stop(): Promise<void>;
   /** Resolves when nothing is being processed and nothing due is waiting (tests, shutdown). */

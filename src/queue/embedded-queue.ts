@@ -46,9 +46,8 @@ export class EmbeddedDeliveryQueue implements DeliveryQueue {
     return { worker: this.worker, claimUntil: this.now() + INTAKE_LEASE_MS };
   }
 
-  processClaimed(delivery: Delivery, recorded: boolean): void {
+  processClaimed(delivery: Delivery & { recording: Promise<boolean> }): void {
     this.reserved -= 1;
-    if (!recorded) return;
     const key = { source: delivery.source, deliveryId: delivery.deliveryId };
     const processing: Promise<unknown> = this.process(key, this.worker, delivery)
       .catch((thrown: unknown) => this.log.error({ err: coerceError(thrown), ...key }, 'processing a delivery failed; the sweep retries it when its claim runs out'))

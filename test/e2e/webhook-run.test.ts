@@ -75,6 +75,15 @@ describe('webhook → lock file → run → agent (real processes)', { skip: awa
     assert.equal(runs.rowCount, 1, 'one run for one delivery, however often it arrives');
   });
 
+  it('one delivery posted five times at once is accepted once and makes one run (each is processed as it is recorded)', async () => {
+    const sha = repo.commit({ '.kici/kici.lock.json': lockFileWith([pushWorkflow('burst', [runJob('only', ['true'])])]) }, 'burst');
+    const answers = await Promise.all(Array.from({ length: 5 }, () => postWebhook(coordinator, pushPayload(sha), 'delivery-burst')));
+    assert.deepEqual(answers.map((answer) => answer.status).sort(), [200, 200, 200, 200, 202]);
+    await eventually(async () => ((await deliveryStatus(db, 'delivery-burst')) === 'processed' ? true : null), 30_000, 'the delivery to be processed');
+    const runs = await db.query("select run_id from runs where workflow_name = 'burst'");
+    assert.equal(runs.rowCount, 1);
+  });
+
   it('answers bad requests with a status and a reason and keeps serving', async () => {
     const sha = repo.commit({ 'other.txt': 'x' });
     const badSignature = await postWebhook(coordinator, pushPayload(sha), 'delivery-bad', 'sha256=' + '0'.repeat(64));

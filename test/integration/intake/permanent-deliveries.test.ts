@@ -46,7 +46,16 @@ async function intake(db: Kysely<Schema>, repoPath: string) {
   const row = (deliveryId: string) =>
     db.selectFrom('deliveries').select(['status', 'attempts', 'last_error', 'next_attempt_at']).where('delivery_id', '=', deliveryId).executeTakeFirstOrThrow();
   const advance = (ms: number) => (now += ms);
-  return { deliver, attempt, row, advance, started };
+  /** Records a delivery with a claim and hands it to the processor at once, as the webhook route does. */
+  const handOver = async (after: unknown, recorded: (deliveryId: string, body: Buffer) => Promise<boolean>) => {
+    const deliveryId = randomUUID();
+    const body = Buffer.from(JSON.stringify({ ...pushPayload('0'.repeat(40)), after }));
+    const delivery = { source: 'github', deliveryId, eventName: 'push', headers: {}, body, receivedAt: now, status: 'processing' as const, attempts: 0 };
+    const result = await process({ source: 'github', deliveryId }, WORKER, { ...delivery, recording: recorded(deliveryId, body) });
+    const stored = await db.selectFrom('deliveries').select(['status', 'last_error']).where('delivery_id', '=', deliveryId).executeTakeFirst();
+    return { result, stored };
+  };
+  return { deliver, attempt, row, advance, started, handOver };
 }
 
 describe('permanent delivery failures are dead at once; an absent commit is retried briefly', { skip: await skipReason('external') }, () => {
@@ -92,6 +101,25 @@ describe('permanent delivery failures are dead at once; an absent commit is retr
         const row = await flow.row(id);
         assert.deepEqual([row.status, row.attempts], ['dead', ABSENT_COMMIT_ATTEMPTS]);
         assert.match(row.last_error ?? '', /commit f{40} is not present in /);
+      } finally {
+        repo.remove();
+      }
+    });
+  });
+
+  it('a delivery handed over while it is recorded writes its outcome once stored, and nothing when its recording came to nothing', async () => {
+    await withTestDatabase('external', async ({ db }) => {
+      const repo = await createLockRepo();
+      repo.commit({ '.kici/kici.lock.json': LOCK });
+      try {
+        const flow = await intake(db, repo.path);
+        const claim = { worker: WORKER, claimUntil: Date.now() + 60_000 };
+        const stored = await flow.handOver('abc1234', (deliveryId, body) => recordDelivery(db, { source: 'github', deliveryId, eventName: 'push', headers: {}, body, now: 0, claim }));
+        assert.deepEqual(stored.result, 'dead');
+        assert.equal(stored.stored?.status, 'dead', 'the failure is written after the row');
+        // A duplicate, or an INSERT that failed: the pipeline's failure is not written, and there is no row to write it to.
+        const refused = await flow.handOver('abc1234', () => new Promise((resolve) => setTimeout(() => resolve(false), 20)));
+        assert.deepEqual(refused, { result: 'done', stored: undefined });
       } finally {
         repo.remove();
       }

@@ -7,6 +7,7 @@ import type { Delivery } from '../../../src/db/deliveries.ts';
 import type { SourceBase } from '../../../src/pipeline/run-source.ts';
 import { runIdFor } from '../../../src/pipeline/run-id.ts';
 import { createRunStarter } from '../../../src/pipeline/start-runs.ts';
+import { DeliveryNotRecordedError } from '../../../src/queue/delivery-queue.ts';
 import { IsolatedVmSandbox } from '../../../src/sandbox/index.ts';
 import { describeEachKind, testLog, withTestDatabase } from '../../support/database.ts';
 import { startTestRuntime } from '../../support/runtime.ts';
@@ -72,4 +73,40 @@ await describeEachKind('starting the runs of a delivery', (kind) => {
         await runtime.stop();
       }
     }));
+
+  it('a delivery handed over while it is recorded creates its runs once its row is stored, and none when it is not', () =>
+    withTestDatabase(kind, async ({ db }) => {
+      const runtime = await startTestRuntime(db, 'coord-s');
+      const sandbox = new IsolatedVmSandbox();
+      const created: string[] = [];
+      const createRun = async (run: NewRun) => {
+        created.push(run.input.runId);
+        await runtime.supervisor.createRun(run);
+      };
+      try {
+        const starter = createRunStarter({ db, createRun, sandbox, timeouts: DEFAULT_JOB_TIMEOUTS, maxAttempts: 5, now: Date.now, log: testLog });
+        const duplicate = deferred<boolean>();
+        const refused = starter.matched({ ...delivery, deliveryId: 'd-dup', recording: duplicate.promise }, lock, source);
+        const stored = deferred<boolean>();
+        const started = starter.matched({ ...delivery, deliveryId: 'd-new', recording: stored.promise }, lock, source);
+        await new Promise((resolve) => setTimeout(resolve, 50));
+        assert.deepEqual(created, [], 'nothing is created while the rows are being written');
+        duplicate.resolve(false);
+        await assert.rejects(refused, DeliveryNotRecordedError);
+        stored.resolve(true);
+        assert.deepEqual((await started).map((r) => r.runId), [runIdFor('github', 'd-new', 'first'), runIdFor('github', 'd-new', 'second')]);
+        assert.deepEqual(created, [runIdFor('github', 'd-new', 'first'), runIdFor('github', 'd-new', 'second')]);
+        const runs = await db.selectFrom('runs').select('run_id').orderBy('run_id').execute();
+        assert.deepEqual(runs.map((r) => r.run_id), [...created].sort(), 'the duplicate made no run');
+      } finally {
+        sandbox.dispose();
+        await runtime.stop();
+      }
+    }));
 });
+
+function deferred<T>(): { promise: Promise<T>; resolve: (value: T) => void } {
+  let resolve: (value: T) => void = () => undefined;
+  const promise = new Promise<T>((settle) => (resolve = settle));
+  return { promise, resolve };
+}
