@@ -39,7 +39,7 @@ import { getEnvironment } from './db/environments.ts';
 import { runInboxOf } from './db/inbox.ts';
 import { PLACEMENT_CHANNEL, coordinatorChannel, listenForPeers } from './db/peer-bus.ts';
 import { RepositoryCache } from './db/repositories.ts';
-import { readRunInputSummary } from './db/run-queries.ts';
+import { readRunInputSummaries } from './db/run-queries.ts';
 import { createRunStore } from './db/run-store.ts';
 import type { Schema } from './db/schema.ts';
 import { agentHolderLease, clearSessionsOf, placementStoreOf, sharedAgentStoreOf } from './db/shared-agents.ts';
@@ -201,7 +201,7 @@ export function createRuntime(deps: RuntimeDeps) {
   supervisor.observe((update) => {
     if (['success', 'failed', 'cancelled'].includes(update.status)) dispatcher.forgetRun(update.runId);
   });
-  const sources = new RunSources((runId) => readRunInputSummary(db, runId));
+  const sources = new RunSources((runIds) => readRunInputSummaries(db, runIds));
   const { handlers, agents } = effectHandlers(deps, { dispatcher, registry, shared: sharing.shared, deliver, sources, secrets, repositories });
   const executor = new EffectExecutor({ handlers, markDone: (ids) => store.markEffectsDone(ids), clock, log, metrics });
   const ownership = createOwnership(deps, { store, metrics, supervisor, router, reattach: { supervisor, deliver, shared: sharing.shared, registry, log } });

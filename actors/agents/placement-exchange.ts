@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { AgentRequirements } from '../../machines/types.ts';
 import type { AgentRegistry, AgentSession } from './registry.ts';
-import { BatchWriter, type BatchResults } from '../../lib/batch-writer.ts';
+import { Batcher, type BatchResults } from '../../lib/batcher.ts';
 import { coerceError } from '../../lib/errors.ts';
 import type { IncomingRunEvent } from '../runs/supervisor.ts';
 
@@ -69,7 +69,7 @@ export class PlacementExchange {
    * again, 10,000 of them) takes a few statements, where one statement each filled the pool and held
    * back the group commits queued behind them.
    */
-  private readonly publisher = new BatchWriter<OfferedJob>((jobs) => this.writeRequests(jobs), PUBLISH_BATCH);
+  private readonly publisher = new Batcher<OfferedJob>((jobs) => this.writeRequests(jobs), PUBLISH_BATCH);
 
   constructor(
     private readonly store: PlacementExchangeStore,

@@ -1,6 +1,6 @@
 import { sql } from 'kysely';
 import type { Kysely } from 'kysely';
-import { BatchWriter } from '../../lib/batch-writer.ts';
+import { Batcher } from '../../lib/batcher.ts';
 import { coerceError } from '../../lib/errors.ts';
 import { executePrepared } from './database.ts';
 import { toJson } from './json.ts';
@@ -88,7 +88,7 @@ const MAX_RECORD_BATCH = 64;
  * time, so one delivery's bad row fails that delivery alone.
  */
 export function deliveryRecorder(db: Kysely<Schema>): (d: NewDelivery) => Promise<boolean> {
-  const writer = new BatchWriter<NewDelivery, boolean>(async (list) => {
+  const writer = new Batcher<NewDelivery, boolean>(async (list) => {
     try {
       return await recordDeliveries(db, list);
     } catch (thrown) {

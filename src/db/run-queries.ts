@@ -82,10 +82,11 @@ export async function readStepSources(db: Kysely<Schema>, runId: string) {
   return { jobs: jobs.map((row) => ({ jobKey: row.job_key, steps: row.steps })), inputSummary: run?.input_summary ?? null };
 }
 
-/** The run's frozen source (its input summary), which dispatches are built from. */
-export async function readRunInputSummary(db: Kysely<Schema>, runId: string): Promise<unknown> {
-  const row = await db.selectFrom('runs').select('input_summary').where('run_id', '=', runId).executeTakeFirst();
-  return row?.input_summary ?? null;
+/** The runs' frozen sources (their input summaries), which dispatches are built from, by run id; a run not found is absent. */
+export async function readRunInputSummaries(db: Kysely<Schema>, runIds: readonly string[]): Promise<Map<string, unknown>> {
+  if (runIds.length === 0) return new Map();
+  const rows = await db.selectFrom('runs').select(['run_id', 'input_summary']).where('run_id', 'in', [...runIds]).execute();
+  return new Map(rows.map((row) => [row.run_id, row.input_summary]));
 }
 
 const ENDED_JOB_STATUSES = ['success', 'failed', 'cancelled', 'skipped', 'timed_out_stale', 'drift_dropped'];

@@ -1,7 +1,7 @@
 import type { Kysely } from 'kysely';
 import type { Logger } from 'pino';
 import { coerceError } from '../../lib/errors.ts';
-import { BatchWriter } from '../../lib/batch-writer.ts';
+import { Batcher } from '../../lib/batcher.ts';
 import { finishDeliveries, loadDelivery, retryDelivery, type DeliveryOutcome } from '../db/deliveries.ts';
 import type { Schema } from '../db/schema.ts';
 import { MAX_INTAKE_ATTEMPTS, PermanentDeliveryError, TransientDeliveryError, isRecorded, retryDelayMs } from '../queue/delivery-queue.ts';
@@ -28,7 +28,7 @@ export interface DeliveryProcessorDeps {
  */
 export function createDeliveryProcessor(deps: DeliveryProcessorDeps): DeliveryProcessor {
   // The outcomes of deliveries processed together are written together, one UPDATE a batch.
-  const outcomes = new BatchWriter<DeliveryOutcome>(async (batch) => {
+  const outcomes = new Batcher<DeliveryOutcome>(async (batch) => {
     await finishDeliveries(deps.db, batch);
     return batch.map(() => undefined);
   }, MAX_OUTCOME_BATCH);

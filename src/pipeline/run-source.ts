@@ -1,3 +1,4 @@
+import { Batcher } from '../../lib/batcher.ts';
 import type { LockWorkflow } from '../../machines/lock.types.ts';
 import type { EventEnvelope } from './envelope.ts';
 import type { RunEnvironments } from './environments.ts';
@@ -42,15 +43,29 @@ export function isRunSource(value: unknown): value is RunSource {
 }
 
 const REMEMBERED_RUNS = 1000;
+/** Runs whose sources one query reads at most. */
+const READ_BATCH = 200;
 
 /**
  * The sources of recent runs, by run id: remembered when a run is created here, read from the
- * run's row once after a restore or adoption. A dispatch is built from it with no query.
+ * run's row once after a restore or adoption, or once forgotten (only the last REMEMBERED_RUNS are
+ * kept: a source holds the workflow and the event). A dispatch is built from it with no query when
+ * it is remembered. The sources read while one query is in flight are read together by the next,
+ * and a run asked for again while its source is being read waits for that read: a backlog of
+ * thousands of runs reaching agents costs a few queries, not one per dispatch.
  */
 export class RunSources {
   private readonly sources = new Map<string, RunSource>();
+  private readonly reading = new Map<string, Promise<RunSource | null>>();
+  private readonly reader: Batcher<string, unknown>;
 
-  constructor(private readonly load: (runId: string) => Promise<unknown>) {}
+  /** `load` reads the stored sources of the given runs; a run it does not find is absent from its answer. */
+  constructor(load: (runIds: string[]) => Promise<Map<string, unknown>>) {
+    this.reader = new Batcher<string, unknown>(async (runIds) => {
+      const stored = await load(runIds);
+      return runIds.map((runId) => stored.get(runId) ?? null);
+    }, READ_BATCH);
+  }
 
   remember(runId: string, source: unknown): void {
     if (!isRunSource(source)) return;
@@ -58,11 +73,18 @@ export class RunSources {
     this.sources.set(runId, source);
   }
 
-  async of(runId: string): Promise<RunSource | null> {
+  of(runId: string): Promise<RunSource | null> {
     const known = this.sources.get(runId);
-    if (known) return known;
-    const stored = await this.load(runId);
-    this.remember(runId, stored);
-    return isRunSource(stored) ? stored : null;
+    if (known) return Promise.resolve(known);
+    const pending = this.reading.get(runId);
+    if (pending) return pending;
+    const read = this.reader.add(runId).then((stored) => {
+      this.remember(runId, stored);
+      return isRunSource(stored) ? stored : null;
+    });
+    this.reading.set(runId, read);
+    const done = () => this.reading.delete(runId);
+    read.then(done, done);
+    return read;
   }
 }

@@ -1,5 +1,5 @@
 import type { Kysely } from 'kysely';
-import { BatchWriter, type BatchResults } from '../../lib/batch-writer.ts';
+import { Batcher, type BatchResults } from '../../lib/batcher.ts';
 import { storeRunKeys, type SealedKeyRow } from '../db/secrets.ts';
 import type { Schema } from '../db/schema.ts';
 import { generateX25519InPool, seal, type MasterKeys } from './crypto.ts';
@@ -16,10 +16,10 @@ type RunKeyRow = SealedKeyRow & { runId: string };
  * not one per run. A run's public key is answered once its row is stored, as before.
  */
 export class RunKeyMaker {
-  private readonly writer: BatchWriter<RunKeyRow, string>;
+  private readonly writer: Batcher<RunKeyRow, string>;
 
   constructor(private readonly deps: { db: Kysely<Schema>; keys: () => MasterKeys; now: () => number }) {
-    this.writer = new BatchWriter((rows) => this.store(rows), MAX_BATCH);
+    this.writer = new Batcher((rows) => this.store(rows), MAX_BATCH);
   }
 
   /** The run's public key: this pair's once stored, or the one the run already had. */

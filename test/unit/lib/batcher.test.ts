@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { BatchWriter } from '../../../lib/batch-writer.ts';
+import { Batcher } from '../../../lib/batcher.ts';
 
 /** A write that records its batches and waits to be let go, so a test decides when it ends. */
 function heldWrites() {
@@ -16,10 +16,10 @@ function heldWrites() {
 
 const tick = () => new Promise((resolve) => setImmediate(resolve));
 
-describe('BatchWriter', () => {
+describe('Batcher', () => {
   it('writes a lone item at once, and the items added during a write together in the next, at most maxBatch a write', async () => {
     const held = heldWrites();
-    const writer = new BatchWriter(held.write, 3);
+    const writer = new Batcher(held.write, 3);
     const first = writer.add(1);
     await tick();
     assert.deepEqual(held.batches, [[1]], 'nothing waits for company');
@@ -40,7 +40,7 @@ describe('BatchWriter', () => {
   it('fails only the item given an Error, all of a batch whose write throws, and goes on with the next batch', async () => {
     const held = heldWrites();
     let throwOnBatch = -1;
-    const writer = new BatchWriter(async (items: number[]) => {
+    const writer = new Batcher(async (items: number[]) => {
       const results = await held.write(items);
       if (held.batches.length - 1 === throwOnBatch) throw new Error('database gone');
       return results;
@@ -69,7 +69,7 @@ describe('BatchWriter', () => {
   });
 
   it('rejects the items a write gave no result for', async () => {
-    const writer = new BatchWriter((items: number[]) => Promise.resolve(items.slice(1)), 10);
+    const writer = new Batcher((items: number[]) => Promise.resolve(items.slice(1)), 10);
     await assert.rejects(writer.add(1), /gave 0 results for 1 items/);
   });
 });
