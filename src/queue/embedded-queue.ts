@@ -48,6 +48,8 @@ export class EmbeddedDeliveryQueue implements DeliveryQueue {
 
   processClaimed(delivery: Delivery & { recording: Promise<boolean> }): void {
     this.reserved -= 1;
+    // Handed over after stop() (it waits only for what was already processing): left to its lease.
+    if (this.stopped) return;
     const key = { source: delivery.source, deliveryId: delivery.deliveryId };
     const processing: Promise<unknown> = this.process(key, this.worker, delivery)
       .catch((thrown: unknown) => this.log.error({ err: coerceError(thrown), ...key }, 'processing a delivery failed; the sweep retries it when its claim runs out'))

@@ -136,9 +136,16 @@ describe('intake queue: embedded, claimed as it is recorded', { skip: await skip
       const recording = recordDelivery(db, { ...delivery('d-direct'), now: Date.now(), claim: given });
       queue.processClaimed({ ...delivery('d-direct'), receivedAt: Date.now(), status: 'processing', attempts: 0, recording });
       await queue.idle();
+      // Claimed before the queue stopped, handed over after: left to its lease, not processed by a stopped queue.
+      const late = queue.claimAtIntake();
+      assert.ok(late);
+      const lateRecording = recordDelivery(db, { ...delivery('d-late'), now: Date.now(), claim: late });
       await queue.stop();
+      queue.processClaimed({ ...delivery('d-late'), receivedAt: Date.now(), status: 'processing', attempts: 0, recording: lateRecording });
+      assert.equal(await lateRecording, true);
+      await new Promise((resolve) => setTimeout(resolve, 50));
       assert.deepEqual(seen, [{ id: 'd-direct', loaded: true, status: 'processing:w-direct' }]);
-      assert.deepEqual(await statuses(db), ['d-direct:processed:0']);
+      assert.deepEqual(await statuses(db), ['d-direct:processed:0', 'd-late:processing:0']);
     });
   });
 
