@@ -23,15 +23,18 @@ export interface PlacementRequest {
 
 /**
  * A job waiting here: the reason its run was last told, the attempt published to peers, and whether
- * a peer holds its request (it won the claim and is granting the job from its own agents).
+ * it is held back for a while: a peer holds its request (it won the claim and is granting the job
+ * from its own agents), or taking the request back failed.
  */
-type WaitingRequest = PlacementRequest & { reason: string | null; published?: number; peerHolds?: boolean };
+type WaitingRequest = PlacementRequest & { reason: string | null; published?: number; heldBack?: boolean };
 
 /** Why no agent here can take a job now. */
 type NoAgent = Extract<ReturnType<AgentRegistry['find']>, { none: unknown }>;
 
 /** How long a job a peer claimed is left to that peer's grant (the claim's time to live in src/db/shared-agents.ts). */
 const PEER_CLAIM_WAIT_MS = 10_000;
+/** How long a job whose published request could not be taken back (a database error) waits before it is tried again. */
+const RETRY_AFTER_ERROR_MS = 1_000;
 
 /** A scaler consulted when no connected agent can take a job (docs/architecture.md#the-scaler); optional. */
 export interface ScalerPort {
@@ -215,7 +218,7 @@ export class Dispatcher {
   /** `looked` is the agent lookup for this job the caller just made, with nothing in between. */
   private async tryPlace(key: string, looked?: ReturnType<Dispatcher['findAgent']>): Promise<void> {
     const request = this.waiting.get(key);
-    if (!request || this.paused || request.peerHolds) return;
+    if (!request || this.paused || request.heldBack) return;
     if (this.exchange && !this.exchange.stillWaiting(request.runId, request.jobKey)) {
       this.waiting.delete(key);
       return;
@@ -236,10 +239,16 @@ export class Dispatcher {
     const dispatchId = randomUUID();
     this.waiting.delete(key);
     this.registry.reserve(session.agentId, dispatchId, { runId: request.runId, jobKey: request.jobKey });
-    if (!(await this.claimPublished(request))) {
-      // A peer holds the request and is granting it; the job stays listed in case that grant never
-      // comes, but is not tried again here before the peer's claim could have run out.
-      this.waitForPeerGrant(request);
+    const claimed = await this.claimPublished(request).catch((thrown: unknown) => {
+      this.log.warn({ err: coerceError(thrown), runId: request.runId, jobKey: request.jobKey }, 'taking back a published placement request failed; trying it again shortly');
+      return 'failed' as const;
+    });
+    if (claimed !== true) {
+      // Lost: a peer holds the request and is granting it; the job stays listed in case that grant
+      // never comes, but is not tried again here before the peer's claim could have run out.
+      // Failed (the database): the job and its slot go back, and it is tried again a moment later
+      // (a database error here once dropped both, leaving the run waiting beside an idle agent).
+      this.holdBack(request, claimed === false ? PEER_CLAIM_WAIT_MS : RETRY_AFTER_ERROR_MS);
       this.registry.release(session.agentId, dispatchId);
       if (!this.waiting.has(key)) this.waiting.set(key, request);
       return;
@@ -268,12 +277,13 @@ export class Dispatcher {
     }
   }
 
-  private waitForPeerGrant(request: WaitingRequest): void {
-    request.peerHolds = true;
+  /** `request` is not tried for `ms`, then the queue is offered again. */
+  private holdBack(request: WaitingRequest, ms: number): void {
+    request.heldBack = true;
     const timer = setTimeout(() => {
-      request.peerHolds = false;
+      request.heldBack = false;
       void this.offer();
-    }, PEER_CLAIM_WAIT_MS);
+    }, ms);
     timer.unref();
   }
 

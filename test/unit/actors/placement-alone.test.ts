@@ -113,4 +113,23 @@ describe('placement requests are shared only while another coordinator is alive'
     await dispatcher.offer();
     assert.equal(calls.filter((c) => c.startsWith('reclaim')).length, 1, 'not tried again before the peer’s claim could run out');
   });
+
+  it('a database error while taking a published job back leaves the job waiting and its slot free, and the job is offered again', async () => {
+    const { registry, dispatcher, request, granted, store, calls } = await setup({ alive: true });
+    const reclaim = store.reclaim.bind(store);
+    let failures = 1;
+    store.reclaim = (job: OfferedJob) => (failures-- > 0 ? Promise.reject(new Error('Connection terminated unexpectedly')) : reclaim(job));
+    const agent = session('a');
+    registry.add(agent);
+    await request('run-1');
+    await request('run-2');
+    registry.release('a', [...agent.slots.keys()][0] ?? '');
+    await settle();
+    assert.deepEqual(granted(), ['run-1']);
+    assert.equal(dispatcher.waitingCount, 1, 'the job is still queued');
+    assert.equal(agent.slots.size, 0, 'the slot reserved for it was given back');
+    await new Promise((resolve) => setTimeout(resolve, 1_200));
+    assert.deepEqual(granted(), ['run-1', 'run-2'], 'offered again after the error, with no capacity event');
+    assert.deepEqual(calls.filter((c) => c.startsWith('reclaim')), ['reclaim run-2']);
+  });
 });
