@@ -33,7 +33,7 @@ import { openDatabase } from './db/database.ts';
 import type { Database } from './db/database.ts';
 import type { Router } from './http/router.ts';
 import { countDeadDeliveries, deliveryRecorder } from './db/deliveries.ts';
-import type { Delivery } from './db/deliveries.ts';
+import type { ClaimedDelivery } from './db/deliveries.ts';
 import { genericSourceRepository } from './db/generic-sources.ts';
 import { getEnvironment } from './db/environments.ts';
 import { runInboxOf } from './db/inbox.ts';
@@ -338,7 +338,7 @@ function createIntake(wiring: IntakeWiring) {
     now,
     log,
     onAccepted: (key) => queue.notify(key),
-    ...(queue.claimAtIntake && queue.processClaimed && { claimAtIntake: () => queue.claimAtIntake?.() ?? null, processClaimed: (delivery: Delivery & { recording: Promise<boolean> }) => queue.processClaimed?.(delivery) }),
+    ...(queue.claimAtIntake && queue.processClaimed && { claimAtIntake: () => queue.claimAtIntake?.() ?? null, processClaimed: (delivery: ClaimedDelivery) => queue.processClaimed?.(delivery) }),
     observe: metrics.observe,
   };
   return {

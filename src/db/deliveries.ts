@@ -34,6 +34,9 @@ export interface Delivery {
   recording?: Promise<boolean>;
 }
 
+/** A delivery handed to processing by the worker that claimed it as it was being recorded. */
+export type ClaimedDelivery = Delivery & { recording: Promise<boolean> };
+
 export interface DeliveryKey {
   source: string;
   deliveryId: string;

@@ -2,7 +2,7 @@ import { createHmac, randomUUID, timingSafeEqual } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import type { Kysely } from 'kysely';
 import type { Logger } from 'pino';
-import type { Delivery, DeliveryKey, IntakeClaim } from '../db/deliveries.ts';
+import type { ClaimedDelivery, DeliveryKey, IntakeClaim } from '../db/deliveries.ts';
 import { parseDeliveryBody, type NewDelivery } from '../db/deliveries.ts';
 import type { Schema } from '../db/schema.ts';
 import { HttpError, readBody, sendJson } from './respond.ts';
@@ -22,7 +22,7 @@ export interface WebhookDeps {
   onAccepted: (key: DeliveryKey) => void;
   /** A claim to record the delivery with, so this coordinator processes it at once (docs/architecture.md#one-delivery-from-webhook-to-finished-run). */
   claimAtIntake?: () => IntakeClaim | null;
-  processClaimed?: (delivery: Delivery & { recording: Promise<boolean> }) => void;
+  processClaimed?: (delivery: ClaimedDelivery) => void;
   observe: (source: string, outcome: 'accepted' | 'duplicate' | 'rejected', seconds: number) => void;
 }
 

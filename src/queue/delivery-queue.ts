@@ -1,4 +1,4 @@
-import type { Delivery, DeliveryKey, IntakeClaim } from '../db/deliveries.ts';
+import type { ClaimedDelivery, Delivery, DeliveryKey, IntakeClaim } from '../db/deliveries.ts';
 
 /**
  * Thrown by the delivery processor for failures worth retrying (INT-6): never "no lock file".
@@ -66,7 +66,7 @@ export interface DeliveryQueue {
    * Processes at once a delivery being recorded with the claim `claimAtIntake` gave; it writes nothing
    * until `delivery.recording` resolves true, and stops if it resolves false.
    */
-  processClaimed?(delivery: Delivery & { recording: Promise<boolean> }): void;
+  processClaimed?(delivery: ClaimedDelivery): void;
   start(): Promise<void>;
   stop(): Promise<void>;
   /** Resolves when nothing is being processed and nothing due is waiting (tests, shutdown). */

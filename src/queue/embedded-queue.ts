@@ -2,7 +2,7 @@ import type { Kysely } from 'kysely';
 import type { Logger } from 'pino';
 import { coerceError } from '../../lib/errors.ts';
 import { claimDueDeliveries, countDueDeliveries } from '../db/deliveries.ts';
-import type { Delivery, DeliveryKey, IntakeClaim } from '../db/deliveries.ts';
+import type { ClaimedDelivery, DeliveryKey, IntakeClaim } from '../db/deliveries.ts';
 import type { Schema } from '../db/schema.ts';
 import type { DeliveryProcessor, DeliveryQueue } from './delivery-queue.ts';
 
@@ -46,7 +46,7 @@ export class EmbeddedDeliveryQueue implements DeliveryQueue {
     return { worker: this.worker, claimUntil: this.now() + INTAKE_LEASE_MS };
   }
 
-  processClaimed(delivery: Delivery & { recording: Promise<boolean> }): void {
+  processClaimed(delivery: ClaimedDelivery): void {
     this.reserved -= 1;
     // Handed over after stop() (it waits only for what was already processing): left to its lease.
     if (this.stopped) return;
