@@ -182,6 +182,9 @@ describe('the KiCI test agent against a real AgentConnection', () => {
     agent.finish(first.jobId);
     assert.equal(await agent.jobEnd(first.jobId), 'success');
     assert.deepEqual(agent.dropped.filter((f) => f.type === 'job.status').map((f) => f['state']), ['success'], 'the terminal status is lost');
+    // The agent reports its status and metrics a moment after a job ends; they are dropped too, and must
+    // not land on the new socket, or the replay below is not the replay alone.
+    await settled(() => agent.dropped.some((f) => f.type === 'agent.metrics'), 'the post-job status and metrics dropped');
     const sentBefore = agent.sent.length;
     agent.reconnectNow();
     await agent.waitFor('register.ack', { from: agent.received.length });
