@@ -255,8 +255,14 @@ export class Dispatcher {
     }
     this.scaler?.onGranted(session.agentId, request.runId, request.jobKey);
     const agentKind = session.scalerManaged ? ('scaler' as const) : ('static' as const);
-    // A job that moved on meanwhile (cancelled, expired) gives the slot back itself.
-    await this.sendToRun(request.runId, { type: 'placement.granted', jobKey: request.jobKey, agentId: session.agentId, dispatchId, agentKind });
+    // A job that moved on meanwhile (cancelled, expired) gives the slot back itself. A grant its run
+    // could not store (a commit given up, the run failed or gone) dispatches nothing: the slot goes
+    // back here, or the agent would look busy until it disconnects. The job is not queued again: its
+    // run, brought back from its last durable state, asks for an agent again.
+    await this.sendToRun(request.runId, { type: 'placement.granted', jobKey: request.jobKey, agentId: session.agentId, dispatchId, agentKind }).catch((thrown: unknown) => {
+      this.log.warn({ err: coerceError(thrown), runId: request.runId, jobKey: request.jobKey, agentId: session.agentId }, 'a grant was not stored; its agent slot is given back');
+      this.registry.release(session.agentId, dispatchId);
+    });
   }
 
   /**

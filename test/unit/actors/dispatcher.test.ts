@@ -56,6 +56,27 @@ describe('Dispatcher: the waiting queue', () => {
     assert.equal(dispatcher.waitingCount, 51);
   });
 
+  it('a grant its run could not store gives the agent slot back, and the next waiting job takes the agent', async () => {
+    const registry = new AgentRegistry(() => 0);
+    const granted: string[] = [];
+    const sendToRun = (runId: string, event: IncomingRunEvent) => {
+      if (event.type !== 'placement.granted') return Promise.resolve();
+      granted.push(runId);
+      return runId === 'run-1' ? Promise.reject(new Error('its writes were given up')) : Promise.resolve();
+    };
+    const dispatcher = new Dispatcher(registry, sendToRun, log);
+    const request = (runId: string) => dispatcher.requestPlacement({ runId, kind: 'requestPlacement', effectId: `${runId}:0:0`, payload: { jobKey: 'build', requirements: needs('linux'), attempt: 1 } });
+    await request('run-1');
+    await request('run-2');
+    const agent = session('a', 'linux');
+    registry.add(agent);
+    await settle();
+    await settle();
+    assert.deepEqual(granted, ['run-1', 'run-2'], 'the slot run-1 could not use went to run-2');
+    assert.deepEqual([...agent.slots.values()].map((slot) => slot.runId), ['run-2']);
+    assert.equal(dispatcher.waitingCount, 0, 'run-1 is not queued again: its restored run asks again');
+  });
+
   it('a pass over jobs whose kind of agent has no free slot tells no run anything new, but a changed reason is told', async () => {
     const { registry, dispatcher, told, request, reasons } = setup();
     registry.add(session('busy', 'linux'));
