@@ -124,7 +124,7 @@ export async function startCoordinator(configured: CompiledConfig, log: Logger, 
   await scaler.start();
   await intake.queue.start();
   const server: Server = createHttpServer({ router, adminTokenHash, log: log.child({ component: 'http' }) });
-  const agents = attachAgentServer(server, gateway.connection, log);
+  const agents = attachAgentServer(server, { ...gateway.connection, hasPendingDispatch: scaler.hasPendingDispatch }, log);
   const observers = attachObserveServer(server, { observe: (listener) => runtime.supervisor.observe(listener), adminTokenHash, log });
   const port = await listen(server, config.port, config.host);
   scaler.setOrchestratorUrl(config.scaler.orchestratorUrl ?? `ws://${reachableAddress(config.host, port)}/ws/agent`);
@@ -368,6 +368,7 @@ async function attachScalers(deps: { config: CompiledConfig; db: Database['db'];
   let stopSweep = () => {};
   return {
     setOrchestratorUrl: (url: string) => scalers.manager.setOrchestratorUrl(url),
+    hasPendingDispatch: (agentId: string) => scalers.manager.hasBoundJobWaiting(agentId),
     /** Scaler writes are fenced by the lease, so this runs once the lease is held; waiting jobs then ask again. */
     async start() {
       if (config.scaler.backends.length > 0) await scalers.manager.start();

@@ -216,6 +216,15 @@ export class ScalerManager implements ScalerPort {
     return bound !== null && !(bound.runId === runId && bound.jobKey === jobKey) && isWaiting(bound.runId, bound.jobKey);
   }
 
+  /**
+   * A spawned agent whose bound job still waits for an agent: its `register.ack` says `pendingDispatch`,
+   * so a stock agent waits 60 s for that job instead of exiting after 5 s idle (SCL-3, SCL-7).
+   */
+  hasBoundJobWaiting(agentId: string): boolean {
+    const bound = this.context?.agents[agentId]?.bound;
+    return bound != null && this.options.jobs.isWaitingForAgent(bound.runId, bound.jobKey);
+  }
+
   onGranted(agentId: string, runId: string, jobKey: string): void {
     if (this.context?.agents[agentId]) this.send({ type: 'scaler.agent.assigned', agentId, runId, jobKey, at: this.options.clock.now() });
   }

@@ -142,7 +142,7 @@ export class Agent {
   }
 
   private onRegistered(ack: RegisterAck): void {
-    this.log.info({ labels: ack.labels, scalerManaged: ack.scalerManaged }, 'registered');
+    this.log.info({ labels: ack.labels, scalerManaged: ack.scalerManaged, pendingDispatch: ack.pendingDispatch === true }, 'registered');
     const summary = this.outbox.replay((s) => this.gapMarker(s));
     if (summary.replayed + summary.storedStatuses > 0) this.log.info(summary, 'replayed buffered messages');
     this.disconnectedAt = undefined;

@@ -23,6 +23,8 @@ export interface ConnectionDeps extends JobMessageDeps {
   onViolation: (cause: OwnershipCause) => void;
   /** An `agent.metrics` report, re-exported as `switchyard_agent_*`. */
   onAgentMetrics: (agentId: string, metrics: AgentMessageOf<'agent.metrics'>['metrics']) => void;
+  /** A scaler bound a waiting job to this agent: `register.ack` carries `pendingDispatch: true` (SCL-3). */
+  hasPendingDispatch?: (agentId: string) => boolean;
 }
 
 type Phase = 'auth' | 'register' | 'ready' | 'closed';
@@ -208,12 +210,14 @@ export class AgentConnection {
     this.phase = 'ready';
     this.disarm();
     this.startWatchdog();
+    // Asked before the session is offered jobs. Optional fields go absent, never false, as the stock agent sends them.
+    const pendingDispatch = this.deps.hasPendingDispatch?.(session.agentId) === true;
     this.deps.registry.add(session);
     // The same token took the agentId over: the old socket goes, its jobs stay with this session.
     if (gate.handover && gate.handover.connectionId !== this.connectionId) {
       gate.handover.link.close(CLOSE_CODES.INVALID_MESSAGE, 'Replaced by a new connection');
     }
-    this.send({ type: 'register.ack', agentId: session.agentId, labels: message.labels, scalerManaged: session.scalerManaged });
+    this.send({ type: 'register.ack', agentId: session.agentId, labels: message.labels, scalerManaged: session.scalerManaged, ...(pendingDispatch && { pendingDispatch }) });
     this.log.info({ agentId: session.agentId, labels: session.labels, maxConcurrency: session.maxConcurrency }, 'agent registered');
     await this.deps.reclaim(session, message.inFlightJobs ?? []);
     this.deps.registry.markUsable(session.agentId, RECLAIMING);

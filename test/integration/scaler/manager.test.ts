@@ -167,12 +167,16 @@ await describeEachKind('scaler manager on a real runtime', (kind) => {
       await eventually(() => backend.spawned.length === 3, 10_000, 'the three spawns to reach the backend');
       const [first] = backend.spawned;
       const agentId = first?.agentId as string;
+      // What its register.ack will say (SCL-3): a job waits for this agent; no other agent has one.
+      assert.equal(manager.hasBoundJobWaiting(agentId), true, 'the spawned agent has a job waiting for it');
+      assert.equal(manager.hasBoundJobWaiting('scaler-bare-metal-00000000'), false, 'an agent the scaler never spawned');
       const link = { send: () => undefined, close: () => undefined };
       runtime.registry.add({ ...{ agentId, labels: [LABEL], taints: [], properties: { 'switchyard.runSteps': true }, connectionId: 'c-1', tokenId: null }, ...{ maxConcurrency: 1, scalerManaged: true, unusable: null, lastFrameAt: 0, slots: new Map(), sent: new Set<string>(), link } });
       const session = await eventually(() => {
         const found = runtime.registry.get(agentId);
         return found && found.slots.size === 1 ? found : null;
       }, 10_000, 'the registered agent to be granted its bound job');
+      await eventually(() => !manager.hasBoundJobWaiting(agentId), 10_000, 'its job granted: nothing waits for the agent any more');
       // The job ends: the slot frees while the agent is still busy, so the dispatcher's offer finds the scaler full;
       // the reservation frees only when the destroy completes, and that alone must wake the waiting job.
       runtime.registry.release(agentId, [...session.slots.keys()][0] as string);

@@ -18,7 +18,7 @@ import { wireRecords } from '../../support/kici-wire-fixture.ts';
 const GOOD_TOKEN = `kat_${'a'.repeat(64)}`;
 
 /** A real AgentConnection behind a real socket, with the run side reduced to recording lists. */
-async function coordinatorSide(authMode: 'token' | 'none') {
+async function coordinatorSide(authMode: 'token' | 'none', extra: Partial<ConnectionDeps> = {}) {
   const registry = new AgentRegistry();
   const records = new Map<string, DispatchRecord>();
   const seen = { delivered: [] as IncomingRunEvent[], logs: [] as string[][], invalidInformational: [] as string[], unknown: [] as string[], reclaimed: [] as string[], metricsFrom: [] as string[] };
@@ -32,6 +32,7 @@ async function coordinatorSide(authMode: 'token' | 'none') {
     onUnknownType: (type) => seen.unknown.push(type),
     onInvalidInformational: (type) => seen.invalidInformational.push(type),
     onAgentMetrics: (agentId) => seen.metricsFrom.push(agentId),
+    ...extra,
   };
   const server = createServer();
   const agents = attachAgentServer(server, deps, deps.log);
@@ -68,8 +69,8 @@ after(async () => {
   for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
 });
 
-async function setup(authMode: 'token' | 'none' = 'none') {
-  const side = await coordinatorSide(authMode);
+async function setup(authMode: 'token' | 'none' = 'none', extra: Partial<ConnectionDeps> = {}) {
+  const side = await coordinatorSide(authMode, extra);
   cleanups.push(side.close);
   return side;
 }
@@ -194,5 +195,19 @@ describe('the KiCI test agent against a real AgentConnection', () => {
     assert.equal(replay[0]?.['inFlightJobs'], undefined, 'the job ended while offline');
     assert.match(String((replay[1]?.['lines'] as string[] | undefined)?.[0]), /^--- Orchestrator offline for \d+s\. Replaying 2 buffered events and 0 buffered log lines\. ---$/);
     assert.deepEqual(replay.slice(2, 4).map((f) => f['stepIndex']), [-1, -1]);
+  });
+});
+
+describe('register.ack of an agent a scaler spawned for a job', () => {
+  it('carries pendingDispatch: true while its bound job waits; absent for any other agent, never false (SCL-3)', async () => {
+    const asked: string[] = [];
+    const side = await setup('none', { hasPendingDispatch: (agentId) => (asked.push(agentId), agentId === 'scaler-bare-metal-0a1b2c3d') });
+    const spawned = await FakeAgent.connect(side.url, null, { agentId: 'scaler-bare-metal-0a1b2c3d' });
+    const other = await FakeAgent.connect(side.url, null, { agentId: 'static-1' });
+    cleanups.push(() => spawned.close(), () => other.close());
+    const ackOf = (agent: FakeAgent) => agent.received.find((frame) => frame.type === 'register.ack');
+    assert.deepEqual(ackOf(spawned), { type: 'register.ack', agentId: 'scaler-bare-metal-0a1b2c3d', labels: [], scalerManaged: false, pendingDispatch: true });
+    assert.deepEqual(ackOf(other), { type: 'register.ack', agentId: 'static-1', labels: [], scalerManaged: false });
+    assert.deepEqual(asked, ['scaler-bare-metal-0a1b2c3d', 'static-1']);
   });
 });
