@@ -25,7 +25,7 @@ import { sign } from '@octokit/webhooks-methods';
 import { FakeAgent } from '../test/support/fake-agent.ts';
 import { createLockRepo, lockFileWith, pushWorkflow, runJob } from '../test/support/lock-repo.ts';
 import { CoordinatorProcess } from './coordinator-process.ts';
-import { benchFlags, freshDatabase, percentiles, writeResult, type Percentiles } from './support.ts';
+import { benchFlags, freshDatabase, httpPost, percentiles, writeResult, type Percentiles } from './support.ts';
 
 const flags = benchFlags();
 const argv = process.argv.slice(2);
@@ -95,8 +95,7 @@ async function push(target: Target, n: number): Promise<number> {
   const body = JSON.stringify({ ref: 'refs/heads/main', before: '0'.repeat(40), after: target.sha, deleted: false, commits: [], repository: { full_name: target.repository, default_branch: 'main' }, sender: { id: 1, login: 'bench' } });
   const headers = { 'content-type': 'application/json', 'x-github-event': 'push', 'x-github-delivery': `side-${Date.now()}-${n}`, 'x-hub-signature-256': await sign(target.secret, body) };
   const started = performance.now();
-  const res = await fetch(`${target.httpUrl}/webhooks/github`, { method: 'POST', body, headers });
-  await res.arrayBuffer();
+  const res = await httpPost(`${target.httpUrl}/webhooks/github`, body, headers);
   if (res.status >= 300) throw new Error(`${target.name} answered the webhook ${res.status}`);
   return performance.now() - started;
 }

@@ -14,7 +14,7 @@ import { sign } from '@octokit/webhooks-methods';
 import { runIdFor } from '../src/pipeline/run-id.ts';
 import { FakeAgent } from '../test/support/fake-agent.ts';
 import { createLockRepo, lockFileWith, pushWorkflow, runJob } from '../test/support/lock-repo.ts';
-import { benchFlags, freshDatabase, percentiles, writeResult } from './support.ts';
+import { benchFlags, freshDatabase, httpPost, percentiles, writeResult } from './support.ts';
 import { startBenchCoordinator, type BenchCoordinator } from './coordinator-thread.ts';
 
 const flags = benchFlags();
@@ -70,9 +70,9 @@ async function deliver(coordinator: BenchCoordinator, dispatches: Dispatches, sh
   const body = JSON.stringify({ ref: 'refs/heads/main', after: sha, deleted: false, commits: [], repository: { full_name: 'acme/app', default_branch: 'main' }, sender: { id: 1, login: 'x' } });
   const headers = { 'x-github-event': 'push', 'x-github-delivery': deliveryId, 'x-hub-signature-256': await sign(SECRET, body) };
   const started = performance.now();
-  const res = await fetch(`${coordinator.url}/webhooks/github`, { method: 'POST', body, headers });
+  const res = await httpPost(`${coordinator.url}/webhooks/github`, body, headers);
   const accepted = performance.now() - started;
-  if (res.status !== 202) throw new Error(`webhook answered ${res.status}: ${await res.text()}`);
+  if (res.status !== 202) throw new Error(`webhook answered ${res.status}: ${res.text}`);
   return [accepted, (await dispatches.when(runIdFor('github', deliveryId, 'bench'))) - started];
 }
 
