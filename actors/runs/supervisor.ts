@@ -57,6 +57,8 @@ export const SNAPSHOT_EVERY_EVENTS = 4;
  */
 export class Supervisor {
   private readonly runs = new Map<string, RunHandle>();
+  /** Runs whose creating entry is not durable yet: a second `createRun` of one waits for the first. */
+  private readonly creating = new Map<string, Promise<void>>();
   private readonly recorder = new IntentRecorder();
   private readonly machine: RuntimeRunMachine;
   private readonly timers: TimerService;
@@ -147,12 +149,22 @@ export class Supervisor {
     for (const [runId, handle] of this.runs) visitOpenJobs(handle, (jobKey, context) => visit(runId, jobKey, context));
   }
 
-  /** Creates the run actor and resolves once its first snapshot is durable (RUN-2). */
+  /**
+   * Creates the run actor and resolves once its first snapshot is durable (RUN-2), or with the creation
+   * already under way. A failed creation leaves memory, so a retry creates the run anew instead of
+   * finding an actor with nothing stored (a delivery was once marked processed with no run).
+   */
   async createRun(newRun: NewRun): Promise<void> {
     this.assertRunning();
     const { runId } = newRun.input;
-    if (this.runs.has(runId)) return;
-    const log = this.logOf(runId);
+    if (this.runs.has(runId)) return this.creating.get(runId);
+    const creation = this.create(newRun).finally(() => this.creating.delete(runId));
+    this.creating.set(runId, creation);
+    return creation;
+  }
+
+  private async create(newRun: NewRun): Promise<void> {
+    const { runId } = newRun.input;
     const actor = this.actors.create(this.machine, newRun.input, runId);
     actor.subscribe(this.crashes);
     const recorded = this.recording(runId, () => actor.start());
@@ -161,8 +173,13 @@ export class Supervisor {
     // A crash inside start() reached the observer before the run was registered.
     if (actor.getSnapshot().status === 'error') this.dropCrashed();
     const created = { type: 'run.created', input: newRun.input, at: newRun.input.createdAt };
-    log.info({ workflow: newRun.input.workflowName, jobs: newRun.input.jobs.length }, 'run created');
-    await this.commit(handle, runId, created, this.answerPlacements(handle, runId, recorded, created.at), { isNewRun: true, newRun });
+    this.logOf(runId).info({ workflow: newRun.input.workflowName, jobs: newRun.input.jobs.length }, 'run created');
+    try {
+      await this.commit(handle, runId, created, this.answerPlacements(handle, runId, recorded, created.at), { isNewRun: true, newRun });
+    } catch (thrown) {
+      if (this.runs.get(runId) === handle) this.forget(runId, handle);
+      throw thrown;
+    }
   }
 
   /** Delivers one event to the owning run actor; resolves when the event is durable. */
@@ -436,6 +453,15 @@ export class Supervisor {
     this.options.metrics.actorsAlive.set(this.runs.size);
   }
 
+  /** The actor leaves memory without a word to the database. */
+  private forget(runId: string, handle: RunHandle): void {
+    this.runs.delete(runId);
+    this.timers.disarmRun(runId);
+    this.actors.stop(handle.actor);
+    this.options.metrics.actorsAlive.set(this.runs.size);
+    this.options.metrics.timersArmed.set(this.timers.size);
+  }
+
   /**
    * The committer gave up a run's writes: its actor stops and leaves memory. Failed: the database
    * holds it as failed with the reason. Released: nothing was stored; a restorable run is brought
@@ -443,11 +469,7 @@ export class Supervisor {
    */
   private dropRun(runId: string, error: GiveUp): void {
     const handle = this.runs.get(runId);
-    if (handle) {
-      this.runs.delete(runId);
-      this.timers.disarmRun(runId);
-      this.actors.stop(handle.actor);
-    }
+    if (handle) this.forget(runId, handle);
     const log = this.logOf(runId);
     if (error instanceof RunNotStorableError) {
       log.error({ reason: error.reason }, 'run failed: its state could not be stored');
@@ -459,8 +481,6 @@ export class Supervisor {
       this.options.metrics.commitGiveUps.inc({ outcome: 'released' });
       if (error.restorable) this.released.add(runId);
     }
-    this.options.metrics.actorsAlive.set(this.runs.size);
-    this.options.metrics.timersArmed.set(this.timers.size);
   }
 
   /** Brings released runs back from the database once a commit went through again. */

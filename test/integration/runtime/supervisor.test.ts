@@ -36,6 +36,35 @@ for (const kind of DATABASE_KINDS) {
       });
     });
 
+    it('a run whose creation throws before its entry is stored leaves memory and is stored when created again; a second createRun waits for the first', async () => {
+      await withTestDatabase(kind, async ({ db }) => {
+        const runtime = await startTestRuntime(db, 'coord-a');
+        const stored = (runId: string) => db.selectFrom('runs').select('status').where('run_id', '=', runId).executeTakeFirst();
+        try {
+          const runId = randomUUID();
+          const newRun = { input: planFor(runId, waitingWorkflow('wf')), repository: null };
+          const placeNow = runtime.dispatcher.placeNow.bind(runtime.dispatcher);
+          runtime.dispatcher.placeNow = () => {
+            throw new Error('a bug while placing a job');
+          };
+          await assert.rejects(runtime.supervisor.createRun(newRun), /a bug while placing a job/);
+          // Left in memory, it made the retry resolve at once: the delivery was marked processed with no run stored.
+          assert.equal(runtime.supervisor.owns(runId), false, 'nothing of the failed creation stays');
+          runtime.dispatcher.placeNow = placeNow;
+          await runtime.supervisor.createRun(newRun);
+          assert.ok(await stored(runId), 'created again, the run is stored');
+
+          const twice = randomUUID();
+          const first = runtime.supervisor.createRun({ input: planFor(twice, waitingWorkflow('wf')), repository: null });
+          await runtime.supervisor.createRun({ input: planFor(twice, waitingWorkflow('wf')), repository: null });
+          assert.ok(await stored(twice), 'the second call resolved only once the first creation was stored');
+          await first;
+        } finally {
+          await runtime.stop();
+        }
+      });
+    });
+
     it('journals every accepted event with contiguous sequence numbers and the state after it', async () => {
       await withTestDatabase(kind, async ({ db }) => {
         const runtime = await startTestRuntime(db, 'coord-a');
