@@ -15,10 +15,14 @@ const MAX_WAIT_MS = 2 ** 31 - 1;
 /**
  * In-memory index of the durable deadlines of the runs this coordinator owns. The rows live
  * in Postgres (written with the snapshot); this only decides when to deliver them, in `dueAt`
- * order, through one host timer. Re-arming the same id replaces the earlier due time.
+ * order, through one host timer. Re-arming the same id replaces the earlier due time. Indexed by
+ * run, so a run that ends drops its deadlines without a walk over every run's (it was one walk each
+ * time a run closed and again when it retired: quadratic in the live runs).
  */
 export class TimerService {
-  private readonly armed = new Map<string, ArmedTimer>();
+  /** Run id → its armed timers, one per deadline id: a list, as a run holds a few (a Map each cost 0.1–0.4 KB of every live run). */
+  private readonly armed = new Map<string, ArmedTimer[]>();
+  private count = 0;
   private heap: ArmedTimer[] = [];
   private handle: unknown = null;
   private nextWake = Infinity;
@@ -30,22 +34,37 @@ export class TimerService {
   ) {}
 
   get size(): number {
-    return this.armed.size;
+    return this.count;
   }
 
   arm(timer: ArmedTimer): void {
-    this.armed.set(keyOf(timer.runId, timer.deadlineId), timer);
+    const ofRun = this.armed.get(timer.runId);
+    const at = ofRun?.findIndex((armed) => armed.deadlineId === timer.deadlineId) ?? -1;
+    if (ofRun && at >= 0) ofRun[at] = timer;
+    else {
+      if (ofRun) ofRun.push(timer);
+      else this.armed.set(timer.runId, [timer]);
+      this.count += 1;
+    }
     push(this.heap, timer);
-    if (this.heap.length > 4 * this.armed.size + 64) this.compact();
+    if (this.heap.length > 4 * this.count + 64) this.compact();
     this.reschedule();
   }
 
   disarm(runId: string, deadlineId: string): void {
-    this.armed.delete(keyOf(runId, deadlineId));
+    const ofRun = this.armed.get(runId);
+    const at = ofRun?.findIndex((armed) => armed.deadlineId === deadlineId) ?? -1;
+    if (!ofRun || at < 0) return;
+    ofRun.splice(at, 1);
+    this.count -= 1;
+    if (ofRun.length === 0) this.armed.delete(runId);
   }
 
   disarmRun(runId: string): void {
-    for (const [key, timer] of this.armed) if (timer.runId === runId) this.armed.delete(key);
+    const ofRun = this.armed.get(runId);
+    if (!ofRun) return;
+    this.count -= ofRun.length;
+    this.armed.delete(runId);
   }
 
   stop(): void {
@@ -53,17 +72,18 @@ export class TimerService {
     if (this.handle !== null) this.clock.clearTimeout(this.handle);
     this.handle = null;
     this.armed.clear();
+    this.count = 0;
     this.heap = [];
   }
 
   /** Renewed deadlines leave stale heap entries behind; rebuild from the live set now and then. */
   private compact(): void {
     this.heap = [];
-    for (const timer of this.armed.values()) push(this.heap, timer);
+    for (const ofRun of this.armed.values()) for (const timer of ofRun) push(this.heap, timer);
   }
 
   private isCurrent(timer: ArmedTimer): boolean {
-    return this.armed.get(keyOf(timer.runId, timer.deadlineId)) === timer;
+    return this.armed.get(timer.runId)?.includes(timer) === true;
   }
 
   private reschedule(): void {
@@ -85,16 +105,12 @@ export class TimerService {
     while (this.heap.length > 0 && (this.heap[0] as ArmedTimer).dueAt <= now) {
       const timer = pop(this.heap) as ArmedTimer;
       if (!this.isCurrent(timer)) continue;
-      this.armed.delete(keyOf(timer.runId, timer.deadlineId));
+      this.disarm(timer.runId, timer.deadlineId);
       due.push(timer);
     }
     for (const timer of due) this.deliver(timer);
     this.reschedule();
   }
-}
-
-function keyOf(runId: string, deadlineId: string): string {
-  return `${runId}\u0000${deadlineId}`;
 }
 
 function before(a: ArmedTimer, b: ArmedTimer): boolean {
