@@ -71,9 +71,9 @@ export interface JobStateView {
   tags?: ReadonlySet<string>;
 }
 
-export function projectJobs(snapshot: PersistedMachineSnapshot<RunContext>): JobProjection[] {
+export function projectJobs(snapshot: PersistedMachineSnapshot<RunContext>, wanted?: (jobKey: string) => boolean): JobProjection[] {
   const children = snapshot.children ?? {};
-  return projectJobsOf(snapshot.context, (jobKey) => children[jobKey]?.snapshot as PersistedMachineSnapshot<JobContext> | undefined);
+  return projectJobsOf(snapshot.context, (jobKey) => children[jobKey]?.snapshot as PersistedMachineSnapshot<JobContext> | undefined, wanted);
 }
 
 /**

@@ -22,9 +22,12 @@ export interface EntryState {
   fannedOut: string[];
 }
 
-/** The state of an entry that stores its snapshot: everything is read from that snapshot. */
-export function storedState(snapshot: PersistedMachineSnapshot<RunContext>): EntryState {
-  return { snapshot, run: projectRun(snapshot), jobs: projectJobs(snapshot), summary: stateSummary(snapshot), fannedOut: snapshot.context.fannedOut };
+/**
+ * The state of an entry that stores its snapshot: everything is read from that snapshot. `wanted`
+ * leaves out the rows of jobs (with an actor) known to be written as they are.
+ */
+export function storedState(snapshot: PersistedMachineSnapshot<RunContext>, wanted?: (jobKey: string) => boolean): EntryState {
+  return { snapshot, run: projectRun(snapshot), jobs: projectJobs(snapshot, wanted), summary: stateSummary(snapshot), fannedOut: snapshot.context.fannedOut };
 }
 
 export interface EntryParts {

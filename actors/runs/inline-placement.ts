@@ -86,15 +86,15 @@ export function answerInline(args: PlacingRun & { intents: Intent[]; placement: 
  */
 export function answerPlacements(
   placement: InlinePlacement | undefined,
-  run: PlacingRun,
+  run: { closing: boolean; placing: () => PlacingRun },
   intents: Intent[],
   at: number,
 ): InlineGrants {
   if (!placement || run.closing || !intents.some((intent) => intent.type === 'requestPlacement')) return { intents, followUps: [], grants: [] };
-  return answerInline({ ...run, intents, placement, at });
+  return answerInline({ ...run.placing(), intents, placement, at });
 }
 
-/** The run being recorded, as `answerPlacements` needs it. */
+/** The run being recorded, as `answerInline` needs it; made only for an entry that asks for placement (most do not). */
 export interface PlacingRun {
   runId: string;
   closing: boolean;

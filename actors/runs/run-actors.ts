@@ -60,10 +60,18 @@ export function sameRefs(before: readonly unknown[], after: readonly unknown[]):
  */
 export function deferredState(actor: Actor<RuntimeRunMachine>, written: ReadonlyMap<string, WrittenJob> = new Map()): EntryState {
   const live = actor.getSnapshot();
-  // A job whose actor still has the snapshot its written row was read from has nothing new to write.
-  const changed = (jobKey: string, child: unknown) => written.get(jobKey)?.from !== child;
-  const jobs = projectJobsOf(live.context, (jobKey) => live.children[jobKey]?.getSnapshot(), changed);
+  const jobs = projectJobsOf(live.context, (jobKey) => live.children[jobKey]?.getSnapshot(), changedJobs(actor, written));
   return { snapshot: null, run: projectRun(live), jobs, summary: liveStateSummary(actor), fannedOut: live.context.fannedOut };
+}
+
+/**
+ * Whether a job has something new to write: its actor no longer has the snapshot its written row was
+ * read from (xstate keeps a snapshot an event does not change). Unchanged jobs are neither projected
+ * nor serialized, whether the entry stores its snapshot or defers it.
+ */
+export function changedJobs(actor: Actor<RuntimeRunMachine>, written: ReadonlyMap<string, WrittenJob>): (jobKey: string) => boolean {
+  const children = actor.getSnapshot().children;
+  return (jobKey) => written.get(jobKey)?.from !== children[jobKey]?.getSnapshot();
 }
 
 /** `stateSummary` of the live state, without persisting it first. */

@@ -22,7 +22,7 @@ import { TimerService } from './timer-service.ts';
 import { deliverDeadline } from './deadline-delivery.ts';
 import { CommitObservers } from './commit-observers.ts';
 import type { CommittedUpdate } from './commit-observers.ts';
-import { CrashObserver, RunActorHost, armedDeadlines, deferredState, liveStateSummary, persistedOf, sameRefs, stateRefsOf, visitOpenJobs } from './run-actors.ts';
+import { CrashObserver, RunActorHost, armedDeadlines, changedJobs, deferredState, liveStateSummary, persistedOf, sameRefs, stateRefsOf, visitOpenJobs } from './run-actors.ts';
 import type { RestoreReport, RunHandle, SupervisorOptions } from './supervisor.types.ts';
 
 export type { CommittedUpdate } from './commit-observers.ts';
@@ -318,13 +318,14 @@ export class Supervisor {
 
   /** Placement requests the dispatcher can answer at once are answered in the same entry (docs/architecture.md#placement-in-the-same-entry). */
   private answerPlacements(handle: RunHandle, runId: string, intents: Intent[], at: number): InlineGrants {
-    const run = {
+    // The closures are made only for an entry that asks for placement: every other event skips them.
+    const placing = () => ({
       ...{ runId, closing: handle.closing },
       send: (answer: object) => this.recording(runId, () => handle.actor.send(answer as RunEvent)),
       nextSeq: () => (handle.seq += 1),
       stateAfter: () => liveStateSummary(handle.actor),
-    };
-    return answerPlacements(this.options.inlinePlacement, run, intents, at);
+    });
+    return answerPlacements(this.options.inlinePlacement, { closing: handle.closing, placing }, intents, at);
   }
 
   private async commit(
@@ -392,7 +393,7 @@ export class Supervisor {
     const done = handle.actor.getSnapshot().status === 'done';
     const deferSnapshot = !creation.isNewRun && !done && !handle.closing && tail < SNAPSHOT_EVERY_EVENTS;
     if (!deferSnapshot) handle.storedSeq = seq;
-    const state = deferSnapshot ? deferredState(handle.actor, handle.written) : storedState(persistedOf(handle.actor));
+    const state = deferSnapshot ? deferredState(handle.actor, handle.written) : storedState(persistedOf(handle.actor), changedJobs(handle.actor, handle.written));
     const parts = { runId, seq, event, intents, state, machineVersion: SNAPSHOT_VERSION, firedDeadlineId: timerEvent, followUps, firstStateAfter };
     return { entry: buildCommitEntry({ ...parts, ...creation }), done };
   }
