@@ -10,7 +10,7 @@ import { decryptWithKey, encryptWithKey } from './crypto.ts';
 import type { MasterKeys } from './crypto.ts';
 import { DispatchedSecrets } from './dispatched.ts';
 import { masterKeysOf } from './key-file.ts';
-import { SECRET_RESOLUTION, resolveDispatchSecrets } from './resolve.ts';
+import { SECRET_RESOLUTION, resolveDispatchSecrets, throwIfTransient } from './resolve.ts';
 import type { LocalExecutionAllowed, ResolveTarget } from './resolve.ts';
 import { SecretService } from './service.ts';
 
@@ -71,6 +71,7 @@ export async function withSecrets(secrets: Secrets, built: BuiltDispatch, target
     try {
       await secrets.service.saveAttemptValues(target.dispatchId, target.runId, resolved.values);
     } catch (thrown) {
+      throwIfTransient(thrown);
       return { ok: false, reason: `${SECRET_RESOLUTION}: the attempt's values could not be kept for redaction (${coerceError(thrown).message})` };
     }
   }

@@ -1,6 +1,7 @@
 import type { DispatchedJob } from '../../machines/intents.ts';
 import type { LockStaticJob } from '../../machines/lock.types.ts';
 import { coerceError } from '../../lib/errors.ts';
+import { TransientStoreError, classifyDatabaseError } from '../db/errors.ts';
 import { appendAudit, secretOutputsOf, secretsInScopes, testRunSecretsOf } from '../db/secrets.ts';
 import type { RunSource } from '../pipeline/run-source.ts';
 import { referenceScopes, referencedFields, secretReferencesOf } from './references.ts';
@@ -47,7 +48,8 @@ function succeededUpstreams(job: DispatchedJob): string[] {
  * applies (the highest rank wins per key) form `secrets`; environment-scoped ones also
  * `namespacedSecrets{<environment>}`; upstream secret outputs fill keys still free; a test run's blob
  * overrides all. Every resolution that hands out a value, and every failed one, is audited with key names
- * only. Any failure is a reason, never a skip.
+ * only. Any failure is a reason, never a skip, except a database that failed for a moment (a reset
+ * connection): that throws, and the dispatch is tried again instead of failing the job.
  */
 export async function resolveDispatchSecrets(service: SecretService, allowed: LocalExecutionAllowed, target: ResolveTarget): Promise<SecretResolution> {
   const audit = { at: service.now(), actor: service.actor, action: 'resolve' as const, runId: target.runId, jobKey: target.jobKey, dispatchId: target.dispatchId };
@@ -55,6 +57,7 @@ export async function resolveDispatchSecrets(service: SecretService, allowed: Lo
   try {
     resolved = await resolve(service, allowed, target);
   } catch (thrown) {
+    throwIfTransient(thrown);
     const reason = `${SECRET_RESOLUTION}: ${coerceError(thrown).message}`;
     await appendAudit(service.db, { ...audit, keys: [], outcome: reason }).catch(() => undefined);
     return { ok: false, reason };
@@ -67,9 +70,18 @@ export async function resolveDispatchSecrets(service: SecretService, allowed: Lo
   try {
     await appendAudit(service.db, { ...audit, keys, outcome: 'resolved' });
   } catch (thrown) {
+    throwIfTransient(thrown);
     return { ok: false, reason: `${SECRET_RESOLUTION}: the resolution could not be audited (${coerceError(thrown).message})` };
   }
   return { ok: true, ...resolved };
+}
+
+/**
+ * A database error worth retrying is not the job's fault: it is thrown, so the dispatch effect is run
+ * again (it sent nothing yet), instead of failing the job `secret_resolution` (a connection reset once did).
+ */
+export function throwIfTransient(thrown: unknown): void {
+  if (classifyDatabaseError(thrown) instanceof TransientStoreError) throw thrown;
 }
 
 async function resolve(service: SecretService, allowed: LocalExecutionAllowed, target: ResolveTarget): Promise<DispatchSecrets> {
