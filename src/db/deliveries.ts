@@ -3,6 +3,7 @@ import type { Kysely } from 'kysely';
 import { Batcher } from '../../lib/batcher.ts';
 import { coerceError } from '../../lib/errors.ts';
 import { executePrepared } from './database.ts';
+import { TransientStoreError, classifyDatabaseError } from './errors.ts';
 import { toJson } from './json.ts';
 import type { Schema } from './schema.ts';
 
@@ -84,22 +85,41 @@ export async function recordDeliveries(db: Kysely<Schema>, list: readonly NewDel
 
 /** Deliveries recorded by one statement at most. */
 const MAX_RECORD_BATCH = 64;
+/**
+ * The waits before a batch whose INSERT failed for a moment (a reset connection) is tried again. The
+ * sender is waiting for its answer, and GitHub does not send again a delivery answered 5xx.
+ */
+const RECORD_RETRY_WAITS_MS = [50, 250];
 
 /**
  * `recordDelivery` a batch at a time: the deliveries that arrive while one INSERT is in flight are
- * recorded together by the next. A batch the database refuses is recorded again one delivery at a
- * time, so one delivery's bad row fails that delivery alone.
+ * recorded together by the next. A transient database error is tried again twice. A batch the
+ * database refuses is recorded again one delivery at a time, so one delivery's bad row fails that
+ * delivery alone.
  */
 export function deliveryRecorder(db: Kysely<Schema>): (d: NewDelivery) => Promise<boolean> {
   const writer = new Batcher<NewDelivery, boolean>(async (list) => {
     try {
-      return await recordDeliveries(db, list);
+      return await retryingTransient(() => recordDeliveries(db, list), RECORD_RETRY_WAITS_MS);
     } catch (thrown) {
       if (list.length === 1) throw thrown;
       return Promise.all(list.map((d) => recordDelivery(db, d).catch((error: unknown) => coerceError(error))));
     }
   }, MAX_RECORD_BATCH);
   return (d) => writer.add(d);
+}
+
+/** `attempt`, tried again after each wait while it fails with a transient database error. */
+async function retryingTransient<T>(attempt: () => Promise<T>, waitsMs: readonly number[]): Promise<T> {
+  for (const waitMs of waitsMs) {
+    try {
+      return await attempt();
+    } catch (thrown) {
+      if (!(classifyDatabaseError(thrown) instanceof TransientStoreError)) throw thrown;
+      await new Promise((resolve) => setTimeout(resolve, waitMs));
+    }
+  }
+  return attempt();
 }
 
 /** A delivery claimed by the worker that records it (the embedded queue with room to spare). */

@@ -207,6 +207,27 @@ describe('recording deliveries', { skip: await skipReason('external') }, () => {
     });
   });
 
+  it('a delivery whose INSERT fails for a moment (a reset connection) is tried again and recorded, not answered 5xx', async () => {
+    await withTestDatabase('external', async ({ db }) => {
+      // The fault, injected as the statement is built, before anything reaches the database.
+      let resets = 2;
+      const flaky = db.withPlugin({
+        transformQuery: (args) => {
+          if (resets > 0 && args.node.kind === 'InsertQueryNode') {
+            resets -= 1;
+            throw Object.assign(new Error('read ECONNRESET'), { code: 'ECONNRESET' });
+          }
+          return args.node;
+        },
+        transformResult: (args) => Promise.resolve(args.result),
+      });
+      assert.equal(await deliveryRecorder(flaky)(delivery('after-resets')), true);
+      assert.equal(resets, 0, 'both resets were met');
+      const ids = await db.selectFrom('deliveries').select('delivery_id').execute();
+      assert.deepEqual(ids.map((row) => row.delivery_id), ['after-resets']);
+    });
+  });
+
   it('a batch the database refuses is recorded one delivery at a time: the bad one fails alone', async () => {
     await withTestDatabase('external', async ({ db }) => {
       const record = deliveryRecorder(db);
