@@ -3,7 +3,7 @@ import type { Kysely } from 'kysely';
 import { Batcher } from '../../lib/batcher.ts';
 import { coerceError } from '../../lib/errors.ts';
 import { executePrepared } from './database.ts';
-import { TransientStoreError, classifyDatabaseError } from './errors.ts';
+import { isTransientDatabaseError } from './errors.ts';
 import { toJson } from './json.ts';
 import type { Schema } from './schema.ts';
 
@@ -115,7 +115,7 @@ async function retryingTransient<T>(attempt: () => Promise<T>, waitsMs: readonly
     try {
       return await attempt();
     } catch (thrown) {
-      if (!(classifyDatabaseError(thrown) instanceof TransientStoreError)) throw thrown;
+      if (!isTransientDatabaseError(thrown)) throw thrown;
       await new Promise((resolve) => setTimeout(resolve, waitMs));
     }
   }

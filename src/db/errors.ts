@@ -37,6 +37,11 @@ export function classifyDatabaseError(thrown: unknown): TransientStoreError | Pe
   return new PermanentStoreError(code, error);
 }
 
+/** Whether the same statement may succeed if tried again (a reset connection, a serialization failure): `classifyDatabaseError` says transient. */
+export function isTransientDatabaseError(thrown: unknown): boolean {
+  return classifyDatabaseError(thrown) instanceof TransientStoreError;
+}
+
 /**
  * The embedded Postgres data directory is in use by another live coordinator process. Stop that
  * coordinator, or give this one its own SWITCHYARD_DATA_DIR or a DATABASE_URL.

@@ -1,7 +1,7 @@
 import type { DispatchedJob } from '../../machines/intents.ts';
 import type { LockStaticJob } from '../../machines/lock.types.ts';
 import { coerceError } from '../../lib/errors.ts';
-import { TransientStoreError, classifyDatabaseError } from '../db/errors.ts';
+import { isTransientDatabaseError } from '../db/errors.ts';
 import { appendAudit, secretOutputsOf, secretsInScopes, testRunSecretsOf } from '../db/secrets.ts';
 import type { RunSource } from '../pipeline/run-source.ts';
 import { referenceScopes, referencedFields, secretReferencesOf } from './references.ts';
@@ -81,7 +81,7 @@ export async function resolveDispatchSecrets(service: SecretService, allowed: Lo
  * again (it sent nothing yet), instead of failing the job `secret_resolution` (a connection reset once did).
  */
 export function throwIfTransient(thrown: unknown): void {
-  if (classifyDatabaseError(thrown) instanceof TransientStoreError) throw thrown;
+  if (isTransientDatabaseError(thrown)) throw thrown;
 }
 
 async function resolve(service: SecretService, allowed: LocalExecutionAllowed, target: ResolveTarget): Promise<DispatchSecrets> {
