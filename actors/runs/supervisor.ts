@@ -447,11 +447,8 @@ export class Supervisor {
   /** A finished run leaves memory once its final entry is durable: nothing can move it any more (G-2). */
   private retire(runId: string, handle: RunHandle): void {
     if (this.runs.get(runId) !== handle) return;
-    this.runs.delete(runId);
-    this.timers.disarmRun(runId);
-    this.actors.stop(handle.actor);
+    this.forget(runId, handle);
     this.logOf(runId).info({ state: handle.actor.getSnapshot().value }, 'run finished');
-    this.options.metrics.actorsAlive.set(this.runs.size);
   }
 
   /** The actor leaves memory without a word to the database. */
