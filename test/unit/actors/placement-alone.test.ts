@@ -53,19 +53,24 @@ async function setup(peers: { alive: boolean }) {
   await exchange.join();
   const request = (runId: string) => dispatcher.requestPlacement({ runId, kind: 'requestPlacement', effectId: `${runId}:0:0`, payload: { jobKey: 'build', requirements: linux, attempt: 1 } });
   const granted = () => told.filter((t) => t.event.type === 'placement.granted').map((t) => t.runId);
-  return { registry, dispatcher, exchange, request, granted, ...recorded };
+  /** Agent `a` busy with run-1 and run-2 queued behind it; `freeSlot` ends run-1's attempt. */
+  const busyWithRun1 = async () => {
+    const agent = session('a');
+    registry.add(agent);
+    await request('run-1');
+    await request('run-2');
+    return { agent, freeSlot: () => registry.release('a', [...agent.slots.keys()][0] ?? '') };
+  };
+  return { registry, dispatcher, exchange, request, granted, busyWithRun1, ...recorded };
 }
 
 const settle = () => new Promise((resolve) => setImmediate(resolve));
 
 describe('placement requests are shared only while another coordinator is alive', () => {
   it('alone, a job that waits is not published and its grant costs no write to the shared table', async () => {
-    const { registry, request, granted, calls } = await setup({ alive: false });
-    const agent = session('a');
-    registry.add(agent);
-    await request('run-1');
-    await request('run-2');
-    registry.release('a', [...agent.slots.keys()][0] ?? '');
+    const { busyWithRun1, granted, calls } = await setup({ alive: false });
+    const { freeSlot } = await busyWithRun1();
+    freeSlot();
     await settle();
     assert.deepEqual(granted(), ['run-1', 'run-2']);
     assert.deepEqual(calls, ['announce'], 'nothing but the announcement touched the shared table');
@@ -86,26 +91,20 @@ describe('placement requests are shared only while another coordinator is alive'
   });
 
   it('with a peer alive, the owner grants a published job after taking it back in one write (no claim, no withdrawal)', async () => {
-    const { registry, request, granted, calls } = await setup({ alive: true });
-    const agent = session('a');
-    registry.add(agent);
-    await request('run-1');
-    await request('run-2');
+    const { busyWithRun1, granted, calls } = await setup({ alive: true });
+    const { freeSlot } = await busyWithRun1();
     assert.deepEqual(calls, ['announce', 'publish run-2']);
-    registry.release('a', [...agent.slots.keys()][0] ?? '');
+    freeSlot();
     await settle();
     assert.deepEqual(granted(), ['run-1', 'run-2']);
     assert.deepEqual(calls, ['announce', 'publish run-2', 'reclaim run-2']);
   });
 
   it('a job a peer holds is not granted here: the reclaim loses and the job keeps waiting', async () => {
-    const { registry, dispatcher, request, granted, table, calls } = await setup({ alive: true });
-    const agent = session('a');
-    registry.add(agent);
-    await request('run-1');
-    await request('run-2');
+    const { busyWithRun1, dispatcher, granted, table, calls } = await setup({ alive: true });
+    const { agent, freeSlot } = await busyWithRun1();
     table.clear(); // a peer claimed and withdrew it: its grant is on the way to the run
-    registry.release('a', [...agent.slots.keys()][0] ?? '');
+    freeSlot();
     await settle();
     assert.deepEqual(granted(), ['run-1']);
     assert.equal(dispatcher.waitingCount, 1);
@@ -115,15 +114,12 @@ describe('placement requests are shared only while another coordinator is alive'
   });
 
   it('a database error while taking a published job back leaves the job waiting and its slot free, and the job is offered again', async () => {
-    const { registry, dispatcher, request, granted, store, calls } = await setup({ alive: true });
+    const { busyWithRun1, dispatcher, granted, store, calls } = await setup({ alive: true });
     const reclaim = store.reclaim.bind(store);
     let failures = 1;
     store.reclaim = (job: OfferedJob) => (failures-- > 0 ? Promise.reject(new Error('Connection terminated unexpectedly')) : reclaim(job));
-    const agent = session('a');
-    registry.add(agent);
-    await request('run-1');
-    await request('run-2');
-    registry.release('a', [...agent.slots.keys()][0] ?? '');
+    const { agent, freeSlot } = await busyWithRun1();
+    freeSlot();
     await settle();
     assert.deepEqual(granted(), ['run-1']);
     assert.equal(dispatcher.waitingCount, 1, 'the job is still queued');
