@@ -3,13 +3,16 @@ import type { LockFile } from '../../machines/lock.types.ts';
 import type { LockFileCache } from '../lockfile/cache.ts';
 import { createGitHubProvider } from '../lockfile/providers/github.ts';
 import { createLocalProvider } from '../lockfile/providers/local.ts';
-import type { LockFileProvider } from '../lockfile/providers/types.ts';
+import { createGitHubChanges } from '../lockfile/providers/github-changes.ts';
+import { createLocalChanges } from '../lockfile/providers/local-changes.ts';
+import type { ChangedFilesSource, LockFileProvider } from '../lockfile/providers/types.ts';
 import { resolveLockFile } from '../lockfile/resolve.ts';
 import type { RepositoryRegistration } from '../db/repositories.ts';
 import { parseDeliveryBody, type Delivery } from '../db/deliveries.ts';
 import type { DeliveryStatus } from '../db/deliveries.ts';
 import { ABSENT_COMMIT_ATTEMPTS, PermanentDeliveryError, TransientDeliveryError } from '../queue/delivery-queue.ts';
 import { isObjectId } from '../lockfile/providers/types.ts';
+import { withChangedFiles } from './changed-files.ts';
 import { normalizeGenericEvent, normalizeGitHubEvent } from './normalize.ts';
 import { isDropped } from './normalized-event.ts';
 import type { NormalizedEvent } from './normalized-event.ts';
@@ -43,6 +46,10 @@ function providerFor(repo: RepositoryRegistration, githubApiUrl: string | undefi
   return createGitHubProvider({ repository: repo.name, token: repo.token ?? '', ...(githubApiUrl !== undefined && { apiUrl: githubApiUrl }) });
 }
 
+function changesFor(repo: RepositoryRegistration, githubApiUrl: string | undefined): ChangedFilesSource {
+  if (repo.provider === 'local') return createLocalChanges(repo.path ?? '');
+  return createGitHubChanges({ repository: repo.name, token: repo.token ?? '', ...(githubApiUrl !== undefined && { apiUrl: githubApiUrl }) });
+}
 
 /** The generic envelope wrapped like a GitHub one: the lock is read at the default branch head. */
 function genericEvent(delivery: Delivery, repository: string): NormalizedEvent | { dropped: string } {
@@ -86,7 +93,9 @@ export async function runPipeline(deps: PipelineDeps, delivery: Delivery): Promi
     const runIds = await deps.startRuns.corrupt(delivery, source, lock.error.message);
     return { status: 'lockfile_corrupt', outcome: { error: lock.error.message, runIds } };
   }
-  return startMatched(deps, delivery, lock.lock, source);
+  const changes = { changes: changesFor(repo, deps.githubApiUrl), defaultBranchHead: () => provider.defaultBranchHead() };
+  const envelope = await withChangedFiles(event, lock.lock.workflows, changes);
+  return startMatched(deps, delivery, lock.lock, { ...source, event: envelope });
 }
 
 /** The event's commits reach git and agents: anything but a full object id is refused for good. */

@@ -1,6 +1,6 @@
 import type { LockWorkflow } from '../../machines/lock.types.ts';
 import { coerceError } from '../../lib/errors.ts';
-import type { EventEnvelope } from './envelope.ts';
+import type { EventEnvelope, EventType } from './envelope.ts';
 import { triggerMatches } from './triggers.filters.ts';
 
 export { TriggerPatternError } from './triggers.patterns.ts';
@@ -58,11 +58,16 @@ export function matchWorkflows(workflows: readonly LockWorkflow[], envelope: Eve
   });
 }
 
-/** Changed files are computed only when some trigger has `paths` (docs/lockfile.md#triggers). */
-export function workflowNeedsChangedFiles(workflow: LockWorkflow): boolean {
-  return (workflow.triggers ?? []).some(
-    (trigger) => (trigger?._type === 'push' || trigger?._type === 'pr') && trigger.paths.length > 0,
-  );
+/**
+ * Changed files are listed only when a trigger that can match this event type has `paths`: a
+ * `push` trigger for a push, a `pr` trigger for a pull request (docs/lockfile.md#changed-files).
+ */
+export function workflowNeedsChangedFiles(workflow: LockWorkflow, type: EventType): boolean {
+  return (workflow.triggers ?? []).some((trigger) => {
+    if (trigger?._type === 'push') return type === 'push' && trigger.paths.length > 0;
+    if (trigger?._type === 'pr') return type === 'pull_request' && trigger.paths.length > 0;
+    return false;
+  });
 }
 
 /** Trigger types in these workflows that never match, to be logged once per lock file. */

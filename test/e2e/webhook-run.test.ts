@@ -113,6 +113,24 @@ describe('webhook → lock file → run → agent (real processes)', { skip: awa
     assert.equal(failed.rows[0]?.init_failure.category, 'lock_resolution');
   });
 
+  it('paths: a push that changes only docs starts no src/** run; a forced push compared in git that touches src/ does', async () => {
+    const srcOnly = { ...pushWorkflow('src-only', [runJob('only', ['true'])]), triggers: [{ _type: 'push', branches: [], paths: ['src/**', '!**/*.md'] }] };
+    const lock = lockFileWith([srcOnly, pushWorkflow('always', [runJob('only', ['true'])])]);
+    const before = repo.commit({ '.kici/kici.lock.json': lock }, 'paths lock');
+    const docs = repo.commit({ 'docs/guide.md': 'words', 'src/notes.md': 'notes' }, 'docs only');
+    const listed = [{ id: docs, added: ['docs/guide.md', 'src/notes.md'], modified: [], removed: [] }];
+    await postWebhook(coordinator, { ...pushPayload(docs), before, created: false, commits: listed }, 'delivery-docs');
+    await eventually(async () => ((await deliveryStatus(db, 'delivery-docs')) === 'processed' ? true : null), 30_000, 'the docs push to be processed');
+    const docsRuns = await db.query<{ workflow_name: string }>("select r.workflow_name from runs r where r.run_id = any(select json_array_elements_text(outcome->'runIds') from deliveries where delivery_id = 'delivery-docs')");
+    assert.deepEqual(docsRuns.rows.map((r) => r.workflow_name), ['always'], 'only the workflow without paths ran');
+    const code = repo.commit({ 'src/main.ts': 'export {}' }, 'code');
+    // A forced push lists no trustworthy commits: the files come from `git diff before...after`.
+    await postWebhook(coordinator, { ...pushPayload(code), before: docs, created: false, forced: true }, 'delivery-code');
+    await eventually(async () => ((await deliveryStatus(db, 'delivery-code')) === 'processed' ? true : null), 30_000, 'the code push to be processed');
+    const codeRuns = await db.query<{ workflow_name: string; status: string }>("select r.workflow_name, r.status from runs r where r.run_id = any(select json_array_elements_text(outcome->'runIds') from deliveries where delivery_id = 'delivery-code') order by 1");
+    assert.deepEqual(codeRuns.rows.map((r) => r.workflow_name), ['always', 'src-only']);
+  });
+
   it('B3: a transient lock-file failure is retried, never recorded as missing, and survives a crash', async () => {
     const unknownSha = 'f'.repeat(40);
     await postWebhook(coordinator, pushPayload(unknownSha), 'delivery-transient');

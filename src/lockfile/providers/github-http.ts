@@ -114,6 +114,12 @@ export function splitRepository(repository: string): { owner: string; name: stri
   return { owner, name };
 }
 
+/** `/repos/<owner>/<name>` with both parts encoded, or null when `repository` is not `owner/name`. */
+export function repositoryApiPath(repository: string): string | null {
+  const repo = splitRepository(repository);
+  return repo === null ? null : `/repos/${encodeURIComponent(repo.owner)}/${encodeURIComponent(repo.name)}`;
+}
+
 /** Encodes each segment, keeping the `/` of branch names such as `release/1.x`. */
 export function encodePath(value: string): string {
   return value.split('/').map(encodeURIComponent).join('/');

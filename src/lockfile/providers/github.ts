@@ -1,5 +1,5 @@
 import { MAX_LOCK_FILE_BYTES } from '../parse.ts';
-import { createGitHubGet, encodePath, parseJson, splitRepository, statusDetail, githubMessage } from './github-http.ts';
+import { createGitHubGet, encodePath, parseJson, repositoryApiPath, statusDetail, githubMessage } from './github-http.ts';
 import type { GitHubClientOptions, GitHubGet, GitHubResponse } from './github-http.ts';
 import { outcomeOf, oversizeOutcome } from './outcome.ts';
 import { LOCK_FILE_PATH, isCommitSha } from './types.ts';
@@ -22,9 +22,9 @@ const METADATA_BYTES = 1024 * 1024;
  */
 export function createGitHubProvider(options: GitHubProviderOptions): LockFileProvider {
   const get = createGitHubGet(options);
-  const repo = splitRepository(options.repository);
+  const repo = repositoryApiPath(options.repository);
   const invalid = `${JSON.stringify(options.repository)} is not an owner/name repository`;
-  const base = repo === null ? '' : `/repos/${encodeURIComponent(repo.owner)}/${encodeURIComponent(repo.name)}`;
+  const base = repo ?? '';
   return {
     name: `github:${options.repository}`,
     async fetch({ sha }) {

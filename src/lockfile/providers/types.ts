@@ -30,6 +30,18 @@ export interface LockFileProvider {
   defaultBranchHead(): Promise<DefaultBranchHead>;
 }
 
+/** The files a range of commits changed, or why they could not be listed (a retry may help). */
+export type ChangedFilesOutcome = { files: string[] } | { transient: string };
+
+/**
+ * Lists the files changed between two commits (docs/lockfile.md#changed-files): from their merge
+ * base to `head`, as GitHub's three-dot compare does; for a pull request, its own file list. A
+ * renamed file is listed under both names. Implementations never throw.
+ */
+export interface ChangedFilesSource {
+  between(range: { base: string; head: string; pullRequest?: number }): Promise<ChangedFilesOutcome>;
+}
+
 const COMMIT_SHA = /^[0-9a-fA-F]{7,64}$/;
 const OBJECT_ID = /^(?:[0-9a-fA-F]{40}|[0-9a-fA-F]{64})$/;
 

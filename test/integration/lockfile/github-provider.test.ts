@@ -1,9 +1,6 @@
 import { after, before, beforeEach, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { createServer } from 'node:http';
-import type { IncomingHttpHeaders, Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -14,48 +11,11 @@ import { MAX_LOCK_FILE_BYTES } from '../../../src/lockfile/parse.ts';
 import { resolveLockFile } from '../../../src/lockfile/resolve.ts';
 import type { GitHubProviderOptions } from '../../../src/lockfile/providers/github.ts';
 import { specExampleText } from '../../unit/lockfile/helpers.ts';
+import { GitHubPeer } from '../../support/github-peer.ts';
+import type { Answer } from '../../support/github-peer.ts';
 
 const SHA = '0d1a26e67d8f5eaf1f6ba5c57fc3c7d91ac0fd1c';
 const CONTENTS = '/repos/acme/app/contents/.kici/kici.lock.json';
-
-/** What the emulated GitHub answers on one path (with its query). */
-interface Answer {
-  status: number;
-  body?: string | Buffer;
-  contentType?: string;
-  /** Wait before the status line. */
-  delayMs?: number;
-  /** Send the headers, then stall the body. */
-  stallBody?: boolean;
-}
-
-/** A GitHub REST peer on 127.0.0.1: answers from a table keyed by path and query; unknown paths are 404. */
-class GitHubPeer {
-  readonly answers = new Map<string, Answer>();
-  readonly requests: { url: string; headers: IncomingHttpHeaders }[] = [];
-  #server: Server | null = null;
-
-  async start(): Promise<string> {
-    this.#server = createServer((request, response) => {
-      const url = request.url ?? '';
-      this.requests.push({ url, headers: request.headers });
-      const answer = this.answers.get(url) ?? { status: 404, body: JSON.stringify({ message: 'Not Found' }) };
-      response.on('error', () => response.destroy());
-      setTimeout(() => {
-        response.writeHead(answer.status, { 'content-type': answer.contentType ?? 'application/json; charset=utf-8' });
-        if (answer.stallBody === true) response.write('{"schemaVersion":');
-        else response.end(answer.body ?? '');
-      }, answer.delayMs ?? 0);
-    });
-    await new Promise<void>((resolve) => this.#server?.listen(0, '127.0.0.1', resolve));
-    return `http://127.0.0.1:${(this.#server.address() as AddressInfo).port}`;
-  }
-
-  async stop(): Promise<void> {
-    this.#server?.closeAllConnections();
-    await new Promise<void>((resolve) => this.#server?.close(() => resolve()));
-  }
-}
 
 const raw = (body: string | Buffer): Answer => ({ status: 200, body, contentType: 'application/vnd.github.raw' });
 const message = (status: number, text: string): Answer => ({ status, body: JSON.stringify({ message: text }) });

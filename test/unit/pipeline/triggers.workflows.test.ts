@@ -71,10 +71,14 @@ describe('matchWorkflow: paths', () => {
     assert.equal(matches(pr, github('pull_request', gh.pullRequest('opened'), ['README.md'])), false);
   });
 
-  it('says which workflows need changed files', () => {
-    assert.equal(workflowNeedsChangedFiles(workflow('a', push({ paths: ['src/**'] }))), true);
-    assert.equal(workflowNeedsChangedFiles(workflow('b', null, push(), { _type: 'tag', patterns: [] })), false);
-    assert.equal(workflowNeedsChangedFiles({ name: 'c', jobs: [] }), false);
+  it('says which workflows need changed files for an event type', () => {
+    const pr: LockPrTrigger = { _type: 'pr', events: [], targetBranches: [], sourceBranches: [], paths: ['src/**'] };
+    assert.equal(workflowNeedsChangedFiles(workflow('a', push({ paths: ['src/**'] })), 'push'), true);
+    assert.equal(workflowNeedsChangedFiles(workflow('a', push({ paths: ['src/**'] })), 'pull_request'), false, 'a push trigger never matches a pull request');
+    assert.equal(workflowNeedsChangedFiles(workflow('p', push(), pr), 'pull_request'), true);
+    assert.equal(workflowNeedsChangedFiles(workflow('p', push(), pr), 'push'), false);
+    assert.equal(workflowNeedsChangedFiles(workflow('b', null, push(), { _type: 'tag', patterns: [] }), 'push'), false);
+    assert.equal(workflowNeedsChangedFiles({ name: 'c', jobs: [] }, 'push'), false);
   });
 });
 

@@ -1,0 +1,24 @@
+import { gitIn } from './local-git.ts';
+import { isObjectId } from './types.ts';
+import type { ChangedFilesSource } from './types.ts';
+
+/** `git diff --name-only` output is small; this bounds a runaway one (about 200,000 paths). */
+const MAX_DIFF_BYTES = 16 * 1024 * 1024;
+
+/**
+ * Changed files from a git repository on disk: `git diff --name-only base...head`, renames listed as
+ * a removal and an addition. Only full object ids reach git; NUL-separated names are never quoted.
+ */
+export function createLocalChanges(path: string): ChangedFilesSource {
+  const git = gitIn(path);
+  return {
+    async between({ base, head }) {
+      if (!isObjectId(base) || !isObjectId(head)) {
+        return { transient: `${JSON.stringify(`${base}...${head}`)} is not a range of commit ids` };
+      }
+      const diff = await git(['diff', '--name-only', '-z', '--no-renames', '--end-of-options', `${base}...${head}`], MAX_DIFF_BYTES);
+      if (!diff.ok) return { transient: `listing the files changed in ${base}...${head} in ${path}: ${diff.detail}` };
+      return { files: diff.stdout.toString('utf8').split('\0').filter((name) => name !== '') };
+    },
+  };
+}
