@@ -38,7 +38,7 @@ import { genericSourceRepository } from './db/generic-sources.ts';
 import { getEnvironment } from './db/environments.ts';
 import { runInboxOf } from './db/inbox.ts';
 import { PLACEMENT_CHANNEL, coordinatorChannel, listenForPeers } from './db/peer-bus.ts';
-import { RepositoryCache } from './db/repositories.ts';
+import { RepositoryCache, listRepositories } from './db/repositories.ts';
 import { readRunInputSummaries } from './db/run-queries.ts';
 import { createRunStore } from './db/run-store.ts';
 import type { Schema } from './db/schema.ts';
@@ -55,6 +55,8 @@ import { registerGenericWebhook } from './http/webhooks-generic.ts';
 import { LockFileCache } from './lockfile/cache.ts';
 import { closeObjectReaders } from './lockfile/providers/git-batch.ts';
 import { createDeliveryProcessor } from './pipeline/deliveries.ts';
+import { providerFor } from './pipeline/pipeline.ts';
+import { ScheduleClock } from './pipeline/schedule-clock.ts';
 import { createIntakeMetrics } from './pipeline/metrics.ts';
 import { RunSources } from './pipeline/run-source.ts';
 import { createRunStarter } from './pipeline/start-runs.ts';
@@ -122,7 +124,7 @@ export async function startCoordinator(configured: CompiledConfig, log: Logger, 
   const adminTokenHash = await loadAdminTokenHash(config.adminToken, config.dataDir, log);
   await runtime.start();
   await scaler.start();
-  await intake.queue.start();
+  await intake.start();
   const server: Server = createHttpServer({ router, adminTokenHash, log: log.child({ component: 'http' }) });
   const agents = attachAgentServer(server, { ...gateway.connection, hasPendingDispatch: scaler.hasPendingDispatch }, log);
   const observers = attachObserveServer(server, { observe: (listener) => runtime.supervisor.observe(listener), adminTokenHash, log });
@@ -323,9 +325,14 @@ function createIntake(wiring: IntakeWiring) {
     log: log.child({ component: 'intake' }),
     pipeline: {
       ...{ repository: (name: string) => wiring.repositories.get(name), genericSourceRepository: (source: string) => genericSourceRepository(db, source) },
-      ...{ cache, startRuns, log, onLockFile: metrics.lockFile, githubApiUrl: config.githubApiUrl },
+      ...{ cache, startRuns, log, onLockFile: metrics.lockFile, githubApiUrl: config.githubApiUrl, onPush: (repository: string) => schedules.forget(repository) },
     },
     onProcessed: metrics.processed,
+  });
+  const record = deliveryRecorder(db);
+  const schedules = new ScheduleClock({
+    ...{ repositories: () => listRepositories(db), providerFor: (repo) => providerFor(repo, config.githubApiUrl), cache, record },
+    ...{ notify: (key) => queue.notify(key), now, log: log.child({ component: 'schedules' }) },
   });
   const worker = config.coordinatorId;
   const queue: DeliveryQueue = config.redisUrl
@@ -333,7 +340,7 @@ function createIntake(wiring: IntakeWiring) {
     : new EmbeddedDeliveryQueue(db, process, worker, now, log.child({ component: 'intake-queue' }));
   const webhooks: WebhookDeps = {
     db,
-    record: deliveryRecorder(db),
+    record,
     githubSecrets: config.githubWebhookSecrets,
     now,
     log,
@@ -344,7 +351,12 @@ function createIntake(wiring: IntakeWiring) {
   return {
     queue,
     webhooks,
+    async start() {
+      await queue.start();
+      schedules.start();
+    },
     async stop() {
+      await schedules.stop();
       await queue.stop();
       sandbox.dispose();
       closeObjectReaders();

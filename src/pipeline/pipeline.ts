@@ -13,6 +13,7 @@ import type { DeliveryStatus } from '../db/deliveries.ts';
 import { ABSENT_COMMIT_ATTEMPTS, PermanentDeliveryError, TransientDeliveryError } from '../queue/delivery-queue.ts';
 import { isObjectId } from '../lockfile/providers/types.ts';
 import { withChangedFiles } from './changed-files.ts';
+import { SCHEDULE_SOURCE, normalizeScheduleEvent } from './schedule-event.ts';
 import { normalizeGenericEvent, normalizeGitHubEvent } from './normalize.ts';
 import { isDropped } from './normalized-event.ts';
 import type { NormalizedEvent } from './normalized-event.ts';
@@ -32,6 +33,8 @@ export interface PipelineDeps {
   onLockFile?: (outcome: string) => void;
   /** GitHub REST API base (`SWITCHYARD_GITHUB_API_URL`). @default 'https://api.github.com' */
   githubApiUrl?: string;
+  /** A push to this repository was processed: its default branch may have moved (the schedule clock reads it again). */
+  onPush?: (repository: string) => void;
 }
 
 export interface PipelineResult {
@@ -39,7 +42,7 @@ export interface PipelineResult {
   outcome: Record<string, unknown>;
 }
 
-function providerFor(repo: RepositoryRegistration, githubApiUrl: string | undefined): LockFileProvider {
+export function providerFor(repo: RepositoryRegistration, githubApiUrl: string | undefined): LockFileProvider {
   if (repo.provider === 'local') {
     return createLocalProvider({ repository: repo.name, path: repo.path ?? '', ...(repo.defaultBranch ? { defaultBranch: repo.defaultBranch } : {}) });
   }
@@ -60,6 +63,7 @@ function genericEvent(delivery: Delivery, repository: string): NormalizedEvent |
 
 async function normalized(deps: PipelineDeps, delivery: Delivery): Promise<NormalizedEvent | { dropped: string }> {
   if (delivery.source === 'github') return normalizeGitHubEvent(delivery.eventName, parseDeliveryBody(delivery.body));
+  if (delivery.source === SCHEDULE_SOURCE) return normalizeScheduleEvent(parseDeliveryBody(delivery.body));
   const repository = await deps.genericSourceRepository(delivery.source);
   if (!repository) return { dropped: `generic source ${delivery.source} has no bound repository` };
   return genericEvent(delivery, repository);
@@ -76,6 +80,7 @@ export async function runPipeline(deps: PipelineDeps, delivery: Delivery): Promi
   const repo = await deps.repository(event.repository);
   if (!repo) return { status: 'ignored', outcome: { reason: `repository ${event.repository} is not registered` } };
   assertCommitIds(event);
+  if (event.envelope.type === 'push') deps.onPush?.(repo.name);
   const provider = providerFor(repo, deps.githubApiUrl);
   const trust = await resolveTrust({
     event,

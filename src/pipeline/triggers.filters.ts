@@ -50,7 +50,12 @@ export function triggerMatches(trigger: LockTrigger, event: EventEnvelope): bool
     case 'generic_webhook':
       return matchGenericWebhook(trigger, event);
     case 'schedule':
-      return event.type === 'schedule' && event.payload.cronExpression === trigger.cronExpression;
+      // The clock records one delivery per expression and zone; an event without a zone (made by hand) matches any.
+      return (
+        event.type === 'schedule' &&
+        event.payload.cronExpression === trigger.cronExpression &&
+        (event.payload.timezone === undefined || event.payload.timezone === trigger.timezone)
+      );
     case 'kici_event':
     case 'workflow_complete':
     case 'job_complete':

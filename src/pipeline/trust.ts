@@ -254,11 +254,11 @@ async function eventTrust(input: ResolveTrustInput): Promise<TrustOutcome> {
   if (type === 'push' && targetBranch === defaultBranch) {
     return eventRead(event, 'trusted', `push to the default branch ${defaultBranch}`);
   }
+  if (type === 'schedule') return eventRead(event, 'trusted', 'schedule of a lock file Switchyard already read');
   if (provider !== 'github') {
     const reason = `${type} event from the ${provider} provider, which has no contributor resolver`;
     return eventRead(event, 'trusted', reason);
   }
-  if (type === 'schedule') return eventRead(event, 'trusted', 'schedule of a lock file Switchyard already read');
   const sender = await senderTier(input);
   return eventRead(event, sender.tier, sender.reason);
 }
