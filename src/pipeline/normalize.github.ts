@@ -41,7 +41,7 @@ export function normalizePullRequest(
     baseBranch: base.ref,
     isForkPR: isFork(p, head.repo, base.repo),
   };
-  return github(p, raw, fields, { sha: head.sha, ref: `refs/pull/${p.number}/head`, baseSha: base.sha });
+  return fromHeadRepository(github(p, raw, fields, { sha: head.sha, ref: `refs/pull/${p.number}/head`, baseSha: base.sha }), head.repo);
 }
 
 export function normalizeReview(
@@ -59,7 +59,16 @@ export function normalizeReview(
   };
   const at: CommitRead = { sha: head.sha, ref: `refs/pull/${number}/head` };
   if (base) at.baseSha = base.sha;
-  return github(p, raw, fields, at);
+  return fromHeadRepository(github(p, raw, fields, at), head.repo);
+}
+
+/**
+ * TRUST-4: a fork pull request's code is cloned from the head repository, where its branch is. When
+ * that repository is gone the base one is kept (it still holds the commit under `refs/pull/<n>/head`).
+ */
+function fromHeadRepository(event: NormalizedEvent, headRepo: { clone_url?: string | null | undefined } | null | undefined): NormalizedEvent {
+  const cloneUrl = headRepo?.clone_url;
+  return event.envelope.isForkPR === true && typeof cloneUrl === 'string' && cloneUrl !== '' ? { ...event, cloneUrl } : event;
 }
 
 /** Events read at the default branch head: comment, dispatch, fork, star, watch, workflow_run. */

@@ -23,7 +23,7 @@ export const pushPayload = z.looseObject({
   deleted: z.boolean().optional(),
 });
 
-const prSide = z.looseObject({ ref: z.string().min(1), sha: z.string().min(1), repo: repositoryRef.nullish() });
+const prSide = z.looseObject({ ref: z.string().min(1), sha: z.string().min(1), repo: repositoryRef.extend({ clone_url: z.string().nullish() }).nullish() });
 
 export const pullRequestPayload = z.looseObject({
   ...common,

@@ -81,6 +81,15 @@ describe('normalizeGitHubEvent: pull requests and reviews', () => {
     assert.equal(normalized('pull_request', gh.pullRequest('reopened', { headRepo: null })).envelope.isForkPR, true);
   });
 
+  it('TRUST-4: clones a fork pull request from its head repository, or the base one when the fork is gone', () => {
+    assert.equal(normalized('pull_request', gh.pullRequest('synchronize', { headRepo: 'mallory/app' })).cloneUrl, 'https://github.com/mallory/app.git');
+    assert.equal(normalized('pull_request', gh.pullRequest('reopened', { headRepo: null })).cloneUrl, 'https://github.com/acme/app.git');
+    assert.equal(normalized('pull_request', gh.pullRequest('opened')).cloneUrl, 'https://github.com/acme/app.git', 'not a fork');
+    const review = gh.review('approved');
+    const forkReview = { ...review, pull_request: { ...review.pull_request, head: { ...review.pull_request.head, repo: gh.repository('mallory/app', 'main') } } };
+    assert.equal(normalized('pull_request_review', forkReview).cloneUrl, 'https://github.com/mallory/app.git');
+  });
+
   it('drops a pull request without a base', () => {
     assert.match(dropped('pull_request', gh.pullRequest('opened', { base: false })), /without a base/);
   });
