@@ -57,6 +57,7 @@ import { closeObjectReaders } from './lockfile/providers/git-batch.ts';
 import { createDeliveryProcessor } from './pipeline/deliveries.ts';
 import { providerFor } from './pipeline/pipeline.ts';
 import { ScheduleClock } from './pipeline/schedule-clock.ts';
+import { ContributorCache } from './pipeline/trust.ts';
 import { createIntakeMetrics } from './pipeline/metrics.ts';
 import { RunSources } from './pipeline/run-source.ts';
 import { createRunStarter } from './pipeline/start-runs.ts';
@@ -325,7 +326,7 @@ function createIntake(wiring: IntakeWiring) {
     log: log.child({ component: 'intake' }),
     pipeline: {
       ...{ repository: (name: string) => wiring.repositories.get(name), genericSourceRepository: (source: string) => genericSourceRepository(db, source) },
-      ...{ cache, startRuns, log, onLockFile: metrics.lockFile, githubApiUrl: config.githubApiUrl, onPush: (repository: string) => schedules.forget(repository) },
+      ...{ cache, startRuns, log, onLockFile: metrics.lockFile, githubApiUrl: config.githubApiUrl, onPush: (repository: string) => schedules.forget(repository), contributors: new ContributorCache() },
     },
     onProcessed: metrics.processed,
   });

@@ -19,8 +19,8 @@ import { isDropped } from './normalized-event.ts';
 import type { NormalizedEvent } from './normalized-event.ts';
 import type { SourceBase } from './run-source.ts';
 import type { RunStarter } from './start-runs.ts';
-import { resolveTrust } from './trust.ts';
-import type { TrustOutcome } from './trust.ts';
+import { createGitHubContributorResolver, resolveTrust } from './trust.ts';
+import type { ContributorCache, ContributorMismatch, ContributorResolver, TrustOutcome } from './trust.ts';
 
 export interface PipelineDeps {
   repository: (name: string) => Promise<RepositoryRegistration | null>;
@@ -33,6 +33,8 @@ export interface PipelineDeps {
   onLockFile?: (outcome: string) => void;
   /** GitHub REST API base (`SWITCHYARD_GITHUB_API_URL`). @default 'https://api.github.com' */
   githubApiUrl?: string;
+  /** Permissions of GitHub senders already read (TRUST-5); absent, each delivery reads them again. */
+  contributors?: ContributorCache;
   /** A push to this repository was processed: its default branch may have moved (the schedule clock reads it again). */
   onPush?: (repository: string) => void;
 }
@@ -52,6 +54,18 @@ export function providerFor(repo: RepositoryRegistration, githubApiUrl: string |
 function changesFor(repo: RepositoryRegistration, githubApiUrl: string | undefined): ChangedFilesSource {
   if (repo.provider === 'local') return createLocalChanges(repo.path ?? '');
   return createGitHubChanges({ repository: repo.name, token: repo.token ?? '', ...(githubApiUrl !== undefined && { apiUrl: githubApiUrl }) });
+}
+
+/**
+ * TRUST-2: a GitHub repository's senders are looked up with its token, so a collaborator's pull
+ * request reads its own lock file and its pushes to other branches are `trusted`; the permissions
+ * are kept in the pipeline's contributor cache (TRUST-5).
+ */
+function contributorsOf(deps: PipelineDeps, repo: RepositoryRegistration): { resolver?: ContributorResolver; cache?: ContributorCache } {
+  if (repo.provider !== 'github' || !repo.token) return {};
+  const onMismatch = (mismatch: ContributorMismatch) => deps.log.warn(mismatch, 'a sender login names another GitHub user; the sender is not trusted');
+  const resolver = createGitHubContributorResolver({ token: repo.token, onMismatch, ...(deps.githubApiUrl !== undefined && { apiUrl: deps.githubApiUrl }) });
+  return { resolver, ...(deps.contributors && { cache: deps.contributors }) };
 }
 
 /** The generic envelope wrapped like a GitHub one: the lock is read at the default branch head. */
@@ -86,6 +100,7 @@ export async function runPipeline(deps: PipelineDeps, delivery: Delivery): Promi
     event,
     provider: delivery.source === 'github' && repo.provider === 'github' ? 'github' : delivery.source === 'github' ? 'local' : 'generic',
     defaultBranch: repo.defaultBranch ?? 'main',
+    ...contributorsOf(deps, repo),
   });
   const lock = await resolveLockFile({ candidates: [{ provider, cloneUrl: repo.cloneUrl }], sha: trust.lockSha, cache: deps.cache });
   deps.onLockFile?.(lock.kind);
