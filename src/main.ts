@@ -313,7 +313,7 @@ function createIntake(wiring: IntakeWiring) {
   const { db, config, now, log } = wiring;
   const cache = new LockFileCache({ now });
   const metrics = createIntakeMetrics(wiring.registry, { cache, deadDeliveries: () => countDeadDeliveries(db) });
-  const sandbox = new IsolatedVmSandbox({ timeoutMs: 100, memoryLimitMb: 32 });
+  const sandbox = new IsolatedVmSandbox({ timeoutMs: config.inlineEvalTimeoutMs, memoryLimitMb: 32 });
   const startRuns = createRunStarter({
     ...{ db, createRun: wiring.createRun, sandbox, timeouts: jobTimeoutsOf(config), maxAttempts: config.maxDispatchAttempts, now },
     log: log.child({ component: 'pipeline' }),

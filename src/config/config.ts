@@ -73,6 +73,8 @@ export interface CompiledConfig {
   readonly queueTimeoutMs: number;
   /** Dispatch attempts per job before it fails (`SWITCHYARD_MAX_DISPATCH_ATTEMPTS`). @default 5 */
   readonly maxDispatchAttempts: number;
+  /** How long one inline expression may run in the sandbox (`SWITCHYARD_INLINE_EVAL_TIMEOUT_MS`, EVAL-2). @default 100 */
+  readonly inlineEvalTimeoutMs: number;
   /** Agent authentication (`SWITCHYARD_AGENT_AUTH`): `token`, or `none` for loopback-only setups. @default 'token' */
   readonly agentAuth: 'token' | 'none';
   /** pino log level (`LOG_LEVEL`). @default 'info' */
@@ -158,6 +160,7 @@ function compile(raw: RawEnv): Omit<CompiledConfig, 'scaler'> {
     recoveryWindowMs: raw.SWITCHYARD_RECOVERY_WINDOW_MS ?? 120_000,
     queueTimeoutMs: raw.SWITCHYARD_QUEUE_TIMEOUT_MS ?? 3_600_000,
     maxDispatchAttempts: raw.SWITCHYARD_MAX_DISPATCH_ATTEMPTS ?? 5,
+    inlineEvalTimeoutMs: raw.SWITCHYARD_INLINE_EVAL_TIMEOUT_MS ?? 100,
     logLevel: raw.LOG_LEVEL ?? 'info',
     logFormat: raw.LOG_FORMAT ?? 'auto',
     agentAuth: raw.SWITCHYARD_AGENT_AUTH ?? 'token',

@@ -74,6 +74,7 @@ export const envSchema = z.object({
   SWITCHYARD_RECOVERY_WINDOW_MS: integer(0),
   SWITCHYARD_QUEUE_TIMEOUT_MS: integer(0),
   SWITCHYARD_MAX_DISPATCH_ATTEMPTS: integer(1, 100),
+  SWITCHYARD_INLINE_EVAL_TIMEOUT_MS: integer(1, 60_000),
   LOG_LEVEL: optional(z.enum(LOG_LEVELS, { message: `must be one of ${LOG_LEVELS.join(', ')}` })),
   LOG_FORMAT: optional(z.enum(LOG_FORMATS, { message: `must be one of ${LOG_FORMATS.join(', ')}` })),
   SWITCHYARD_AGENT_AUTH: optional(z.enum(['token', 'none'], { message: 'must be token or none' })),

@@ -14,6 +14,7 @@ import { ABSENT_COMMIT_ATTEMPTS, PermanentDeliveryError, TransientDeliveryError 
 import { isObjectId } from '../lockfile/providers/types.ts';
 import { withChangedFiles } from './changed-files.ts';
 import { SCHEDULE_SOURCE, normalizeScheduleEvent } from './schedule-event.ts';
+import { unmatchedTriggerTypes } from './triggers.ts';
 import { normalizeGenericEvent, normalizeGitHubEvent } from './normalize.ts';
 import { isDropped } from './normalized-event.ts';
 import type { NormalizedEvent } from './normalized-event.ts';
@@ -127,7 +128,13 @@ function assertCommitIds(event: NormalizedEvent): void {
   }
 }
 
+/** Lock files whose never-matching trigger types were logged; the cache hands out one object per lock file. */
+const loggedUnmatched = new WeakSet<LockFile>();
+
 async function startMatched(deps: PipelineDeps, delivery: Delivery, lock: LockFile, source: SourceBase): Promise<PipelineResult> {
+  const unmatched = loggedUnmatched.has(lock) ? [] : unmatchedTriggerTypes(lock.workflows);
+  loggedUnmatched.add(lock);
+  if (unmatched.length > 0) deps.log.info({ repository: source.repository, sha: source.sha, types: unmatched }, 'the lock file has trigger types Switchyard never matches');
   const results = await deps.startRuns.matched(delivery, lock, source);
   const runIds = results.flatMap((r) => (r.runId ? [r.runId] : []));
   return { status: 'processed', outcome: { matched: results.length, runIds, workflows: results.map((r) => r.workflow) } };

@@ -34,6 +34,7 @@ describe('loadConfig', () => {
     assert.equal(config.recoveryWindowMs, 120000);
     assert.equal(config.queueTimeoutMs, 3600000);
     assert.equal(config.maxDispatchAttempts, 5);
+    assert.equal(config.inlineEvalTimeoutMs, 100);
     assert.equal(config.logLevel, 'info');
   });
 
@@ -71,6 +72,7 @@ describe('loadConfig', () => {
       SWITCHYARD_RECOVERY_WINDOW_MS: '3000',
       SWITCHYARD_QUEUE_TIMEOUT_MS: '0',
       SWITCHYARD_MAX_DISPATCH_ATTEMPTS: '3',
+      SWITCHYARD_INLINE_EVAL_TIMEOUT_MS: '250',
       LOG_LEVEL: 'debug',
       LOG_FORMAT: 'json',
       SWITCHYARD_EMBEDDED_PG_PORT: '5433',
@@ -105,6 +107,7 @@ describe('loadConfig', () => {
       recoveryWindowMs: 3000,
       queueTimeoutMs: 0,
       maxDispatchAttempts: 3,
+      inlineEvalTimeoutMs: 250,
       logLevel: 'debug',
       logFormat: 'json',
       agentAuth: 'token',
@@ -158,6 +161,7 @@ describe('loadConfig', () => {
     ['SWITCHYARD_STALE_MULTIPLIER', '0.5'],
     ['SWITCHYARD_QUEUE_TIMEOUT_MS', '1h'],
     ['SWITCHYARD_MAX_DISPATCH_ATTEMPTS', '0'],
+    ['SWITCHYARD_INLINE_EVAL_TIMEOUT_MS', '0'],
     ['LOG_LEVEL', 'verbose'],
   ];
   for (const [key, value] of invalid) {
