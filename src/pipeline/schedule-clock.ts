@@ -30,6 +30,9 @@ const MAX_CATCH_UP_MINUTES = 5;
  */
 const REFRESH_MS: Record<RepositoryRegistration['provider'], number> = { local: MINUTE_MS, github: 5 * MINUTE_MS };
 
+/** Repositories whose default branch is read at once. */
+const READ_CONCURRENCY = 8;
+
 interface IndexedRepository {
   sha: string;
   branch: string;
@@ -82,13 +85,20 @@ export class ScheduleClock {
     const previous = this.#lastMinute ?? current - MINUTE_MS;
     const minutes: number[] = [];
     for (let minute = Math.max(previous + MINUTE_MS, current - (MAX_CATCH_UP_MINUTES - 1) * MINUTE_MS); minute <= current; minute += MINUTE_MS) minutes.push(minute);
+    const repositories = await this.deps.repositories();
+    const registered = new Set(repositories.map((repo) => repo.name));
+    for (const name of this.#index.keys()) if (!registered.has(name)) this.#index.delete(name);
     const due: ScheduleBody[] = [];
-    for (const repo of await this.deps.repositories()) {
-      const indexed = await this.#schedules(repo, now);
-      if (indexed === null) continue;
-      for (const schedule of indexed.schedules) {
-        for (const minute of minutes) {
-          if (firesInMinute(schedule, minute)) due.push({ repository: repo.name, branch: indexed.branch, ...schedule, scheduledAt: new Date(minute).toISOString() });
+    // A few repositories at a time: a slow GitHub answer does not hold up every other repository.
+    for (let start = 0; start < repositories.length; start += READ_CONCURRENCY) {
+      const chunk = repositories.slice(start, start + READ_CONCURRENCY);
+      const reads = await Promise.all(chunk.map(async (repo) => ({ repository: repo.name, read: await this.#schedules(repo, now) })));
+      for (const { repository, read } of reads) {
+        for (const schedule of read?.schedules ?? []) {
+          for (const minute of minutes) {
+            if (!firesInMinute(schedule, minute) || read === null) continue;
+            due.push({ repository, branch: read.branch, ...schedule, scheduledAt: new Date(minute).toISOString() });
+          }
         }
       }
     }

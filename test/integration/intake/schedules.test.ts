@@ -4,7 +4,7 @@ import type { Kysely } from 'kysely';
 import { pino } from 'pino';
 import { DEFAULT_JOB_TIMEOUTS } from '../../../machines/types.ts';
 import { claimDueDeliveries, deliveryRecorder, type DeliveryKey } from '../../../src/db/deliveries.ts';
-import { getRepository, listRepositories, upsertRepository } from '../../../src/db/repositories.ts';
+import { deleteRepository, getRepository, listRepositories, upsertRepository } from '../../../src/db/repositories.ts';
 import type { Schema } from '../../../src/db/schema.ts';
 import { LockFileCache } from '../../../src/lockfile/cache.ts';
 import { createDeliveryProcessor } from '../../../src/pipeline/deliveries.ts';
@@ -78,7 +78,7 @@ await describeEachKind('schedule triggers fire from the default branch head', (k
       }
     }));
 
-  it('minutes a stalled process missed fire late (up to five); a new lock on the default branch is read again', () =>
+  it('minutes a stalled process missed fire late (up to five); a new lock on the default branch is read again; a removed repository fires nothing', () =>
     withTestDatabase(kind, async ({ db }) => {
       const repo = await createLockRepo();
       repo.commit({ '.kici/kici.lock.json': LOCK });
@@ -92,5 +92,7 @@ await describeEachKind('schedule triggers fire from the default branch head', (k
       clock.forget('acme/app');
       const after = await clock.tick(at('2026-12-05T08:10:02Z'));
       assert.deepEqual(after.map((k) => k.deliveryId), ['acme/app|*/10 * * * *|UTC|2026-12-05T08:10:00.000Z']);
+      await deleteRepository(db, 'acme/app');
+      assert.deepEqual(await clock.tick(at('2026-12-05T08:20:02Z')), [], 'a repository no longer registered fires nothing');
     }));
 });
