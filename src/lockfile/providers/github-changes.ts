@@ -1,9 +1,8 @@
-import { createGitHubGet, parseJson, repositoryApiPath, statusDetail } from './github-http.ts';
+import { createGitHubGet, getJson, repositoryApiPath } from './github-http.ts';
 import type { GitHubClientOptions, GitHubGet } from './github-http.ts';
 import { isObjectId } from './types.ts';
 import type { ChangedFilesOutcome, ChangedFilesSource } from './types.ts';
 
-const JSON_MEDIA = 'application/vnd.github+json';
 /** A compare answer carries every file's patch and up to 250 commits: it can be large. */
 const COMPARE_BYTES = 64 * 1024 * 1024;
 const PAGE_BYTES = 16 * 1024 * 1024;
@@ -59,11 +58,4 @@ function fileNames(path: string, files: unknown): ChangedFilesOutcome {
     if (typeof previous === 'string' && previous !== '') names.add(previous);
   }
   return { files: [...names] };
-}
-
-async function getJson(get: GitHubGet, path: string, maxBytes: number): Promise<{ value: unknown } | { transient: string }> {
-  const result = await get(path, { accept: JSON_MEDIA, maxBytes });
-  if (!result.ok) return { transient: result.detail };
-  if (result.response.status !== 200 || result.response.truncated) return { transient: statusDetail(path, result.response) };
-  return { value: parseJson(result.response.body) };
 }

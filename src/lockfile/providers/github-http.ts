@@ -83,6 +83,14 @@ function describe(error: Error): string {
   return cause instanceof Error ? `${error.message} (${cause.message})` : error.message;
 }
 
+/** A JSON answer of 200, or why there is none (an error status, a body over `maxBytes`, no answer). */
+export async function getJson(get: GitHubGet, path: string, maxBytes: number): Promise<{ value: unknown } | { transient: string }> {
+  const result = await get(path, { accept: 'application/vnd.github+json', maxBytes });
+  if (!result.ok) return { transient: result.detail };
+  if (result.response.status !== 200 || result.response.truncated) return { transient: statusDetail(path, result.response) };
+  return { value: parseJson(result.response.body) };
+}
+
 /** GitHub's `{message}` from an error body, for the detail of a transient outcome. */
 export function statusDetail(path: string, response: GitHubResponse): string {
   const message = githubMessage(response);

@@ -1,5 +1,5 @@
 import { MAX_LOCK_FILE_BYTES } from '../parse.ts';
-import { createGitHubGet, encodePath, parseJson, repositoryApiPath, statusDetail, githubMessage } from './github-http.ts';
+import { createGitHubGet, encodePath, getJson, parseJson, repositoryApiPath, statusDetail, githubMessage } from './github-http.ts';
 import type { GitHubClientOptions, GitHubGet, GitHubResponse } from './github-http.ts';
 import { outcomeOf, oversizeOutcome } from './outcome.ts';
 import { LOCK_FILE_PATH, isCommitSha } from './types.ts';
@@ -11,7 +11,6 @@ export interface GitHubProviderOptions extends GitHubClientOptions {
 }
 
 const RAW = 'application/vnd.github.raw+json';
-const JSON_MEDIA = 'application/vnd.github+json';
 /** Small JSON answers (repository, commit, errors). */
 const METADATA_BYTES = 1024 * 1024;
 
@@ -72,26 +71,18 @@ function fileContents(response: GitHubResponse): LockFetchOutcome | null {
 }
 
 async function defaultBranchHead(get: GitHubGet, base: string): Promise<DefaultBranchHead> {
-  const repository = await getJson(get, base);
+  const repository = await getJson(get, base, METADATA_BYTES);
   if ('transient' in repository) return repository;
   const branch = stringField(repository.value, 'default_branch');
   if (branch === null) return { transient: `GET ${base} has no default_branch` };
   const commitPath = `${base}/commits/${encodePath(branch)}`;
-  const commit = await getJson(get, commitPath);
+  const commit = await getJson(get, commitPath, METADATA_BYTES);
   if ('transient' in commit) return commit;
   const sha = stringField(commit.value, 'sha');
   if (sha === null || !isCommitSha(sha)) return { transient: `GET ${commitPath} has no commit sha` };
   return { sha, branch };
 }
 
-async function getJson(get: GitHubGet, path: string): Promise<{ value: unknown } | { transient: string }> {
-  const result = await get(path, { accept: JSON_MEDIA, maxBytes: METADATA_BYTES });
-  if (!result.ok) return { transient: result.detail };
-  if (result.response.status !== 200 || result.response.truncated) {
-    return { transient: statusDetail(path, result.response) };
-  }
-  return { value: parseJson(result.response.body) };
-}
 
 function stringField(value: unknown, key: string): string | null {
   if (typeof value !== 'object' || value === null || !(key in value)) return null;
