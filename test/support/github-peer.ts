@@ -1,6 +1,7 @@
 import { createServer } from 'node:http';
 import type { IncomingHttpHeaders, Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { after, before, beforeEach } from 'node:test';
 
 /** What the emulated GitHub answers on one path (with its query). */
 export interface Answer {
@@ -38,5 +39,22 @@ export class GitHubPeer {
   async stop(): Promise<void> {
     this.#server?.closeAllConnections();
     await new Promise<void>((resolve) => this.#server?.close(() => resolve()));
+  }
+
+  /**
+   * For the enclosing suite: started before it, stopped after it, its answers and requests cleared
+   * before each test. Returns the peer's base URL once started.
+   */
+  forSuite(): () => string {
+    let url = '';
+    before(async () => {
+      url = await this.start();
+    });
+    after(() => this.stop());
+    beforeEach(() => {
+      this.answers.clear();
+      this.requests.length = 0;
+    });
+    return () => url;
   }
 }

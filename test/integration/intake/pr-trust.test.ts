@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { after, before, beforeEach, describe, it } from 'node:test';
+import { beforeEach, describe, it } from 'node:test';
 import type { LockFile } from '../../../machines/lock.types.ts';
 import type { Delivery } from '../../../src/db/deliveries.ts';
 import type { RepositoryRegistration } from '../../../src/db/repositories.ts';
@@ -22,7 +22,6 @@ const prWorkflow = (name: string) => ({ ...pushWorkflow(name, []), triggers: [{ 
 /** TRUST-2/4 through the pipeline: a GitHub repository's pull request senders are looked up with its token. */
 describe('pull request trust on a GitHub repository (a local GitHub peer)', () => {
   const peer = new GitHubPeer();
-  let repo: RepositoryRegistration;
   let started: { workflows: string[]; source: SourceBase }[] = [];
   const startRuns: RunStarter = {
     matched: (_delivery, lock: LockFile, source) => {
@@ -31,22 +30,16 @@ describe('pull request trust on a GitHub repository (a local GitHub peer)', () =
     },
     corrupt: () => Promise.resolve([]),
   };
-  let githubApiUrl = '';
+  const githubApiUrl = peer.forSuite();
   const contributors = new ContributorCache();
   const deliver = (deliveryId: string) => {
     const delivery: Delivery = { source: 'github', deliveryId, eventName: 'pull_request', headers: {}, body: Buffer.from(JSON.stringify(gh.pullRequest('synchronize'))), receivedAt: 0, status: 'processing', attempts: 0 };
-    const deps = { repository: () => Promise.resolve(repo), genericSourceRepository: () => Promise.resolve(null), cache: new LockFileCache(), startRuns, log: testLog, githubApiUrl, contributors };
+    const deps = { repository: () => Promise.resolve(repo), genericSourceRepository: () => Promise.resolve(null), cache: new LockFileCache(), startRuns, log: testLog, githubApiUrl: githubApiUrl(), contributors };
     return runPipeline(deps, delivery);
   };
 
-  before(async () => {
-    githubApiUrl = await peer.start();
-    repo = { name: 'acme/app', provider: 'github', path: null, cloneUrl: null, defaultBranch: 'main', token: 'ghp_registered' };
-  });
-  after(() => peer.stop());
+  const repo: RepositoryRegistration = { name: 'acme/app', provider: 'github', path: null, cloneUrl: null, defaultBranch: 'main', token: 'ghp_registered' };
   beforeEach(() => {
-    peer.answers.clear();
-    peer.requests.length = 0;
     contributors.clear();
     started = [];
     peer.answers.set(contents(HEAD), { status: 200, body: lockFileWith([prWorkflow('from-head')]), contentType: 'application/vnd.github.raw' });

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { after, before, beforeEach, describe, it } from 'node:test';
+import { after, before, describe, it } from 'node:test';
 import type { LockTrigger, LockWorkflow } from '../../../machines/lock.types.ts';
 import { createGitHubChanges } from '../../../src/lockfile/providers/github-changes.ts';
 import { createLocalChanges } from '../../../src/lockfile/providers/local-changes.ts';
@@ -136,18 +136,9 @@ describe('changed files from a git repository on disk', () => {
 
 describe('changed files from the GitHub REST API (a local peer)', () => {
   const peer = new GitHubPeer();
-  let apiUrl = '';
-  const changes = () => createGitHubChanges({ repository: 'acme/app', token: 'ghs_token', apiUrl, timeoutMs: 300 });
+  const apiUrl = peer.forSuite();
+  const changes = () => createGitHubChanges({ repository: 'acme/app', token: 'ghs_token', apiUrl: apiUrl(), timeoutMs: 300 });
   const json = (body: unknown) => ({ status: 200, body: JSON.stringify(body) });
-
-  before(async () => {
-    apiUrl = await peer.start();
-  });
-  after(() => peer.stop());
-  beforeEach(() => {
-    peer.answers.clear();
-    peer.requests.length = 0;
-  });
 
   it('compares base...head with the token, a rename under both names', async () => {
     peer.answers.set(`/repos/acme/app/compare/${A}...${B}`, json({ commits: [], files: [{ filename: 'src/b.ts', status: 'renamed', previous_filename: 'src/a.ts' }, { filename: 'README.md', status: 'modified' }] }));

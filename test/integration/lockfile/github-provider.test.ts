@@ -1,4 +1,4 @@
-import { after, before, beforeEach, describe, it } from 'node:test';
+import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -22,18 +22,9 @@ const message = (status: number, text: string): Answer => ({ status, body: JSON.
 
 describe('createGitHubProvider against a local GitHub peer', () => {
   const peer = new GitHubPeer();
-  let apiUrl = '';
+  const apiUrl = peer.forSuite();
   const provider = (options: Partial<GitHubProviderOptions> = {}) =>
-    createGitHubProvider({ repository: 'acme/app', token: 'ghs_installation', apiUrl, timeoutMs: 300, ...options });
-
-  before(async () => {
-    apiUrl = await peer.start();
-  });
-  after(() => peer.stop());
-  beforeEach(() => {
-    peer.answers.clear();
-    peer.requests.length = 0;
-  });
+    createGitHubProvider({ repository: 'acme/app', token: 'ghs_installation', apiUrl: apiUrl(), timeoutMs: 300, ...options });
 
   it('reads the raw file at ?ref=<sha> with the installation token and the raw media type', async () => {
     peer.answers.set(`${CONTENTS}?ref=${SHA}`, raw(specExampleText()));
@@ -140,7 +131,7 @@ describe('createGitHubProvider against a local GitHub peer', () => {
     const outcome = await provider().fetch({ sha: '../../../user' });
     assert.ok(outcome.kind === 'invalid');
     assert.match(outcome.detail, /is not a commit id/);
-    const badRepo = createGitHubProvider({ repository: 'acme/../x', token: 't', apiUrl });
+    const badRepo = createGitHubProvider({ repository: 'acme/../x', token: 't', apiUrl: apiUrl() });
     assert.equal((await badRepo.fetch({ sha: SHA })).kind, 'invalid');
     assert.ok('transient' in (await badRepo.defaultBranchHead()));
     assert.equal(peer.requests.length, 0);
