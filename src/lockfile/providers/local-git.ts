@@ -2,7 +2,8 @@ import { execFile } from 'node:child_process';
 import { realpath, stat } from 'node:fs/promises';
 import { isAbsolute, normalize } from 'node:path';
 
-export type GitResult = { ok: true; stdout: Buffer } | { ok: false; detail: string };
+/** `exitCode`: git's exit status, when it ran and failed (absent when it did not start or was killed). */
+export type GitResult = { ok: true; stdout: Buffer } | { ok: false; detail: string; exitCode?: number };
 export type Git = (args: string[], maxBuffer?: number) => Promise<GitResult>;
 
 /**
@@ -18,7 +19,10 @@ export function gitIn(path: string): Git {
       env ??= gitEnvironment();
       execFile('git', ['-C', path, ...args], { encoding: 'buffer', maxBuffer, env }, (error, stdout, stderr) => {
         if (error === null) resolve({ ok: true, stdout });
-        else resolve({ ok: false, detail: stderr.toString('utf8').trim() || error.message });
+        else {
+          const detail = stderr.toString('utf8').trim() || error.message;
+          resolve(typeof error.code === 'number' ? { ok: false, detail, exitCode: error.code } : { ok: false, detail });
+        }
       });
     });
 }

@@ -83,6 +83,15 @@ describe('changed files from a git repository on disk', () => {
     assert.deepEqual(await changes.between({ base: sha['root'] ?? '', head: sha['renamed'] ?? '' }), { files: ['src/a.ts', 'src/b.ts'] });
   });
 
+  it('two histories with no commit in common (an orphan branch) differ by every file of their trees', async () => {
+    git(repo.path, 'checkout', '-q', '--orphan', 'lonely');
+    git(repo.path, 'rm', '-rq', '--cached', '.');
+    git(repo.path, 'clean', '-fdq');
+    const lonely = repo.commit({ 'site/index.html': '<p>' }, 'orphan');
+    git(repo.path, 'checkout', '-q', '-f', 'main');
+    assert.deepEqual(await createLocalChanges(repo.path).between({ base: sha['main'] ?? '', head: lonely }), { files: ['README.md', 'site/index.html', 'src/a.ts'] });
+  });
+
   it('an unknown commit, a range that is not of commit ids or a missing repository is transient', async () => {
     const changes = createLocalChanges(repo.path);
     const unknown = await changes.between({ base: A, head: sha['main'] ?? '' });
