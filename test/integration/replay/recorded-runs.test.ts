@@ -50,7 +50,9 @@ async function recordTakeover(db: Kysely<Schema>): Promise<RunDriver> {
   await run.runtime.stop();
   run.runtime = await startTestRuntime(db, 'coord-b');
   await eventually(() => run.runtime.supervisor.owns(run.runId), 5000, 'coord-b to adopt the run');
-  await run.send({ type: 'agent.disconnected', agentId: owner.agentId, jobKey: 'build' });
+  // coord-b tells the restored run that agent-7 is connected nowhere (run.restored): its job waits for
+  // a reclaim. Sent by hand too, that disconnect raced the restore's, which could come after the
+  // reclaim and undo it (seen once on a slow CI machine).
   await run.until('build', { recovering: 'afterStart' });
   await run.send({ type: 'agent.job.reclaim', ...owner });
   await run.until('build', { assigned: { running: 'started' } });
