@@ -12,54 +12,64 @@ import { DATABASE_KINDS, skipReason, withTestDatabase } from '../../support/data
 import { eventually, startTestRuntime, waitingWorkflow } from '../../support/runtime.ts';
 import { RunDriver, attempt } from './drive.ts';
 
+/** Runs the script on the run, then stops the runtime it ends on, whether or not the script passed (a failure never hangs the file). */
+async function stoppedAfter(run: RunDriver, script: () => Promise<void>): Promise<RunDriver> {
+  try {
+    await script();
+    return run;
+  } finally {
+    await run.runtime.stop();
+  }
+}
+
 /** build: ack timeout → requeue → success on another agent; test: static agent lost → recovering → reclaim → success. */
 async function recordRequeueAndRecovery(db: Kysely<Schema>): Promise<RunDriver> {
   const run = new RunDriver(db, await startTestRuntime(db, 'coord-a'));
-  await run.create(waitingWorkflow('wf', { jobs: ['build', 'test'] }));
-  await run.until('build', { waiting: 'agent' });
-  await run.grant(attempt('build', 'agent-1'));
-  await run.fire('build', 'ack');
-  await run.until('build', { waiting: 'agent' }, 'build requeued and waiting for an agent again');
-  const second = attempt('build', 'agent-2');
-  await run.grant(second);
-  await eventually(() => run.frames.some((frame) => frame.agentId === 'agent-2' && frame.type === 'job.dispatch'), 5000, 'the dispatch sent to agent-2');
-  await run.start(second);
-  await run.send({ type: 'agent.job.status', state: 'success', ...second });
-  await run.until('test', { waiting: 'agent' });
-  const tester = attempt('test', 'agent-1');
-  await run.grant(tester);
-  await run.start(tester);
-  await run.send({ type: 'agent.disconnected', agentId: tester.agentId, jobKey: 'test' });
-  await run.until('test', { recovering: 'afterStart' });
-  await run.send({ type: 'agent.job.reclaim', ...tester });
-  await run.until('test', { assigned: { running: 'started' } });
-  await run.send({ type: 'agent.job.status', state: 'success', ...tester });
-  assert.equal(await run.finalStatus(), 'success');
-  await run.runtime.stop();
-  return run;
+  return stoppedAfter(run, async () => {
+    await run.create(waitingWorkflow('wf', { jobs: ['build', 'test'] }));
+    await run.until('build', { waiting: 'agent' });
+    await run.grant(attempt('build', 'agent-1'));
+    await run.fire('build', 'ack');
+    await run.until('build', { waiting: 'agent' }, 'build requeued and waiting for an agent again');
+    const second = attempt('build', 'agent-2');
+    await run.grant(second);
+    await eventually(() => run.frames.some((frame) => frame.agentId === 'agent-2' && frame.type === 'job.dispatch'), 5000, 'the dispatch sent to agent-2');
+    await run.start(second);
+    await run.send({ type: 'agent.job.status', state: 'success', ...second });
+    await run.until('test', { waiting: 'agent' });
+    const tester = attempt('test', 'agent-1');
+    await run.grant(tester);
+    await run.start(tester);
+    await run.send({ type: 'agent.disconnected', agentId: tester.agentId, jobKey: 'test' });
+    await run.until('test', { recovering: 'afterStart' });
+    await run.send({ type: 'agent.job.reclaim', ...tester });
+    await run.until('test', { assigned: { running: 'started' } });
+    await run.send({ type: 'agent.job.status', state: 'success', ...tester });
+    assert.equal(await run.finalStatus(), 'success');
+  });
 }
 
 /** A run started on coord-a, adopted by coord-b after coord-a stopped, recovered and finished there. */
 async function recordTakeover(db: Kysely<Schema>): Promise<RunDriver> {
   const run = new RunDriver(db, await startTestRuntime(db, 'coord-a'));
-  await run.create(waitingWorkflow('wf'));
-  await run.until('build', { waiting: 'agent' });
-  const owner = attempt('build', 'agent-7');
-  await run.grant(owner);
-  await run.start(owner);
-  await run.runtime.stop();
-  run.runtime = await startTestRuntime(db, 'coord-b');
-  await eventually(() => run.runtime.supervisor.owns(run.runId), 5000, 'coord-b to adopt the run');
-  // coord-b tells the restored run that agent-7 is connected nowhere (run.restored): its job waits for
-  // a reclaim. Sent by hand too, that disconnect raced the restore's, which could come after the
-  // reclaim and undo it (seen once on a slow CI machine).
-  await run.until('build', { recovering: 'afterStart' });
-  await run.send({ type: 'agent.job.reclaim', ...owner });
-  await run.until('build', { assigned: { running: 'started' } });
-  await run.send({ type: 'agent.job.status', state: 'success', ...owner });
-  assert.equal(await run.finalStatus(), 'success');
-  await run.runtime.stop();
-  return run;
+  return stoppedAfter(run, async () => {
+    await run.create(waitingWorkflow('wf'));
+    await run.until('build', { waiting: 'agent' });
+    const owner = attempt('build', 'agent-7');
+    await run.grant(owner);
+    await run.start(owner);
+    await run.runtime.stop();
+    run.runtime = await startTestRuntime(db, 'coord-b');
+    await eventually(() => run.runtime.supervisor.owns(run.runId), 5000, 'coord-b to adopt the run');
+    // coord-b tells the restored run that agent-7 is connected nowhere (run.restored): its job waits for
+    // a reclaim. Sent by hand too, that disconnect raced the restore's, which could come after the
+    // reclaim and undo it (seen once on a slow CI machine).
+    await run.until('build', { recovering: 'afterStart' });
+    await run.send({ type: 'agent.job.reclaim', ...owner });
+    await run.until('build', { assigned: { running: 'started' } });
+    await run.send({ type: 'agent.job.status', state: 'success', ...owner });
+    assert.equal(await run.finalStatus(), 'success');
+  });
 }
 
 function assertExact(report: ReplayReport, journalLength: number): void {
