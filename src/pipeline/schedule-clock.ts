@@ -1,4 +1,5 @@
 import type { Logger } from 'pino';
+import { forEachConcurrently } from '../../lib/concurrently.ts';
 import type { DeliveryKey, NewDelivery } from '../db/deliveries.ts';
 import type { RepositoryRegistration } from '../db/repositories.ts';
 import type { LockFileCache } from '../lockfile/cache.ts';
@@ -90,18 +91,14 @@ export class ScheduleClock {
     for (const name of this.#index.keys()) if (!registered.has(name)) this.#index.delete(name);
     const due: ScheduleBody[] = [];
     // A few repositories at a time: a slow GitHub answer does not hold up every other repository.
-    for (let start = 0; start < repositories.length; start += READ_CONCURRENCY) {
-      const chunk = repositories.slice(start, start + READ_CONCURRENCY);
-      const reads = await Promise.all(chunk.map(async (repo) => ({ repository: repo.name, read: await this.#schedules(repo, now) })));
-      for (const { repository, read } of reads) {
-        for (const schedule of read?.schedules ?? []) {
-          for (const minute of minutes) {
-            if (!firesInMinute(schedule, minute) || read === null) continue;
-            due.push({ repository, branch: read.branch, ...schedule, scheduledAt: new Date(minute).toISOString() });
-          }
-        }
+    await forEachConcurrently(repositories, READ_CONCURRENCY, async (repo) => {
+      const read = await this.#schedules(repo, now);
+      if (read === null) return;
+      for (const schedule of read.schedules) {
+        const fired = minutes.filter((minute) => firesInMinute(schedule, minute));
+        for (const minute of fired) due.push({ repository: repo.name, branch: read.branch, ...schedule, scheduledAt: new Date(minute).toISOString() });
       }
-    }
+    });
     const fresh = await Promise.all(due.map((body) => this.#record(body, now)));
     this.#lastMinute = current;
     return fresh.filter((key): key is DeliveryKey => key !== null);
