@@ -5,7 +5,7 @@ import type { RepositoryRegistration } from '../db/repositories.ts';
 import type { LockFileCache } from '../lockfile/cache.ts';
 import type { LockFileProvider } from '../lockfile/providers/types.ts';
 import { resolveLockFile } from '../lockfile/resolve.ts';
-import { SCHEDULE_SOURCE, firesInMinute, scheduleProblem, schedulesOf } from './schedule-event.ts';
+import { MINUTE_MS, SCHEDULE_SOURCE, firesInMinute, scheduleProblem, schedulesOf } from './schedule-event.ts';
 import type { Schedule, ScheduleBody } from './schedule-event.ts';
 
 export interface ScheduleClockDeps {
@@ -19,7 +19,6 @@ export interface ScheduleClockDeps {
   log: Logger;
 }
 
-const MINUTE_MS = 60_000;
 /** Ticks run this long after a minute starts, so a clock a little behind still sees the new minute. */
 const TICK_OFFSET_MS = 1_000;
 /** Minutes a stalled process missed are fired late, up to this many; a coordinator down longer skips them. */

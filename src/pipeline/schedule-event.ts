@@ -1,5 +1,6 @@
 import { CronExpressionParser } from 'cron-parser';
 import { z } from 'zod';
+import { coerceError } from '../../lib/errors.ts';
 import type { LockWorkflow } from '../../machines/lock.types.ts';
 import type { Dropped, NormalizedEvent } from './normalized-event.ts';
 
@@ -51,7 +52,7 @@ export function schedulesOf(workflows: readonly LockWorkflow[]): Schedule[] {
   return [...schedules.values()];
 }
 
-const MINUTE_MS = 60_000;
+export const MINUTE_MS = 60_000;
 
 /**
  * Why a schedule can never fire: five fields (minute hour day month weekday), six with seconds
@@ -71,7 +72,7 @@ export function scheduleProblem({ cronExpression, timezone }: Schedule): string 
     CronExpressionParser.parse(cronExpression, { tz: timezone });
     return null;
   } catch (thrown) {
-    return `cron expression ${JSON.stringify(cronExpression)}: ${thrown instanceof Error ? thrown.message : String(thrown)}`;
+    return `cron expression ${JSON.stringify(cronExpression)}: ${coerceError(thrown).message}`;
   }
 }
 
