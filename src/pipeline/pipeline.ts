@@ -4,6 +4,7 @@ import type { LockFileCache } from '../lockfile/cache.ts';
 import { createGitHubProvider } from '../lockfile/providers/github.ts';
 import { createLocalProvider } from '../lockfile/providers/local.ts';
 import { createGitHubChanges } from '../lockfile/providers/github-changes.ts';
+import type { GitHubClientOptions } from '../lockfile/providers/github-http.ts';
 import { createLocalChanges } from '../lockfile/providers/local-changes.ts';
 import type { ChangedFilesSource, LockFileProvider } from '../lockfile/providers/types.ts';
 import { resolveLockFile } from '../lockfile/resolve.ts';
@@ -45,16 +46,21 @@ export interface PipelineResult {
   outcome: Record<string, unknown>;
 }
 
+/** How a GitHub registration is asked: its token, the API base. */
+function githubClient(repo: RepositoryRegistration, githubApiUrl: string | undefined): GitHubClientOptions {
+  return { token: repo.token ?? '', ...(githubApiUrl !== undefined && { apiUrl: githubApiUrl }) };
+}
+
 export function providerFor(repo: RepositoryRegistration, githubApiUrl: string | undefined): LockFileProvider {
   if (repo.provider === 'local') {
     return createLocalProvider({ repository: repo.name, path: repo.path ?? '', ...(repo.defaultBranch ? { defaultBranch: repo.defaultBranch } : {}) });
   }
-  return createGitHubProvider({ repository: repo.name, token: repo.token ?? '', ...(githubApiUrl !== undefined && { apiUrl: githubApiUrl }) });
+  return createGitHubProvider({ repository: repo.name, ...githubClient(repo, githubApiUrl) });
 }
 
 function changesFor(repo: RepositoryRegistration, githubApiUrl: string | undefined): ChangedFilesSource {
   if (repo.provider === 'local') return createLocalChanges(repo.path ?? '');
-  return createGitHubChanges({ repository: repo.name, token: repo.token ?? '', ...(githubApiUrl !== undefined && { apiUrl: githubApiUrl }) });
+  return createGitHubChanges({ repository: repo.name, ...githubClient(repo, githubApiUrl) });
 }
 
 /**
@@ -65,7 +71,7 @@ function changesFor(repo: RepositoryRegistration, githubApiUrl: string | undefin
 function contributorsOf(deps: PipelineDeps, repo: RepositoryRegistration): { resolver?: ContributorResolver; cache?: ContributorCache } {
   if (repo.provider !== 'github' || !repo.token) return {};
   const onMismatch = (mismatch: ContributorMismatch) => deps.log.warn(mismatch, 'a sender login names another GitHub user; the sender is not trusted');
-  const resolver = createGitHubContributorResolver({ token: repo.token, onMismatch, ...(deps.githubApiUrl !== undefined && { apiUrl: deps.githubApiUrl }) });
+  const resolver = createGitHubContributorResolver({ ...githubClient(repo, deps.githubApiUrl), onMismatch });
   return { resolver, ...(deps.contributors && { cache: deps.contributors }) };
 }
 
