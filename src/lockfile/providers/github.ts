@@ -21,13 +21,12 @@ const METADATA_BYTES = 1024 * 1024;
  */
 export function createGitHubProvider(options: GitHubProviderOptions): LockFileProvider {
   const get = createGitHubGet(options);
-  const repo = repositoryApiPath(options.repository);
+  const base = repositoryApiPath(options.repository);
   const invalid = `${JSON.stringify(options.repository)} is not an owner/name repository`;
-  const base = repo ?? '';
   return {
     name: `github:${options.repository}`,
     async fetch({ sha }) {
-      if (repo === null) return { kind: 'invalid', detail: invalid };
+      if (base === null) return { kind: 'invalid', detail: invalid };
       if (sha !== null && !isCommitSha(sha)) {
         return { kind: 'invalid', detail: `${JSON.stringify(sha)} is not a commit id (7 to 64 hex digits)` };
       }
@@ -36,7 +35,7 @@ export function createGitHubProvider(options: GitHubProviderOptions): LockFilePr
       if (!result.ok) return { kind: 'transient', detail: result.detail };
       return contentsOutcome(path, result.response);
     },
-    defaultBranchHead: () => (repo === null ? Promise.resolve({ transient: invalid }) : defaultBranchHead(get, base)),
+    defaultBranchHead: () => (base === null ? Promise.resolve({ transient: invalid }) : defaultBranchHead(get, base)),
   };
 }
 
@@ -82,7 +81,6 @@ async function defaultBranchHead(get: GitHubGet, base: string): Promise<DefaultB
   if (sha === null || !isCommitSha(sha)) return { transient: `GET ${commitPath} has no commit sha` };
   return { sha, branch };
 }
-
 
 function stringField(value: unknown, key: string): string | null {
   if (typeof value !== 'object' || value === null || !(key in value)) return null;
