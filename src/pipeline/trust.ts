@@ -1,12 +1,7 @@
 import type { LockFile } from '../../machines/lock.types.ts';
 import { coerceError } from '../../lib/errors.ts';
 import { TtlLru } from '../lockfile/cache.ts';
-import {
-  createGitHubGet,
-  parseJson,
-  splitRepository,
-  statusDetail,
-} from '../lockfile/providers/github-http.ts';
+import { createGitHubGet, getJson, splitRepository } from '../lockfile/providers/github-http.ts';
 import type { GitHubClientOptions, GitHubGet } from '../lockfile/providers/github-http.ts';
 import type { EventType } from './envelope.ts';
 import type { NormalizedEvent } from './normalized-event.ts';
@@ -69,7 +64,6 @@ export interface GitHubContributorResolverOptions extends GitHubClientOptions {
   onMismatch?: (mismatch: ContributorMismatch) => void;
 }
 
-const JSON_MEDIA = 'application/vnd.github+json';
 const BODY_BYTES = 1024 * 1024;
 
 /**
@@ -87,7 +81,7 @@ export function createGitHubContributorResolver(options: GitHubContributorResolv
       if (!/^[1-9]\d*$/.test(userId)) throw fail('the user id is not numeric');
       const name = login ?? (await loginOf(get, userId, fail));
       const path = `/repos/${repo.owner}/${repo.name}/collaborators/${encodeURIComponent(name)}/permission`;
-      const body = await getJson(get, path, fail);
+      const body = await answerOf(get, path, fail);
       const actualUserId = idOf(field(body, 'user'));
       if (actualUserId !== userId) {
         options.onMismatch?.({ repository, userId, login: name, actualUserId });
@@ -101,7 +95,7 @@ export function createGitHubContributorResolver(options: GitHubContributorResolv
 }
 
 async function loginOf(get: GitHubGet, userId: string, fail: (detail: string) => Error): Promise<string> {
-  const body = await getJson(get, `/user/${userId}`, fail);
+  const body = await answerOf(get, `/user/${userId}`, fail);
   const login = field(body, 'login');
   if (typeof login !== 'string' || login === '' || idOf(body) !== userId) {
     throw fail(`GET /user/${userId} did not name that user`);
@@ -109,11 +103,11 @@ async function loginOf(get: GitHubGet, userId: string, fail: (detail: string) =>
   return login;
 }
 
-async function getJson(get: GitHubGet, path: string, fail: (detail: string) => Error): Promise<unknown> {
-  const result = await get(path, { accept: JSON_MEDIA, maxBytes: BODY_BYTES });
-  if (!result.ok) throw fail(result.detail);
-  if (result.response.status !== 200 || result.response.truncated) throw fail(statusDetail(path, result.response));
-  return parseJson(result.response.body);
+/** The 200 JSON answer, or the lookup's failure with why there is none. */
+async function answerOf(get: GitHubGet, path: string, fail: (detail: string) => Error): Promise<unknown> {
+  const answer = await getJson(get, path, BODY_BYTES);
+  if ('transient' in answer) throw fail(answer.transient);
+  return answer.value;
 }
 
 /** `role_name` carries maintain and triage; custom roles fall back to the base `permission`. */
