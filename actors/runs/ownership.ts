@@ -10,7 +10,8 @@ import type { Supervisor } from './supervisor.ts';
 export interface OwnershipStore {
   claimLease(args: { id: string; ttlMs: number; now: number }): Promise<{ epoch: number }>;
   renewLease(args: { id: string; epoch: number; ttlMs: number; now: number }): Promise<boolean>;
-  findExpired(args: { now: number }): Promise<{ id: string; epoch: number }[]>;
+  /** Coordinators that own live runs (this one included), soonest lease end first. */
+  runOwnerLeases(): Promise<{ id: string; epoch: number; leaseUntil: number }[]>;
   adoptRunsOf(args: { deadId: string; deadEpoch: number; me: string; myEpoch: number; now: number }): Promise<string[]>;
   /** Runs this coordinator id owned under an earlier epoch (a restart with the same id). */
   reclaimOwnRuns(args: { me: string; myEpoch: number }): Promise<string[]>;
@@ -44,6 +45,8 @@ export interface OwnershipOptions {
 export class Ownership {
   private epochValue = 0;
   private timer: unknown = null;
+  /** A check at the soonest lease end of a peer that owns live runs (`watchLeaseEnd`). */
+  private leaseEndTimer: unknown = null;
   private stopped = false;
   private scanning = false;
   private restoring = 0;
@@ -82,6 +85,7 @@ export class Ownership {
     this.stopped = true;
     if (this.timer !== null) this.options.clock.clearTimeout(this.timer);
     this.timer = null;
+    this.watchLeaseEnd(undefined);
     this.options.metrics.leasesHeld.set(0);
     if (!options.release || !wasHeld) return;
     try {
@@ -99,14 +103,21 @@ export class Ownership {
 
   private async tick(): Promise<void> {
     try {
+      await this.check();
+    } finally {
+      this.schedule();
+    }
+  }
+
+  /** Renews the lease, then adopts the runs of peers whose lease ended. */
+  private async check(): Promise<void> {
+    try {
       await this.renew();
       await this.scan();
     } catch (thrown) {
       const error = coerceError(thrown);
       if (error instanceof FencedError) return;
       this.options.log.warn({ err: error }, 'lease tick failed; retrying');
-    } finally {
-      this.schedule();
     }
   }
 
@@ -125,8 +136,9 @@ export class Ownership {
     this.scanning = true;
     try {
       const { store, coordinatorId, clock } = this.options;
-      const expired = await store.findExpired({ now: clock.now() });
-      for (const dead of expired.filter((c) => c.id !== coordinatorId)) {
+      const peers = (await store.runOwnerLeases()).filter((c) => c.id !== coordinatorId);
+      const seenAt = clock.now();
+      for (const dead of peers.filter((c) => c.leaseUntil < seenAt)) {
         const args = { deadId: dead.id, deadEpoch: dead.epoch, me: coordinatorId, myEpoch: this.epochValue, now: clock.now() };
         await this.adopt(async () => {
           const runIds = await store.adoptRunsOf(args);
@@ -135,9 +147,28 @@ export class Ownership {
           return runIds;
         }, `adopted from ${dead.id}`);
       }
+      this.watchLeaseEnd(peers.find((c) => c.leaseUntil >= seenAt)?.leaseUntil);
     } finally {
       this.scanning = false;
     }
+  }
+
+  /**
+   * Checks again just after the soonest lease end of a peer that owns live runs, so a dead peer's runs
+   * are adopted when its lease ends instead of at the next renewal (up to 2 s later by default). A peer
+   * that renews in time has moved its lease end by then, and the check finds the new one.
+   */
+  private watchLeaseEnd(leaseUntil: number | undefined): void {
+    const { clock } = this.options;
+    if (this.leaseEndTimer !== null) clock.clearTimeout(this.leaseEndTimer);
+    this.leaseEndTimer = null;
+    if (leaseUntil === undefined || this.stopped) return;
+    // Adoption takes a lease that ended strictly before now.
+    const delay = Math.max(0, leaseUntil + 1 - clock.now());
+    this.leaseEndTimer = clock.setTimeout(() => {
+      this.leaseEndTimer = null;
+      void this.check();
+    }, delay);
   }
 
   /** Moves runs here, restores their actors, then reattaches their jobs before arming any restored deadline. */
