@@ -75,9 +75,20 @@ export class Ownership {
     this.epochValue = epoch;
     this.options.metrics.leasesHeld.set(1);
     this.options.log.info({ coordinatorId, epoch }, 'lease claimed');
-    await this.adopt(() => store.reclaimOwnRuns({ me: coordinatorId, myEpoch: epoch }), 'reclaimed from an earlier start');
-    await this.scan();
+    // Renewals start before the runs are restored, which can take longer than the lease lasts; the
+    // ticks' scans wait for the reclaim.
     this.schedule();
+    this.scanning = true;
+    try {
+      await this.adopt(() => store.reclaimOwnRuns({ me: coordinatorId, myEpoch: epoch }), 'reclaimed from an earlier start');
+      this.scanning = false;
+      await this.scan();
+    } catch (thrown) {
+      await this.stop();
+      throw thrown;
+    } finally {
+      this.scanning = false;
+    }
   }
 
   async stop(options: { release?: boolean } = {}): Promise<void> {
@@ -101,24 +112,44 @@ export class Ownership {
     this.timer = this.options.clock.setTimeout(() => void this.tick(), this.options.renewMs);
   }
 
+  /**
+   * The next tick is scheduled once the lease is renewed, not once the scan is done: adopting a dead
+   * peer's runs can take longer than the lease lasts (10,000 runs: 3 s against the bench's 1 s TTL),
+   * and a lease left to run out meanwhile lets a third coordinator take every run over again.
+   */
   private async tick(): Promise<void> {
+    const renewed = await this.renewed();
+    this.schedule();
+    if (renewed) await this.scanned();
+  }
+
+  /** At a peer's lease end: renews the lease, then adopts the runs of peers whose lease ended. */
+  private async check(): Promise<void> {
+    if (await this.renewed()) await this.scanned();
+  }
+
+  private async renewed(): Promise<boolean> {
     try {
-      await this.check();
-    } finally {
-      this.schedule();
+      await this.renew();
+      return true;
+    } catch (thrown) {
+      this.tickFailed(thrown);
+      return false;
     }
   }
 
-  /** Renews the lease, then adopts the runs of peers whose lease ended. */
-  private async check(): Promise<void> {
+  private async scanned(): Promise<void> {
     try {
-      await this.renew();
       await this.scan();
     } catch (thrown) {
-      const error = coerceError(thrown);
-      if (error instanceof FencedError) return;
-      this.options.log.warn({ err: error }, 'lease tick failed; retrying');
+      this.tickFailed(thrown);
     }
+  }
+
+  private tickFailed(thrown: unknown): void {
+    const error = coerceError(thrown);
+    if (error instanceof FencedError) return;
+    this.options.log.warn({ err: error }, 'lease tick failed; retrying');
   }
 
   private async renew(): Promise<void> {

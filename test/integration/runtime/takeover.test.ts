@@ -4,7 +4,7 @@ import { describe, it } from 'node:test';
 import { SNAPSHOT_EVERY_EVENTS } from '../../../actors/runs/supervisor.ts';
 import { readJournal } from '../../../src/db/journal.ts';
 import { DATABASE_KINDS, skipReason, withTestDatabase } from '../../support/database.ts';
-import type { Kysely } from 'kysely';
+import { sql, type Kysely } from 'kysely';
 import type { Schema } from '../../../src/db/schema.ts';
 import { eventually, planFor, startTestRuntime, waitingWorkflow, type TestRuntime } from '../../support/runtime.ts';
 
@@ -101,6 +101,51 @@ for (const kind of DATABASE_KINDS) {
           assert.equal(seen.at(-1), 0, 'with no tail left, an unchanged event moves the snapshot to its seq');
         } finally {
           await runtime.stop();
+        }
+      });
+    });
+
+    it('an adopter keeps renewing its own lease while the adoption takes longer than the lease lasts', async () => {
+      await withTestDatabase(kind, async ({ db }) => {
+        const first = await startTestRuntime(db, 'coord-a');
+        const runId = randomUUID();
+        await first.supervisor.createRun({ input: planFor(runId, waitingWorkflow('wf')), repository: null });
+        await first.ownership.stop(); // dead: no more renewals
+        // The run's owner row stays locked: an adoption waits on it for as long as the test wants.
+        let release = () => {};
+        const held = new Promise<void>((resolve) => (release = resolve));
+        let locked = () => {};
+        const lockTaken = new Promise<void>((resolve) => (locked = resolve));
+        const holder = db.transaction().execute(async (trx) => {
+          await sql`SELECT 1 FROM run_owner WHERE run_id = ${runId} FOR UPDATE`.execute(trx);
+          locked();
+          await held;
+        });
+        await lockTaken;
+        await new Promise((resolve) => setTimeout(resolve, 500)); // coord-a's lease (TTL 400 ms) has ended
+        // coord-b adopts while it starts: its first scan finds coord-a expired.
+        const starting = startTestRuntime(db, 'coord-b');
+        let leaseLeftMs: number | undefined;
+        try {
+          await eventually(async () => {
+            const { rows } = await sql<{ n: number }>`SELECT count(*)::int AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%UPDATE run_owner SET coordinator_id%'`.execute(db);
+            return (rows[0]?.n ?? 0) > 0;
+          }, 10_000, 'coord-b\'s adoption to wait on the locked row');
+          await new Promise((resolve) => setTimeout(resolve, 1000)); // 2.5 lease lifetimes
+          const lease = await db.selectFrom('coordinators').select('lease_until').where('id', '=', 'coord-b').executeTakeFirstOrThrow();
+          leaseLeftMs = Number(lease.lease_until) - Date.now();
+        } finally {
+          release();
+          await holder;
+        }
+        const second = await starting;
+        try {
+          assert.ok(leaseLeftMs !== undefined && leaseLeftMs > 0, `coord-b still holds a live lease while it adopts (it ran out ${-(leaseLeftMs ?? 0)} ms before)`);
+          await eventually(() => second.supervisor.owns(runId), 10_000, 'the adoption to finish');
+          assert.deepEqual(second.fenced, [], 'coord-b was never fenced');
+        } finally {
+          await first.stop();
+          await second.stop();
         }
       });
     });
