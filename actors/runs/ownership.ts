@@ -78,16 +78,12 @@ export class Ownership {
     // Renewals start before the runs are restored, which can take longer than the lease lasts; the
     // ticks' scans wait for the reclaim.
     this.schedule();
-    this.scanning = true;
     try {
-      await this.adopt(() => store.reclaimOwnRuns({ me: coordinatorId, myEpoch: epoch }), 'reclaimed from an earlier start');
-      this.scanning = false;
+      await this.alone(() => this.adopt(() => store.reclaimOwnRuns({ me: coordinatorId, myEpoch: epoch }), 'reclaimed from an earlier start'));
       await this.scan();
     } catch (thrown) {
       await this.stop();
       throw thrown;
-    } finally {
-      this.scanning = false;
     }
   }
 
@@ -162,10 +158,19 @@ export class Ownership {
     throw error;
   }
 
-  private async scan(): Promise<void> {
+  /** Runs `work` unless a scan or the start's reclaim is under way (then it is skipped). */
+  private async alone(work: () => Promise<void>): Promise<void> {
     if (this.scanning || this.stopped) return;
     this.scanning = true;
     try {
+      await work();
+    } finally {
+      this.scanning = false;
+    }
+  }
+
+  private async scan(): Promise<void> {
+    await this.alone(async () => {
       const { store, coordinatorId, clock } = this.options;
       const peers = (await store.runOwnerLeases()).filter((c) => c.id !== coordinatorId);
       const seenAt = clock.now();
@@ -179,9 +184,7 @@ export class Ownership {
         }, `adopted from ${dead.id}`);
       }
       this.watchLeaseEnd(peers.find((c) => c.leaseUntil >= seenAt)?.leaseUntil);
-    } finally {
-      this.scanning = false;
-    }
+    });
   }
 
   /**
