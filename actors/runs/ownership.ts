@@ -10,8 +10,7 @@ import type { Supervisor } from './supervisor.ts';
 export interface OwnershipStore {
   claimLease(args: { id: string; ttlMs: number; now: number }): Promise<{ epoch: number }>;
   renewLease(args: { id: string; epoch: number; ttlMs: number; now: number }): Promise<boolean>;
-  /** Coordinators that own live runs (this one included), soonest lease end first. */
-  runOwnerLeases(): Promise<{ id: string; epoch: number; leaseUntil: number }[]>;
+  findExpired(args: { now: number }): Promise<{ id: string; epoch: number }[]>;
   adoptRunsOf(args: { deadId: string; deadEpoch: number; me: string; myEpoch: number; now: number }): Promise<string[]>;
   /** Runs this coordinator id owned under an earlier epoch (a restart with the same id). */
   reclaimOwnRuns(args: { me: string; myEpoch: number }): Promise<string[]>;
@@ -45,8 +44,6 @@ export interface OwnershipOptions {
 export class Ownership {
   private epochValue = 0;
   private timer: unknown = null;
-  /** A check at the soonest lease end of a peer that owns live runs (`watchLeaseEnd`). */
-  private leaseEndTimer: unknown = null;
   private stopped = false;
   private scanning = false;
   private restoring = 0;
@@ -92,7 +89,6 @@ export class Ownership {
     this.stopped = true;
     if (this.timer !== null) this.options.clock.clearTimeout(this.timer);
     this.timer = null;
-    this.watchLeaseEnd(undefined);
     this.options.metrics.leasesHeld.set(0);
     if (!options.release || !wasHeld) return;
     try {
@@ -117,11 +113,6 @@ export class Ownership {
     const renewed = await this.renewed();
     this.schedule();
     if (renewed) await this.scanned();
-  }
-
-  /** At a peer's lease end: renews the lease, then adopts the runs of peers whose lease ended. */
-  private async check(): Promise<void> {
-    if (await this.renewed()) await this.scanned();
   }
 
   private async renewed(): Promise<boolean> {
@@ -172,9 +163,8 @@ export class Ownership {
   private async scan(): Promise<void> {
     await this.alone(async () => {
       const { store, coordinatorId, clock } = this.options;
-      const peers = (await store.runOwnerLeases()).filter((c) => c.id !== coordinatorId);
-      const seenAt = clock.now();
-      for (const dead of peers.filter((c) => c.leaseUntil < seenAt)) {
+      const expired = await store.findExpired({ now: clock.now() });
+      for (const dead of expired.filter((c) => c.id !== coordinatorId)) {
         const args = { deadId: dead.id, deadEpoch: dead.epoch, me: coordinatorId, myEpoch: this.epochValue, now: clock.now() };
         await this.adopt(async () => {
           const runIds = await store.adoptRunsOf(args);
@@ -183,26 +173,7 @@ export class Ownership {
           return runIds;
         }, `adopted from ${dead.id}`);
       }
-      this.watchLeaseEnd(peers.find((c) => c.leaseUntil >= seenAt)?.leaseUntil);
     });
-  }
-
-  /**
-   * Checks again just after the soonest lease end of a peer that owns live runs, so a dead peer's runs
-   * are adopted when its lease ends instead of at the next renewal (up to 2 s later by default). A peer
-   * that renews in time has moved its lease end by then, and the check finds the new one.
-   */
-  private watchLeaseEnd(leaseUntil: number | undefined): void {
-    const { clock } = this.options;
-    if (this.leaseEndTimer !== null) clock.clearTimeout(this.leaseEndTimer);
-    this.leaseEndTimer = null;
-    if (leaseUntil === undefined || this.stopped) return;
-    // Adoption takes a lease that ended strictly before now.
-    const delay = Math.max(0, leaseUntil + 1 - clock.now());
-    this.leaseEndTimer = clock.setTimeout(() => {
-      this.leaseEndTimer = null;
-      void this.check();
-    }, delay);
   }
 
   /** Moves runs here, restores their actors, then reattaches their jobs before arming any restored deadline. */

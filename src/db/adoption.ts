@@ -2,14 +2,15 @@ import { sql, type Kysely } from 'kysely';
 import type { Schema } from './schema.ts';
 import { TERMINAL_RUN_STATUSES } from './run-status.ts';
 
-/**
- * Coordinators that own live runs, soonest lease end first: the expired ones are to be adopted, and
- * the others' lease ends are when to look again (a dead one whose runs all finished has nothing to adopt).
- */
-export async function findRunOwnerLeases(db: Kysely<Schema>): Promise<{ id: string; epoch: number; leaseUntil: number }[]> {
+/** Coordinators whose lease ran out and that still own live runs (a dead one whose runs all finished has nothing to adopt). */
+export async function findExpiredCoordinators(
+  db: Kysely<Schema>,
+  { now }: { now: number },
+): Promise<{ id: string; epoch: number }[]> {
   return db
     .selectFrom('coordinators as c')
-    .select(['c.id', 'c.epoch', 'c.lease_until as leaseUntil'])
+    .select(['c.id', 'c.epoch'])
+    .where('c.lease_until', '<', now)
     .where((eb) =>
       // `o.live` as the index predicate (not `= $1`), so the partial index run_owner_live_idx serves it.
       eb.exists(eb.selectFrom('run_owner as o').select(sql.lit(1).as('one')).whereRef('o.coordinator_id', '=', 'c.id').where(sql<boolean>`o.live`)),

@@ -1,13 +1,13 @@
 import { it } from 'node:test';
 import assert from 'node:assert/strict';
 import type { Kysely } from 'kysely';
-import { adoptRunsOf, findRunOwnerLeases } from '../../../src/db/adoption.ts';
+import { adoptRunsOf, findExpiredCoordinators } from '../../../src/db/adoption.ts';
 import { commitBatch } from '../../../src/db/commit-batch.ts';
 import { claimCoordinatorLease, renewCoordinatorLease } from '../../../src/db/coordinator-lease.ts';
 import { FencedError } from '../../../src/db/errors.ts';
 import type { Schema } from '../../../src/db/schema.ts';
 import { describeEachKind, withTestDatabase } from '../../support/database.ts';
-import { entry, expiredAt } from './fixtures.ts';
+import { entry } from './fixtures.ts';
 
 /** Coordinator `id` (lease until ttlMs) owning the given runs; the last one has finished. */
 async function coordinatorWithRuns(db: Kysely<Schema>, id: string, ttlMs: number, runIds: string[]) {
@@ -31,10 +31,8 @@ await describeEachKind('adoption', (kind) => {
       await coordinatorWithRuns(db, 'dead-idle', 1_000, []);
       await coordinatorWithRuns(db, 'dead-all-finished', 1_000, ['r3-done']);
       await coordinatorWithRuns(db, 'alive', 60_000, ['r2', 'r2-done']);
-      assert.deepEqual(await expiredAt(db, 1_000), []);
-      assert.deepEqual(await expiredAt(db, 1_001), [{ id: 'dead', epoch: 1 }]);
-      const leases = await findRunOwnerLeases(db);
-      assert.deepEqual(leases, [{ id: 'dead', epoch: 1, leaseUntil: 1_000 }, { id: 'alive', epoch: 1, leaseUntil: 60_000 }], 'soonest lease end first: when a peer checks again');
+      assert.deepEqual(await findExpiredCoordinators(db, { now: 1_000 }), []);
+      assert.deepEqual(await findExpiredCoordinators(db, { now: 1_001 }), [{ id: 'dead', epoch: 1 }]);
     }));
 
   it('moves the owner rows of the live runs, returns them and fences the dead coordinator; finished runs keep theirs', () =>
@@ -56,7 +54,7 @@ await describeEachKind('adoption', (kind) => {
         FencedError,
       );
       await commitBatch(db, { coordinatorId: 'me', epoch: myEpoch, now: 2_001, entries: [entry('r1', 2)] });
-      assert.deepEqual(await expiredAt(db, 3_000), [], 'nothing left to adopt');
+      assert.deepEqual(await findExpiredCoordinators(db, { now: 3_000 }), [], 'nothing left to adopt');
     }));
 
   it('adopts nothing from a coordinator that is still alive or renewed in time', () =>

@@ -1,12 +1,6 @@
 import { sql, type Kysely } from 'kysely';
-import { findRunOwnerLeases } from '../../../src/db/adoption.ts';
 import type { CommitEntry } from '../../../src/db/commit.types.ts';
 import type { Schema } from '../../../src/db/schema.ts';
-
-/** The coordinators adoption takes runs from at `now`: their lease ended and they own live runs. */
-export async function expiredAt(db: Kysely<Schema>, now: number): Promise<{ id: string; epoch: number }[]> {
-  return (await findRunOwnerLeases(db)).filter((c) => c.leaseUntil < now).map(({ id, epoch }) => ({ id, epoch }));
-}
 
 export const TABLES = ['coordinators', 'run_owner', 'run_events', 'run_snapshots', 'runs', 'jobs', 'timers', 'outbox'] as const;
 
