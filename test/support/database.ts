@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { after, describe } from 'node:test';
 import pg from 'pg';
 import { pino, type Logger } from 'pino';
+import type { Kysely, RawBuilder } from 'kysely';
 import { connectDatabase, openDatabase, type Database, type DatabaseKind } from '../../src/db/database.ts';
 import { startEmbeddedPostgres, type EmbeddedServer } from '../../src/db/embedded-postgres.ts';
 import { migrateToLatest } from '../../src/db/migrate.ts';
@@ -96,6 +97,25 @@ async function adminQuery(config: pg.ClientConfig, statement: string): Promise<v
 }
 
 /** A temp directory removed when the test file ends. */
+/**
+ * Takes the row locks of `lockingQuery` (a `SELECT ... FOR UPDATE`) in a transaction of its own and
+ * holds them until `release()`: a writer that needs those rows waits for as long as a test wants.
+ * Resolves once the locks are held; `released` settles when the transaction has ended.
+ */
+export async function holdRowLocks<DB>(db: Kysely<DB>, lockingQuery: RawBuilder<unknown>): Promise<{ release: () => void; released: Promise<void> }> {
+  let release = () => {};
+  const held = new Promise<void>((resolve) => (release = resolve));
+  let locked = () => {};
+  const taken = new Promise<void>((resolve) => (locked = resolve));
+  const released = db.transaction().execute(async (trx) => {
+    await lockingQuery.execute(trx);
+    locked();
+    await held;
+  });
+  await Promise.race([taken, released]);
+  return { release, released };
+}
+
 export async function tempDir(prefix = 'sy-test-'): Promise<string> {
   const dir = await mkdtemp(join(tmpdir(), prefix));
   cleanups.push(() => rm(dir, { recursive: true, force: true }));

@@ -18,7 +18,7 @@ import { reclaimOwnRuns } from '../../../src/db/reclaim.ts';
 import { listOwnedActiveRuns } from '../../../src/db/restore.ts';
 import { createRunStore } from '../../../src/db/run-store.ts';
 import type { Schema } from '../../../src/db/schema.ts';
-import { describeEachKind, withTestDatabase } from '../../support/database.ts';
+import { describeEachKind, holdRowLocks, withTestDatabase } from '../../support/database.ts';
 import { eventually, planFor, waitingWorkflow } from '../../support/runtime.ts';
 
 // Regression (one bad entry stalls every write): a poisoned group-commit entry fails only its run.
@@ -198,17 +198,8 @@ await describeEachKind('group commit isolation', (kind) => {
       const { supervisor } = await startSupervisor(db);
       const runId = randomUUID();
       await create(supervisor, runId);
-      let release: () => void = () => undefined;
-      let locked: () => void = () => undefined;
-      const held = new Promise<void>((resolve) => (release = resolve));
-      const acquired = new Promise<void>((resolve) => (locked = resolve));
       // A writer holding the coordinator row makes the commit's FOR SHARE wait: the final entry is in flight.
-      const lock = db.transaction().execute(async (trx) => {
-        await sql`SELECT 1 FROM coordinators WHERE id = ${ME} FOR UPDATE`.execute(trx);
-        locked();
-        await held;
-      });
-      await acquired;
+      const lock = await holdRowLocks(db, sql`SELECT 1 FROM coordinators WHERE id = ${ME} FOR UPDATE`);
       const finishing = supervisor.send(runId, cancel('done'));
       try {
         await eventually(async () => {
@@ -218,8 +209,8 @@ await describeEachKind('group commit isolation', (kind) => {
         assert.equal(supervisor.owns(runId), true, 'still in memory while its final entry is not durable');
         await assert.rejects(supervisor.send(runId, cancel('late')), RunNotOwnedError);
       } finally {
-        release();
-        await lock;
+        lock.release();
+        await lock.released;
       }
       await finishing;
       assert.equal(supervisor.owns(runId), false, 'retired once durable');

@@ -3,7 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { describe, it } from 'node:test';
 import { SNAPSHOT_EVERY_EVENTS } from '../../../actors/runs/supervisor.ts';
 import { readJournal } from '../../../src/db/journal.ts';
-import { DATABASE_KINDS, skipReason, withTestDatabase } from '../../support/database.ts';
+import { DATABASE_KINDS, holdRowLocks, skipReason, withTestDatabase } from '../../support/database.ts';
 import { sql, type Kysely } from 'kysely';
 import type { Schema } from '../../../src/db/schema.ts';
 import { eventually, planFor, startTestRuntime, waitingWorkflow, type TestRuntime } from '../../support/runtime.ts';
@@ -112,31 +112,22 @@ for (const kind of DATABASE_KINDS) {
         await first.supervisor.createRun({ input: planFor(runId, waitingWorkflow('wf')), repository: null });
         await first.ownership.stop(); // dead: no more renewals
         // The run's owner row stays locked: an adoption waits on it for as long as the test wants.
-        let release = () => {};
-        const held = new Promise<void>((resolve) => (release = resolve));
-        let locked = () => {};
-        const lockTaken = new Promise<void>((resolve) => (locked = resolve));
-        const holder = db.transaction().execute(async (trx) => {
-          await sql`SELECT 1 FROM run_owner WHERE run_id = ${runId} FOR UPDATE`.execute(trx);
-          locked();
-          await held;
-        });
-        await lockTaken;
+        const lock = await holdRowLocks(db, sql`SELECT 1 FROM run_owner WHERE run_id = ${runId} FOR UPDATE`);
         await new Promise((resolve) => setTimeout(resolve, 500)); // coord-a's lease (TTL 400 ms) has ended
         // coord-b adopts while it starts: its first scan finds coord-a expired.
         const starting = startTestRuntime(db, 'coord-b');
         let leaseLeftMs: number | undefined;
         try {
           await eventually(async () => {
-            const { rows } = await sql<{ n: number }>`SELECT count(*)::int AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%UPDATE run_owner SET coordinator_id%'`.execute(db);
+            const { rows } = await sql<{ n: number }>`SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE '%UPDATE run_owner SET coordinator_id%'`.execute(db);
             return (rows[0]?.n ?? 0) > 0;
           }, 10_000, 'coord-b\'s adoption to wait on the locked row');
           await new Promise((resolve) => setTimeout(resolve, 1000)); // 2.5 lease lifetimes
           const lease = await db.selectFrom('coordinators').select('lease_until').where('id', '=', 'coord-b').executeTakeFirstOrThrow();
           leaseLeftMs = Number(lease.lease_until) - Date.now();
         } finally {
-          release();
-          await holder;
+          lock.release();
+          await lock.released;
         }
         const second = await starting;
         try {
