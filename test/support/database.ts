@@ -96,7 +96,6 @@ async function adminQuery(config: pg.ClientConfig, statement: string): Promise<v
   }
 }
 
-/** A temp directory removed when the test file ends. */
 /**
  * Takes the row locks of `lockingQuery` (a `SELECT ... FOR UPDATE`) in a transaction of its own and
  * holds them until `release()`: a writer that needs those rows waits for as long as a test wants.
@@ -116,6 +115,7 @@ export async function holdRowLocks<DB>(db: Kysely<DB>, lockingQuery: RawBuilder<
   return { release, released };
 }
 
+/** A temp directory removed when the test file ends. */
 export async function tempDir(prefix = 'sy-test-'): Promise<string> {
   const dir = await mkdtemp(join(tmpdir(), prefix));
   cleanups.push(() => rm(dir, { recursive: true, force: true }));
