@@ -274,9 +274,9 @@ function createSharing(
   const shared = new SharedAgents(me, sharedAgentStoreOf(db, me, now), registry, log.child({ component: 'shared-agents' }), config.dispatchAckTimeoutMs, parts.secrets.openFromPeer);
   const exchange = new PlacementExchange(placementStoreOf(db, me, now), registry, (job) => dispatcher.findFor(job), deliver, log.child({ component: 'exchange' }));
   dispatcher.attachExchange(exchange, (runId, jobKey) => supervisor.jobHasTag(runId, jobKey, 'waits-for-agent'));
-  /** The job's agent lost its socket (`connectionId`, when known) with that socket's coordinator: the job waits for a reclaim (FO-2). */
-  const lostWithCoordinator = async (job: HeldJob, connectionId?: string) =>
-    void (await deliver(job.runId, { type: 'agent.disconnected', jobKey: job.jobKey, agentId: job.agentId, cause: 'coordinator', ...(connectionId === undefined ? {} : { connectionId }) }));
+  /** The job's agent lost its socket (`connectionId`, when known), by default with that socket's coordinator: the job waits for a reclaim (FO-2). */
+  const disconnectJob = async (job: HeldJob, connectionId?: string, cause: 'agent' | 'coordinator' = 'coordinator') =>
+    void (await deliver(job.runId, { type: 'agent.disconnected', jobKey: job.jobKey, agentId: job.agentId, cause, ...(connectionId === undefined ? {} : { connectionId }) }));
   const peers = new PeerSync({
     ...{ shared, exchange, registry, wakeInbox: parts.wakeInbox, pollMs: parts.pollMs, clock, log },
     forgetReads: (what) => {
@@ -284,13 +284,13 @@ function createSharing(
       if (what !== 'secrets') parts.repositories.invalidate();
     },
     heldJobs: () => heldJobsOf(supervisor),
-    agentLost: lostWithCoordinator,
+    agentLost: disconnectJob,
     clearOwnSessions: () => clearSessionsOf(db, me),
   });
   const holdAckExpiry = ackExpiryHold({
     ...{ agentOf: (runId, jobKey) => supervisor.jobContext(runId, jobKey)?.assignment?.agentId ?? null, isLocal: (agentId) => registry.get(agentId) !== undefined },
     ackDeadlineOf: (runId, jobKey) => supervisor.jobContext(runId, jobKey)?.deadlines.ack,
-    agentLost: (runId, jobKey, agentId) => lostWithCoordinator({ runId, jobKey, agentId }),
+    agentLost: (runId, jobKey, agentId, cause) => disconnectJob({ runId, jobKey, agentId }, undefined, cause),
     ...{ holderLease: (agentId) => agentHolderLease(db, agentId), now, leaseTtlMs: config.leaseTtlMs, leaseRenewMs: config.leaseRenewMs, log },
   });
   return { shared, exchange, peers, holdAckExpiry };

@@ -2,6 +2,8 @@ import type { Logger } from 'pino';
 import { coerceError } from '../../lib/errors.ts';
 import type { ArmedTimer } from '../runs/timer-service.ts';
 
+type LostCause = 'agent' | 'coordinator';
+
 export interface AckHoldPorts {
   /** The agent holding the job's current attempt, if any. */
   agentOf(runId: string, jobKey: string): string | null;
@@ -11,8 +13,11 @@ export interface AckHoldPorts {
   isLocal(agentId: string): boolean;
   /** The lease of the coordinator holding the agent's socket; null when no session of it is recorded. */
   holderLease(agentId: string): Promise<{ coordinatorId: string; leaseUntil: number } | null>;
-  /** The agent's socket went with its coordinator: the job gets `agent.disconnected` (cause `coordinator`). */
-  agentLost(runId: string, jobKey: string, agentId: string): Promise<void>;
+  /**
+   * The job gets `agent.disconnected`: cause `coordinator` when the agent's socket went with its
+   * coordinator, `agent` when the agent has no socket anywhere.
+   */
+  agentLost(runId: string, jobKey: string, agentId: string, cause: LostCause): Promise<void>;
   now(): number;
   leaseTtlMs: number;
   leaseRenewMs: number;
@@ -30,6 +35,10 @@ export interface AckHoldPorts {
  *   and the agent can reclaim from here; the expiry that follows finds no ack deadline armed;
  * - the peer renews again: it was frozen and has come back, so it gets two renew intervals to pass
  *   on what it received meanwhile (the ack, perhaps) before the expiry is delivered.
+ * An expiry that finds no socket of the agent on any coordinator would requeue the job while the
+ * agent may still run it, and its cancel would have nowhere to go: the agent's disconnect has not
+ * reached the job yet (it would have disarmed the deadline). The job is told now, and goes
+ * recovering as it would have; the agent's reclaim, or its register without the attempt, settles it.
  * Returns how long to wait before asking again, or null to deliver now. A peer that neither renews
  * nor lapses (a lease lifetime cannot pass without one or the other) is not waited for past three
  * lease lifetimes.
@@ -37,9 +46,12 @@ export interface AckHoldPorts {
 export function ackExpiryHold(ports: AckHoldPorts) {
   const held = new Set<string>();
   const settling = new Set<string>();
+  /** Why the job is being told its agent is lost, kept while telling it fails and is tried again. */
+  const lost = new Map<string, LostCause>();
   const forget = (deadlineId: string) => {
     held.delete(deadlineId);
     settling.delete(deadlineId);
+    lost.delete(deadlineId);
   };
   return (timer: ArmedTimer, heldMs: number): Promise<number | null> | null => {
     if (timer.kind !== 'ack' || timer.jobKey === null) return null;
@@ -54,21 +66,16 @@ export function ackExpiryHold(ports: AckHoldPorts) {
     return ports.holderLease(agentId).then(
       async (lease) => {
         const wasHeld = held.has(timer.deadlineId);
-        const lapsed = lease === null ? wasHeld : lease.leaseUntil <= ports.now();
+        const lapsed = lease === null || lease.leaseUntil <= ports.now();
         if (lapsed) {
-          ports.log.warn({ runId: timer.runId, jobKey, agentId }, "the agent's coordinator died before the agent's ack came through: the job waits for the agent to reclaim it");
+          const cause = lost.get(timer.deadlineId) ?? (lease === null && !wasHeld ? 'agent' : 'coordinator');
           held.add(timer.deadlineId);
-          try {
-            await ports.agentLost(timer.runId, jobKey, agentId);
-          } catch (thrown) {
-            // Delivering the expiry instead would requeue a job its agent may still run: still held, ask again.
-            ports.log.warn({ err: coerceError(thrown), runId: timer.runId, jobKey }, 'telling the job its agent is lost failed; asking again');
-            return ports.leaseRenewMs;
-          }
-          forget(timer.deadlineId);
-          return null;
+          lost.set(timer.deadlineId, cause);
+          const again = await tellLost(ports, { runId: timer.runId, jobKey, agentId }, cause);
+          if (again === null) forget(timer.deadlineId);
+          return again;
         }
-        const renewing = lease === null || lease.leaseUntil - ports.now() > ports.leaseTtlMs - 2 * ports.leaseRenewMs;
+        const renewing = lease.leaseUntil - ports.now() > ports.leaseTtlMs - 2 * ports.leaseRenewMs;
         if (renewing && wasHeld && !settling.has(timer.deadlineId)) {
           settling.add(timer.deadlineId);
           return 2 * ports.leaseRenewMs;
@@ -92,4 +99,26 @@ export function ackExpiryHold(ports: AckHoldPorts) {
       },
     );
   };
+}
+
+/**
+ * Sends the job `agent.disconnected` ahead of its expiry: null when sent (the expiry that follows
+ * finds no ack deadline armed), else when to try again.
+ */
+async function tellLost(ports: AckHoldPorts, job: { runId: string; jobKey: string; agentId: string }, cause: LostCause): Promise<number | null> {
+  const { runId, jobKey, agentId } = job;
+  ports.log.warn(
+    { runId, jobKey, agentId, cause },
+    cause === 'agent'
+      ? 'the ack deadline passed while the agent has no socket on any coordinator: the job waits for the agent to reclaim it'
+      : "the agent's coordinator died before the agent's ack came through: the job waits for the agent to reclaim it",
+  );
+  try {
+    await ports.agentLost(runId, jobKey, agentId, cause);
+    return null;
+  } catch (thrown) {
+    // Delivering the expiry instead would requeue a job its agent may still run: still held, ask again.
+    ports.log.warn({ err: coerceError(thrown), runId, jobKey }, 'telling the job its agent is lost failed; asking again');
+    return ports.leaseRenewMs;
+  }
 }

@@ -30,8 +30,8 @@ function holdIn(w: World) {
     isLocal: () => w.local,
     ackDeadlineOf: () => w.armed,
     holderLease: () => (w.lease === 'error' ? Promise.reject(new Error('database down')) : Promise.resolve(w.lease && { coordinatorId: 'coord-b', ...w.lease })),
-    agentLost: (runId, jobKey, agentId) => {
-      w.lost.push(`${runId}/${jobKey}/${agentId}`);
+    agentLost: (runId, jobKey, agentId, cause) => {
+      w.lost.push(`${runId}/${jobKey}/${agentId} (${cause})`);
       return Promise.resolve();
     },
     now: () => w.now,
@@ -54,9 +54,16 @@ describe("an ack deadline whose agent is reached through a peer that stopped ren
     assert.equal(holdIn({ ...frozen(), armed: { id: ack.deadlineId, at: NOW + 5_000 } })(ack, 0), null, 'a re-armed deadline is another one');
   });
 
-  it('is delivered when the peer renews its lease (the ack is really missing) or no session of the agent is left', async () => {
-    assert.equal(await holdIn(world(renewedAgo(RENEW)))(ack, 0), null);
-    assert.equal(await holdIn(world(null))(ack, 0), null);
+  it('is delivered when the peer renews its lease: the ack is really missing', async () => {
+    const w = world(renewedAgo(RENEW));
+    assert.equal(await holdIn(w)(ack, 0), null);
+    assert.deepEqual(w.lost, []);
+  });
+
+  it('B7: no socket of the agent on any coordinator → the job is told its agent disconnected before the expiry, which would requeue it while the agent may run it', async () => {
+    const w = world(null);
+    assert.equal(await holdIn(w)(ack, 0), null);
+    assert.deepEqual(w.lost, ['r/build/agent-b (agent)'], 'a plain disconnect: a scaler agent’s job is requeued, a static agent’s waits for its reclaim');
   });
 
   it('is held, asking again each renew interval, while the peer misses renewals', async () => {
@@ -74,7 +81,7 @@ describe("an ack deadline whose agent is reached through a peer that stopped ren
     assert.equal(await hold(ack, 0), RENEW);
     w.now = w.lease !== null && w.lease !== 'error' ? w.lease.leaseUntil : NOW;
     assert.equal(await hold(ack, RENEW), null);
-    assert.deepEqual(w.lost, ['r/build/agent-b'], 'agent.disconnected goes before the expiry, which then finds no ack deadline armed');
+    assert.deepEqual(w.lost, ['r/build/agent-b (coordinator)'], 'agent.disconnected goes before the expiry, which then finds no ack deadline armed');
   });
 
   it('B7: held, then the peer’s sessions are cleared by a peer’s poll → the job is told its agent is lost', async () => {
@@ -83,7 +90,7 @@ describe("an ack deadline whose agent is reached through a peer that stopped ren
     assert.equal(await hold(ack, 0), RENEW);
     w.lease = null;
     assert.equal(await hold(ack, RENEW), null);
-    assert.deepEqual(w.lost, ['r/build/agent-b']);
+    assert.deepEqual(w.lost, ['r/build/agent-b (coordinator)']);
   });
 
   it('B7: when telling the job its agent is lost fails, the deadline stays held and is asked about again, never delivered', async () => {
@@ -110,6 +117,22 @@ describe("an ack deadline whose agent is reached through a peer that stopped ren
     w.lease = renewedAgo(RENEW, w.now);
     assert.equal(await hold(ack, 3 * RENEW), null, 'still no ack after the peer caught up: it is really missing');
     assert.deepEqual(w.lost, []);
+  });
+
+  it('B7: a plain disconnect that cannot be told is tried again as a plain disconnect, never as the coordinator’s', async () => {
+    const w = world(null);
+    const causes: string[] = [];
+    const hold = ackExpiryHold({
+      ...{ agentOf: () => w.agent, isLocal: () => false, ackDeadlineOf: () => w.armed, now: () => w.now, leaseTtlMs: TTL, leaseRenewMs: RENEW, log: pino({ level: 'silent' }) },
+      holderLease: () => Promise.resolve(null),
+      agentLost: (_runId, _jobKey, _agentId, cause) => {
+        causes.push(cause);
+        return causes.length === 1 ? Promise.reject(new Error('commit failed')) : Promise.resolve();
+      },
+    });
+    assert.equal(await hold(ack, 0), RENEW, 'held while telling fails');
+    assert.equal(await hold(ack, RENEW), null);
+    assert.deepEqual(causes, ['agent', 'agent']);
   });
 
   it('a peer that neither renews nor lapses is not waited for past three lease lifetimes', async () => {
