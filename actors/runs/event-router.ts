@@ -89,17 +89,19 @@ export class EventRouter {
       if (!this.mayDeliver()) return total;
       this.drainAgain = false;
       const events = await this.options.inbox.peek(BATCH);
-      const done: number[] = [];
-      for (const item of events) {
-        // An adoption began after the last look: a peek that came after it moved the runs here reads
-        // their events before their actors exist, and delivering now would drop them. They stay in the
-        // inbox for the drain that follows the adoption.
-        if (!this.mayDeliver()) break;
-        await this.deliverFromInbox(item.runId, item.event as IncomingRunEvent);
-        done.push(item.id);
-      }
+      // An adoption began after the last look: a peek that came after it moved the runs here reads
+      // their events before their actors exist, and delivering now would drop them. They stay in the
+      // inbox for the drain that follows the adoption.
+      if (!this.mayDeliver()) return total;
+      // Each send applies its event at once, in this order; only the commits are awaited, together,
+      // so the batch costs one group commit instead of one commit after another.
+      const deliveries = events.map((item) => this.deliverFromInbox(item.runId, item.event as IncomingRunEvent));
+      const outcomes = await Promise.allSettled(deliveries);
+      const done = events.filter((_, i) => outcomes[i]?.status === 'fulfilled').map((item) => item.id);
       await this.options.inbox.remove(done);
       total += done.length;
+      const failed = outcomes.find((outcome): outcome is PromiseRejectedResult => outcome.status === 'rejected');
+      if (failed) throw failed.reason;
       if (events.length === BATCH) this.drainAgain = true;
     } while (this.drainAgain && !this.stopped);
     return total;

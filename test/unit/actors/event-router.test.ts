@@ -52,3 +52,33 @@ it('B5: an inbox event read while its run is being adopted here waits for the ru
   assert.deepEqual(delivered, ['run-a']);
   assert.equal(rows.length, 0);
 });
+
+it('a drain applies every event of its batch, in inbox order, before any of their commits settles; an event whose commit failed stays in the inbox', async () => {
+  const rows = [1, 2, 3, 4].map((id) => ({ id, runId: id === 3 ? 'run-a' : `run-${id}`, event: { ...event, at: id } }));
+  const applied: number[] = [];
+  const commits: { id: number; settle: (ok: boolean) => void }[] = [];
+  const inbox: InboxStore = {
+    enqueue: () => Promise.resolve(),
+    peek: () => Promise.resolve(rows.slice()),
+    remove: (ids) => {
+      for (const id of ids) rows.splice(rows.findIndex((row) => row.id === id), 1);
+      return Promise.resolve();
+    },
+  };
+  const supervisor = {
+    owns: () => true,
+    // As the supervisor's send: the event is applied at once, then its commit is awaited.
+    send: (_runId: string, incoming: IncomingRunEvent) => {
+      const id = incoming.at as number;
+      applied.push(id);
+      return new Promise<void>((resolve, reject) => commits.push({ id, settle: (ok) => (ok ? resolve() : reject(new Error('commit failed'))) }));
+    },
+  } as unknown as Supervisor;
+  const router = new EventRouter({ supervisor, inbox, clock: systemClock, log: pino({ level: 'silent' }), pollMs: 60_000 });
+  const draining = router.drain();
+  await new Promise((resolve) => setImmediate(resolve));
+  assert.deepEqual(applied, [1, 2, 3, 4], 'all four applied while no commit has settled yet');
+  for (const commit of commits) commit.settle(commit.id !== 2);
+  await assert.rejects(draining, /commit failed/);
+  assert.deepEqual(rows.map((row) => row.id), [2], 'the delivered events are removed; the failed one is read again by the next drain');
+});
