@@ -3,16 +3,21 @@
  * their one job runs on an agent connected to B (any agent serves any run), or, for comparison, on an
  * agent connected to A. Figures: create run → job.dispatch at the agent, and job.status sent → the
  * owner journals it (both one-way, same machine clock). Postgres LISTEN/NOTIFY carries the wake-ups.
+ * Then throughput: a backlog of one-job runs, all created on A at once, drained by agents that answer
+ * every dispatch at once (ack, running, success), either all connected to B or all connected to A.
  *
  *   node --no-node-snapshot --import tsx bench/cross-coordinator.bench.ts [--quick]
  */
 import { randomUUID } from 'node:crypto';
-import { CoordinatorClient, FakeAgent, runStepsWorkflow } from '../test/support/fake-agent.ts';
+import { CoordinatorClient, FakeAgent, runStepsWorkflow, type JobDispatchFrame } from '../test/support/fake-agent.ts';
 import { ADMIN_TOKEN, startCoordinatorProcess, stopProcess } from '../test/support/processes.ts';
 import { benchFlags, freshDatabase, percentiles, writeResult } from './support.ts';
 
 const flags = benchFlags();
 const RUNS = flags.quick ? 10 : 40;
+const BACKLOG_RUNS = flags.quick ? 100 : 400;
+const BACKLOG_AGENTS = 10;
+const CREATE_CONCURRENCY = 20;
 const ENV = { SWITCHYARD_SCALERS: 'none', LOG_LEVEL: 'warn' };
 
 interface Samples {
@@ -40,6 +45,36 @@ async function measure(owner: CoordinatorClient, agent: FakeAgent, label: string
   return samples;
 }
 
+/** Agents that answer every dispatch at once; `dispatched` counts the dispatches they received. */
+async function answeringAgents(wsUrl: string, token: string, label: string) {
+  const counter = { dispatched: 0, whenAll: (n: number) => new Promise<void>((resolve) => (counter.done = () => counter.dispatched >= n && resolve())), done: () => undefined as void };
+  const onDispatch = (dispatch: JobDispatchFrame, agent: FakeAgent) => {
+    agent.runAtOnce(dispatch);
+    agent.received.length = 0;
+    counter.dispatched++;
+    counter.done();
+  };
+  const agents = await Promise.all(Array.from({ length: BACKLOG_AGENTS }, () => FakeAgent.connect(wsUrl, token, { labels: [label], onDispatch })));
+  return { agents, counter };
+}
+
+/** Creates `BACKLOG_RUNS` runs on the owner at once and times until every job was dispatched and its run succeeded. */
+async function drainBacklog(owner: CoordinatorClient, agentsUrl: string, token: string, label: string) {
+  const { agents, counter } = await answeringAgents(agentsUrl, token, label);
+  const allDispatched = counter.whenAll(BACKLOG_RUNS);
+  const started = Date.now();
+  const runIds: string[] = [];
+  for (let i = 0; i < BACKLOG_RUNS; i += CREATE_CONCURRENCY) {
+    const batch = Array.from({ length: Math.min(CREATE_CONCURRENCY, BACKLOG_RUNS - i) }, (_, j) => owner.createRun(runStepsWorkflow(`backlog-${i + j}`, label, [{ name: 'build', steps: [['s', 'true']] }])));
+    runIds.push(...(await Promise.all(batch)));
+  }
+  await allDispatched;
+  for (const runId of runIds.slice(-CREATE_CONCURRENCY)) await owner.waitForRunStatus(runId, 'success', 60_000);
+  const seconds = (Date.now() - started) / 1000;
+  for (const agent of agents) await agent.close();
+  return { runs: BACKLOG_RUNS, agents: BACKLOG_AGENTS, seconds, jobsPerSecond: Math.round((BACKLOG_RUNS / seconds) * 10) / 10 };
+}
+
 async function main(): Promise<void> {
   const database = await freshDatabase('cross');
   const a = await startCoordinatorProcess({ DATABASE_URL: database.url, SWITCHYARD_COORDINATOR_ID: 'bench-a', ...ENV });
@@ -53,10 +88,12 @@ async function main(): Promise<void> {
     const remote = await FakeAgent.connect(new CoordinatorClient(b.url, ADMIN_TOKEN).wsUrl, token, { labels: [remoteLabel] });
     const same = await measure(clientA, local, localLabel);
     const cross = await measure(clientA, remote, remoteLabel);
+    const backlogSame = await drainBacklog(clientA, clientA.wsUrl, token, `${localLabel}-backlog`);
+    const backlogCross = await drainBacklog(clientA, new CoordinatorClient(b.url, ADMIN_TOKEN).wsUrl, token, `${remoteLabel}-backlog`);
     const results = {
       runs: RUNS,
-      sameCoordinator: { createToDispatchMs: percentiles(same.dispatch), statusToOwnerMs: percentiles(same.status) },
-      crossCoordinator: { createToDispatchMs: percentiles(cross.dispatch), statusToOwnerMs: percentiles(cross.status) },
+      sameCoordinator: { createToDispatchMs: percentiles(same.dispatch), statusToOwnerMs: percentiles(same.status), backlog: backlogSame },
+      crossCoordinator: { createToDispatchMs: percentiles(cross.dispatch), statusToOwnerMs: percentiles(cross.status), backlog: backlogCross },
     };
     console.log(JSON.stringify(results, null, 2));
     console.log(`written to ${(await writeResult('cross-coordinator', flags, results)).pathname}`);
