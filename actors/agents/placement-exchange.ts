@@ -32,6 +32,12 @@ export interface PlacementExchangeStore {
   withdraw(runId: string, jobKey?: string, attempt?: number): Promise<void>;
 }
 
+/** A request to be written: `writing` while its batch's statement runs, null while it waits for one. */
+interface PendingRequest {
+  job: OfferedJob;
+  writing: Promise<void> | null;
+}
+
 export type FindAgent = (job: OfferedJob) => { session: AgentSession } | { none: string };
 
 const BATCH = 100;
@@ -56,7 +62,7 @@ export class PlacementExchange {
   /** Runs that published a request from this process and have not withdrawn all of them. */
   private readonly publishedRuns = new Set<string>();
   /** Requests being written (or waiting to be written again), by run, job and attempt. */
-  private readonly publishing = new Map<string, OfferedJob>();
+  private readonly publishing = new Map<string, PendingRequest>();
   /**
    * Whether another coordinator may take a job published here. Alone, nothing is published (no one
    * would read it) and each placement costs no write; when a peer joins, `onPeersJoined` publishes
@@ -86,13 +92,15 @@ export class PlacementExchange {
    */
   publish(job: OfferedJob, tries = 0): void {
     const key = publishKey(job);
-    this.publishing.set(key, job);
+    const pending: PendingRequest = { job, writing: null };
+    this.publishing.set(key, pending);
     this.publishedRuns.add(job.runId);
     this.publisher.add(job).then(
-      () => this.publishing.delete(key),
+      () => this.publishing.get(key) === pending && this.publishing.delete(key),
       (thrown: unknown) => {
+        pending.writing = null;
         this.log.warn({ err: coerceError(thrown), runId: job.runId, jobKey: job.jobKey }, 'publishing a placement request failed; trying again');
-        const retry = setTimeout(() => this.publishing.get(key) === job && this.publish(job, tries + 1), Math.min(PUBLISH_RETRY_CAP_MS, 250 * 2 ** tries));
+        const retry = setTimeout(() => this.publishing.get(key) === pending && this.publish(job, tries + 1), Math.min(PUBLISH_RETRY_CAP_MS, 250 * 2 ** tries));
         retry.unref();
       },
     );
@@ -100,8 +108,15 @@ export class PlacementExchange {
 
   /** A request withdrawn while it waited for its batch is not written: nothing would remove it. */
   private async writeRequests(jobs: OfferedJob[]): Promise<BatchResults<void>> {
-    const waiting = jobs.filter((job) => this.publishing.get(publishKey(job)) === job);
-    if (waiting.length > 0) await this.store.publish(waiting);
+    const waiting = jobs.flatMap((job) => {
+      const pending = this.publishing.get(publishKey(job));
+      return pending?.job === job ? [pending] : [];
+    });
+    if (waiting.length > 0) {
+      const written = this.store.publish(waiting.map((pending) => pending.job));
+      for (const pending of waiting) pending.writing = written;
+      await written;
+    }
     return jobs.map(() => undefined);
   }
 
@@ -129,15 +144,27 @@ export class PlacementExchange {
     if (joined) this.onPeersJoined();
   }
 
-  /** The owner's own request, taken back and removed in one write before it grants the job here. */
+  /**
+   * The owner's own request, taken back and removed in one write before it grants the job here.
+   * One still waiting for its write (queued behind a batch, or between retries) is taken back here:
+   * it is never written, and no peer can hold it. One being written is taken back once its write is
+   * done: the delete would find no row before, and the job would be held back as if a peer held it.
+   */
   async reclaim(job: OfferedJob): Promise<boolean> {
+    const key = publishKey(job);
+    const pending = this.publishing.get(key);
+    const written = pending?.writing ? await pending.writing.then(() => true, () => false) : pending === undefined;
+    if (!written) {
+      this.publishing.delete(key);
+      return true;
+    }
     if (!(await this.store.reclaim(job))) return false;
-    this.publishing.delete(publishKey(job));
+    this.publishing.delete(key);
     return true;
   }
 
   withdraw(runId: string, jobKey?: string, attempt?: number): void {
-    for (const [key, job] of this.publishing) {
+    for (const [key, { job }] of this.publishing) {
       if (job.runId === runId && (jobKey === undefined || job.jobKey === jobKey) && (attempt === undefined || job.attempt === attempt)) this.publishing.delete(key);
     }
     // A run that published nothing from here has no row to remove. One published before a restart

@@ -75,3 +75,42 @@ describe('placement requests are written a batch at a time', () => {
     assert.ok(!batches.flat().includes('burst-3'), 'the withdrawn request is left out');
   });
 });
+
+describe('the owner takes its own request back before it grants the job on a slot freed here', () => {
+  /** A store whose writes wait for `release`, recording the order of writes and deletes. */
+  function gatedStore() {
+    const log: string[] = [];
+    const rows = new Set<string>();
+    let release = () => undefined as void;
+    const store: PlacementExchangeStore = {
+      ...flakyStore(0).store,
+      publish: async (jobs) => {
+        log.push(`write ${jobs.map((j) => j.runId).join(',')}`);
+        await new Promise<void>((resolve) => (release = resolve));
+        for (const j of jobs) rows.add(j.runId);
+      },
+      reclaim: (j) => {
+        log.push(`delete ${j.runId}`);
+        return Promise.resolve(rows.delete(j.runId));
+      },
+    };
+    return { store, log, release: () => release() };
+  }
+
+  it('one still waiting for its write is taken back at once and never written; one being written is deleted once written, not held back as if a peer held it', async () => {
+    const gated = gatedStore();
+    const exchange = exchangeOn(gated.store);
+    const first = { ...job, runId: 'being-written' };
+    const second = { ...job, runId: 'waiting' };
+    exchange.publish(first);
+    exchange.publish(second);
+    assert.equal(await exchange.reclaim(second), true, 'queued behind the first write: taken back without a delete');
+    const reclaimFirst = exchange.reclaim(first);
+    await new Promise((resolve) => setImmediate(resolve));
+    assert.deepEqual(gated.log, ['write being-written'], 'the delete waits for the write');
+    gated.release();
+    assert.equal(await reclaimFirst, true);
+    await new Promise((resolve) => setImmediate(resolve));
+    assert.deepEqual(gated.log, ['write being-written', 'delete being-written'], 'the queued request was never written');
+  });
+});
