@@ -128,6 +128,9 @@ function crossCoordinatorRows(cross: Source): Row[] {
       'placement request and grant, dispatch and frames carried by Postgres LISTEN/NOTIFY between two coordinator processes'),
     latency('job.status sent → journaled by the owner, same coordinator', cross, 'results.sameCoordinator.statusToOwnerMs'),
     latency('job.status sent → journaled by the owner, through a peer', cross, 'results.crossCoordinator.statusToOwnerMs'),
+    value('backlog of one-job runs, 10 agents on the owner', 'jobs/s', cross, 'results.sameCoordinator.backlog.jobsPerSecond'),
+    value('backlog of one-job runs, 10 agents on a peer coordinator', 'jobs/s', cross, 'results.crossCoordinator.backlog.jobsPerSecond', undefined,
+      'every run created on the owner at once; each job granted by the peer, dispatched and answered through Postgres'),
   ];
 }
 
