@@ -84,6 +84,7 @@ export class ChaosAgent {
   /** The network drops: the jobs keep running; the agent comes back after `downMs` with them. */
   disconnect(downMs: number): void {
     this.paused = true;
+    this.log(`${this.agentId}: network down for ${downMs} ms, holding ${[...this.jobs.keys()].join(', ') || 'nothing'}`);
     this.socket?.terminate();
     setTimeout(() => {
       this.paused = false;
@@ -132,6 +133,7 @@ export class ChaosAgent {
   }
 
   private registerMessage(): AgentMessage {
+    this.log(`${this.agentId}: registering, in flight ${[...this.jobs.keys()].join(', ') || 'nothing'}`);
     return {
       type: 'agent.register',
       messageId: randomUUID(),
@@ -173,6 +175,7 @@ export class ChaosAgent {
     if (message?.type === 'job.dispatch') this.onDispatch(message.runId, message.jobId, message.jobConfig.name ?? '?');
     else if (message?.type === 'job.cancel') {
       const job = this.jobs.get(message.jobId);
+      this.log(`${this.agentId}: job.cancel of attempt ${message.jobId} (${message.reason ?? 'no reason'})${job ? '' : ', not held'}`);
       if (job) {
         this.stopJob(job, 'cancelled');
         this.sendJob(job, { type: 'job.status', state: 'cancelled' });
@@ -188,10 +191,12 @@ export class ChaosAgent {
     this.dispatches++;
     if (this.dispatches === this.behaviour.dropAckOf || this.rng.chance(this.behaviour.dropAck)) {
       this.ledger.lostAcks++;
+      this.log(`${this.agentId}: dispatch ${runId}/${jobName} attempt ${dispatchId}; its ack is lost`);
       job.timers.push(setTimeout(() => this.stopJob(job, 'abandoned'), ABANDON_AFTER_MS).unref());
       return;
     }
     this.sendJob(job, { type: 'job.ack' });
+    this.log(`${this.agentId}: dispatch ${runId}/${jobName} attempt ${dispatchId}; acked`);
     const duration = this.rng.int(...this.behaviour.jobMs);
     const outcome = this.rng.chance(this.behaviour.fail) ? 'failed' : 'success';
     job.timers.push(
@@ -217,6 +222,7 @@ export class ChaosAgent {
   }
 
   private stopJob(job: HeldJob, how: 'finished' | 'cancelled' | 'killed' | 'abandoned'): void {
+    this.log(`${this.agentId}: attempt ${job.dispatchId} of ${job.runId}/${job.jobName} ${how}`);
     for (const timer of job.timers) clearTimeout(timer);
     this.jobs.delete(job.dispatchId);
     this.ledger.end(this.agentId, job.dispatchId, how);

@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { createWriteStream } from 'node:fs';
 import { mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -54,7 +55,7 @@ function coordinatorEnv(databaseUrl: string): Record<string, string> {
     SWITCHYARD_RECOVERY_WINDOW_MS: String(RECOVERY_WINDOW_MS),
     SWITCHYARD_MAX_DISPATCH_ATTEMPTS: '8',
     SWITCHYARD_SCALERS: 'none',
-    LOG_LEVEL: 'info',
+    LOG_LEVEL: process.env.CHAOS_LOG_LEVEL ?? 'info',
   };
 }
 
@@ -73,9 +74,15 @@ async function freshDatabase(): Promise<string> {
  * the cluster settles, and the invariants are checked against the database and the agents' ledger.
  */
 export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
-  const log = options.log ?? (() => undefined);
   const rng = new Rng(options.seed);
   const logDir = await mkdtemp(join(tmpdir(), 'sy-chaos-'));
+  // What the harness saw (faults, and each agent's dispatches, cancels, disconnects and registers),
+  // stamped with the clock the coordinators' logs use, so a failure can be read against them.
+  const harnessLog = createWriteStream(join(logDir, 'harness.log'), { flags: 'a' });
+  const log = (line: string) => {
+    harnessLog.write(`${Date.now()} ${line}\n`);
+    options.log?.(line);
+  };
   const databaseUrl = await freshDatabase();
   const repo = await createLockRepo();
   const sha = repo.commit({ '.kici/kici.lock.json': lockFileWith([pushWorkflow(WORKFLOW, [runJob('build', ['make']), runJob('test', ['make test'], { needs: ['build'] })])]) });
@@ -155,6 +162,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
   } finally {
     for (const agent of agents) agent.kill();
     for (const c of coordinators) await c.shutdown();
+    harnessLog.end();
   }
 }
 
