@@ -129,3 +129,30 @@ describe('placement requests are shared only while another coordinator is alive'
     assert.deepEqual(calls.filter((c) => c.startsWith('reclaim')), ['reclaim run-2']);
   });
 });
+
+describe('a coordinator offers its free agents to the requests its peers published', () => {
+  it('grants them together, each slot reserved before any claim goes out; a claim that fails gives its slot back', async () => {
+    const registry = new AgentRegistry(() => 0);
+    for (const id of ['a', 'b', 'c']) registry.add(session(id));
+    const peerJob = (runId: string): OfferedJob => ({ runId, jobKey: 'build', attempt: 1, requirements: linux });
+    const claims: { runId: string; answer: (claimed: boolean | Error) => void }[] = [];
+    const granted: string[] = [];
+    const store: PlacementExchangeStore = {
+      ...recordingStore({ alive: true }).store,
+      open: () => Promise.resolve([peerJob('p-1'), peerJob('p-2'), peerJob('p-3')]),
+      claim: (job) => new Promise((resolve, reject) => claims.push({ runId: job.runId, answer: (claimed) => (claimed instanceof Error ? reject(claimed) : resolve(claimed)) })),
+    };
+    const dispatcher = new Dispatcher(registry, () => Promise.resolve(), log);
+    const exchange = new PlacementExchange(store, registry, (job) => dispatcher.findFor(job), (runId) => Promise.resolve(void granted.push(runId)), log);
+    const offering = exchange.offerRemote();
+    await new Promise((resolve) => setImmediate(resolve));
+    assert.deepEqual(claims.map((c) => c.runId), ['p-1', 'p-2', 'p-3'], 'three claims in flight at once');
+    assert.deepEqual(registry.all().map((s) => s.slots.size), [1, 1, 1], 'one slot each, reserved before the claims');
+    claims[0]?.answer(true);
+    claims[1]?.answer(false);
+    claims[2]?.answer(new Error('connection reset'));
+    await offering;
+    assert.deepEqual(granted, ['p-1']);
+    assert.equal(registry.all().reduce((n, s) => n + s.slots.size, 0), 1, 'the lost claim and the failed one gave their slots back');
+  });
+});
