@@ -259,10 +259,12 @@ export class Dispatcher {
     // could not store (a commit given up, the run failed or gone) dispatches nothing: the slot goes
     // back here, or the agent would look busy until it disconnects. The job is not queued again: its
     // run, brought back from its last durable state, asks for an agent again.
-    await this.sendToRun(request.runId, { type: 'placement.granted', jobKey: request.jobKey, agentId: session.agentId, dispatchId, agentKind }).catch((thrown: unknown) => {
+    const route = await this.sendToRun(request.runId, { type: 'placement.granted', jobKey: request.jobKey, agentId: session.agentId, dispatchId, agentKind }).catch((thrown: unknown) => {
       this.log.warn({ err: coerceError(thrown), runId: request.runId, jobKey: request.jobKey, agentId: session.agentId }, 'a grant was not stored; its agent slot is given back');
       this.registry.release(session.agentId, dispatchId);
     });
+    // The run ended (or moved away and ended) between its request and this grant: no one reads it.
+    if (route === 'dropped') this.registry.release(session.agentId, dispatchId);
   }
 
   /**

@@ -225,7 +225,13 @@ export class PlacementExchange {
     }
     const agentKind = session.scalerManaged ? ('scaler' as const) : ('static' as const);
     this.log.info({ runId: job.runId, jobKey: job.jobKey, agentId: session.agentId }, 'granting a peer’s job to an agent connected here');
-    await this.deliver(job.runId, { type: 'placement.granted', jobKey: job.jobKey, agentId: session.agentId, dispatchId, agentKind });
+    // A request left behind by a run that has ended since (its owner died before withdrawing it)
+    // reaches no one: the grant is dropped, and its slot would stay taken until the agent left.
+    const route = await this.deliver(job.runId, { type: 'placement.granted', jobKey: job.jobKey, agentId: session.agentId, dispatchId, agentKind }).catch((thrown: unknown) => {
+      this.registry.release(session.agentId, dispatchId);
+      throw thrown;
+    });
+    if (route === 'dropped') this.registry.release(session.agentId, dispatchId);
     await this.store.withdraw(job.runId, job.jobKey, job.attempt);
   }
 }

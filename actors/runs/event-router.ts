@@ -6,7 +6,8 @@ import type { IncomingRunEvent, Supervisor } from './supervisor.ts';
 
 /** Where events for runs owned elsewhere wait for their owner (src/db implements it; it wakes the owner). */
 export interface InboxStore {
-  enqueue(runId: string, event: IncomingRunEvent): Promise<void>;
+  /** False when the event was not kept: its run is not live (ended, or never existed). */
+  enqueue(runId: string, event: IncomingRunEvent): Promise<boolean>;
   peek(limit: number): Promise<{ id: number; runId: string; event: unknown }[]>;
   remove(ids: number[]): Promise<void>;
 }
@@ -40,7 +41,8 @@ export class EventRouter {
 
   constructor(private readonly options: EventRouterOptions) {}
 
-  async deliver(runId: string, event: IncomingRunEvent): Promise<'local' | 'inbox'> {
+  /** `dropped`: the run is not live anywhere, so no one will ever read the event. */
+  async deliver(runId: string, event: IncomingRunEvent): Promise<'local' | 'inbox' | 'dropped'> {
     const { supervisor } = this.options;
     if (supervisor.owns(runId)) {
       try {
@@ -50,8 +52,7 @@ export class EventRouter {
         if (!(thrown instanceof RunNotOwnedError)) throw thrown;
       }
     }
-    await this.enqueueInOrder(runId, event);
-    return 'inbox';
+    return (await this.enqueueInOrder(runId, event)) ? 'inbox' : 'dropped';
   }
 
   start(): void {
@@ -111,12 +112,12 @@ export class EventRouter {
     return this.options.canDrain?.() !== false;
   }
 
-  private async enqueueInOrder(runId: string, event: IncomingRunEvent): Promise<void> {
+  private async enqueueInOrder(runId: string, event: IncomingRunEvent): Promise<boolean> {
     const previous = this.writes.get(runId) ?? Promise.resolve();
     const write = previous.catch(() => undefined).then(() => this.options.inbox.enqueue(runId, event));
     this.writes.set(runId, write);
     try {
-      await write;
+      return await write;
     } finally {
       if (this.writes.get(runId) === write) this.writes.delete(runId);
     }

@@ -15,16 +15,17 @@ export interface InboxEvent {
  * Leaves an event for the coordinator that owns `runId` (FO-4: non-owners only send messages) and
  * wakes it with a NOTIFY, delivered when this insert commits. An event for a run that has finished
  * (or never existed) is not kept: its owner would only drop it, and if that owner is gone no
- * coordinator would ever read it.
+ * coordinator would ever read it. Returns whether the event was kept.
  */
-export async function enqueueRunEvent(db: Kysely<Schema>, { runId, event, now }: { runId: string; event: unknown; now: number }) {
-  await sql`
+export async function enqueueRunEvent(db: Kysely<Schema>, { runId, event, now }: { runId: string; event: unknown; now: number }): Promise<boolean> {
+  const { rows } = await sql`
     WITH queued AS (
       INSERT INTO run_inbox (run_id, event, created_at)
       SELECT ${runId}::text, ${toJson(event)}::json, ${now}::int8 WHERE EXISTS (SELECT 1 FROM run_owner WHERE run_id = ${runId}::text AND live)
       RETURNING run_id)
     SELECT pg_notify(${coordinatorChannelSql(sql`o.coordinator_id`)}, 'inbox')
       FROM queued JOIN run_owner o USING (run_id)`.execute(db);
+  return rows.length > 0;
 }
 
 /** The oldest inbox events of runs this coordinator owns; deleted only after delivery (at-least-once). */

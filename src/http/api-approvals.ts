@@ -49,7 +49,7 @@ export function withRenewedReasons<T extends { waiting_reason: unknown }>(jobs: 
 /** What deciding a gate needs: the gates, and the way to the run wherever its owner is. */
 export interface ApprovalDeps {
   db: Kysely<Schema>;
-  deliver: (runId: string, event: IncomingRunEvent) => Promise<'local' | 'inbox'>;
+  deliver: (runId: string, event: IncomingRunEvent) => Promise<'local' | 'inbox' | 'dropped'>;
 }
 
 /**
@@ -65,7 +65,7 @@ export async function decideApprovalRoute(deps: ApprovalDeps, { req, res, params
   const run = await readRunRow(deps.db, runId);
   if (!run) throw new HttpError(404, 'not found', `no run ${runId}`);
   if (isTerminalRunStatus(run.status)) throw new HttpError(409, 'run finished', `run ${runId} ended ${run.status}; its gates can no longer be decided`);
-  let route: 'local' | 'inbox';
+  let route: 'local' | 'inbox' | 'dropped';
   if (gateId === WORKFLOW_GATE) {
     if (run.status !== 'held') throw new HttpError(409, 'gate decided', `run ${runId} is ${run.status}, not held for a workflow approval`);
     route = await deps.deliver(runId, { type: 'run.approval', decision: decision === 'approve' ? 'approved' : 'rejected', by });
@@ -75,5 +75,6 @@ export async function decideApprovalRoute(deps: ApprovalDeps, { req, res, params
     if (gate.status !== 'pending') throw new HttpError(409, 'gate decided', `gate ${gateId} is already ${gate.status}${gate.decided_by ? ` (by ${gate.decided_by})` : ''}`);
     route = await deps.deliver(runId, { type: 'job.approval', jobKey: gate.job_key, gateId, decision, by, ...(comment === undefined ? {} : { comment }) });
   }
+  if (route === 'dropped') throw new HttpError(409, 'run finished', `run ${runId} ended meanwhile; its gates can no longer be decided`);
   sendJson(res, 202, { runId, gateId, decision, by, deliveredTo: route === 'local' ? 'owner' : 'owner inbox' });
 }

@@ -28,7 +28,7 @@ export interface RunApiDeps {
   /** Creates and owns the run here. */
   createRun: (run: NewRun) => Promise<void>;
   /** Sends an event to a run wherever its owner is (the run's inbox when not here). */
-  deliver: (runId: string, event: IncomingRunEvent) => Promise<'local' | 'inbox'>;
+  deliver: (runId: string, event: IncomingRunEvent) => Promise<'local' | 'inbox' | 'dropped'>;
   timeouts: JobTimeouts;
   maxAttempts: number;
   now: () => number;
@@ -171,5 +171,9 @@ async function cancelRunRoute(deps: RunApiDeps, { req, res, params }: RouteConte
   }
   const reason = body.reason ?? 'cancelled by an administrator';
   const route = await deps.deliver(runId, { type: 'run.cancel', reason, force: body.force, by: 'api' });
+  if (route === 'dropped') {
+    sendJson(res, 200, { runId, alreadyTerminal: true, status: (await getRunWithJobs(deps.db, runId))?.run.status });
+    return;
+  }
   sendJson(res, 202, { runId, cancelling: true, force: body.force, deliveredTo: route === 'local' ? 'owner' : 'owner inbox' });
 }

@@ -61,11 +61,13 @@ await describeEachKind('live owner rows', (kind) => {
       assert.deepEqual(await findExpiredCoordinators(db, { now: 5_000 }), [], 'nothing live is left to adopt');
     }));
 
-  it('an event for a finished or unknown run is not left in the inbox; one for a live run is', () =>
+  it('an event for a finished or unknown run is not left in the inbox (and the sender is told); one for a live run is', () =>
     withTestDatabase(kind, async ({ db }) => {
       const { epoch } = await claimCoordinatorLease(db, { id: ME, ttlMs: 60_000, now: 0 });
       await commitBatch(db, { coordinatorId: ME, epoch, now: 1, entries: [entry('live', 1), finishing('done', 1)] });
-      for (const runId of ['live', 'done', 'never-existed']) await enqueueRunEvent(db, { runId, event: { type: 'run.cancel' }, now: 3 });
+      const kept: boolean[] = [];
+      for (const runId of ['live', 'done', 'never-existed']) kept.push(await enqueueRunEvent(db, { runId, event: { type: 'run.cancel' }, now: 3 }));
+      assert.deepEqual(kept, [true, false, false], 'so a peer that granted an agent to a run that ended gives the slot back');
       assert.deepEqual((await peekInbox(db, { coordinatorId: ME, limit: 10 })).map((e) => e.runId), ['live']);
       assert.equal(Number((await db.selectFrom('run_inbox').select((eb) => eb.fn.countAll().as('n')).executeTakeFirstOrThrow()).n), 1);
     }));

@@ -16,7 +16,7 @@ it('B5: an inbox event read while its run is being adopted here waits for the ru
   const delivered: string[] = [];
   const undeliverable: string[] = [];
   const inbox: InboxStore = {
-    enqueue: () => Promise.resolve(),
+    enqueue: () => Promise.resolve(true),
     // The first peek answers only after the adoption has moved the run here (its owner row says so).
     peek: async () => {
       await peekGate;
@@ -58,7 +58,7 @@ it('a drain applies every event of its batch, in inbox order, before any of thei
   const applied: number[] = [];
   const commits: { id: number; settle: (ok: boolean) => void }[] = [];
   const inbox: InboxStore = {
-    enqueue: () => Promise.resolve(),
+    enqueue: () => Promise.resolve(true),
     peek: () => Promise.resolve(rows.slice()),
     remove: (ids) => {
       for (const id of ids) rows.splice(rows.findIndex((row) => row.id === id), 1);

@@ -156,3 +156,17 @@ describe('a coordinator offers its free agents to the requests its peers publish
     assert.equal(registry.all().reduce((n, s) => n + s.slots.size, 0), 1, 'the lost claim and the failed one gave their slots back');
   });
 });
+
+it('a peer’s request left behind by a run that has ended since is granted to no one: the dropped grant gives its slot back', async () => {
+  const registry = new AgentRegistry(() => 0);
+  registry.add(session('a'));
+  const store: PlacementExchangeStore = {
+    ...recordingStore({ alive: true }).store,
+    open: () => Promise.resolve([{ runId: 'ended', jobKey: 'build', attempt: 1, requirements: linux }]),
+    claim: () => Promise.resolve(true),
+  };
+  const dispatcher = new Dispatcher(registry, () => Promise.resolve(), log);
+  const exchange = new PlacementExchange(store, registry, (job) => dispatcher.findFor(job), () => Promise.resolve('dropped'), log);
+  await exchange.offerRemote();
+  assert.equal(registry.get('a')?.slots.size, 0, 'the agent is free again for the next job');
+});
