@@ -13,3 +13,9 @@ export async function forEachConcurrently<T>(items: readonly T[], limit: number,
   };
   await Promise.all(Array.from({ length: Math.min(limit, items.length) }, lane));
 }
+
+/** Throws the reason of the first rejected outcome, if any: for work that lets every promise settle before it reports a failure. */
+export function throwFirstRejection(outcomes: readonly PromiseSettledResult<unknown>[]): void {
+  const failed = outcomes.find((outcome): outcome is PromiseRejectedResult => outcome.status === 'rejected');
+  if (failed) throw failed.reason;
+}

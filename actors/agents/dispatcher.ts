@@ -261,10 +261,10 @@ export class Dispatcher {
     // run, brought back from its last durable state, asks for an agent again.
     const route = await this.sendToRun(request.runId, { type: 'placement.granted', jobKey: request.jobKey, agentId: session.agentId, dispatchId, agentKind }).catch((thrown: unknown) => {
       this.log.warn({ err: coerceError(thrown), runId: request.runId, jobKey: request.jobKey, agentId: session.agentId }, 'a grant was not stored; its agent slot is given back');
-      this.registry.release(session.agentId, dispatchId);
+      return 'not stored' as const;
     });
-    // The run ended (or moved away and ended) between its request and this grant: no one reads it.
-    if (route === 'dropped') this.registry.release(session.agentId, dispatchId);
+    // Dropped: the run ended (or moved away and ended) between its request and this grant, and no one reads it.
+    if (route === 'not stored' || route === 'dropped') this.registry.release(session.agentId, dispatchId);
   }
 
   /**

@@ -3,6 +3,7 @@ import type { Logger } from 'pino';
 import type { AgentRequirements } from '../../machines/types.ts';
 import type { AgentRegistry, AgentSession } from './registry.ts';
 import { Batcher, type BatchResults } from '../../lib/batcher.ts';
+import { throwFirstRejection } from '../../lib/concurrently.ts';
 import { coerceError } from '../../lib/errors.ts';
 import type { IncomingRunEvent } from '../runs/supervisor.ts';
 
@@ -202,9 +203,7 @@ export class PlacementExchange {
       this.peersWaiting = open.length > 0;
       // Each grant reserves its slot before its first await, in the requests' order; their claims
       // and grants then go together instead of three round trips after three round trips.
-      const outcomes = await Promise.allSettled(open.map((job) => this.grant(job)));
-      const failed = outcomes.find((outcome): outcome is PromiseRejectedResult => outcome.status === 'rejected');
-      if (failed) throw failed.reason;
+      throwFirstRejection(await Promise.allSettled(open.map((job) => this.grant(job))));
     } while (this.offerAgain);
   }
 
@@ -215,23 +214,18 @@ export class PlacementExchange {
     const { session } = found;
     const dispatchId = randomUUID();
     this.registry.reserve(session.agentId, dispatchId, { runId: job.runId, jobKey: job.jobKey });
-    const claimed = await this.store.claim(job).catch((thrown: unknown) => {
-      this.registry.release(session.agentId, dispatchId);
-      throw thrown;
-    });
-    if (!claimed) {
-      this.registry.release(session.agentId, dispatchId);
-      return;
+    // The slot goes back unless the grant reached the run: a claim lost or failed, a grant that
+    // could not be sent, or one dropped because its run has ended since (a request left behind by
+    // an owner that died before withdrawing it), else it would stay taken until the agent left.
+    let granted = false;
+    try {
+      if (!(await this.store.claim(job))) return;
+      const agentKind = session.scalerManaged ? ('scaler' as const) : ('static' as const);
+      this.log.info({ runId: job.runId, jobKey: job.jobKey, agentId: session.agentId }, 'granting a peer’s job to an agent connected here');
+      granted = (await this.deliver(job.runId, { type: 'placement.granted', jobKey: job.jobKey, agentId: session.agentId, dispatchId, agentKind })) !== 'dropped';
+    } finally {
+      if (!granted) this.registry.release(session.agentId, dispatchId);
     }
-    const agentKind = session.scalerManaged ? ('scaler' as const) : ('static' as const);
-    this.log.info({ runId: job.runId, jobKey: job.jobKey, agentId: session.agentId }, 'granting a peer’s job to an agent connected here');
-    // A request left behind by a run that has ended since (its owner died before withdrawing it)
-    // reaches no one: the grant is dropped, and its slot would stay taken until the agent left.
-    const route = await this.deliver(job.runId, { type: 'placement.granted', jobKey: job.jobKey, agentId: session.agentId, dispatchId, agentKind }).catch((thrown: unknown) => {
-      this.registry.release(session.agentId, dispatchId);
-      throw thrown;
-    });
-    if (route === 'dropped') this.registry.release(session.agentId, dispatchId);
     await this.store.withdraw(job.runId, job.jobKey, job.attempt);
   }
 }

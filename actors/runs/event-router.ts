@@ -1,6 +1,7 @@
 import type { Logger } from 'pino';
 import { RunNotOwnedError } from './errors.ts';
 import { coerceError } from '../../lib/errors.ts';
+import { throwFirstRejection } from '../../lib/concurrently.ts';
 import type { Clock } from '../clock.ts';
 import type { IncomingRunEvent, Supervisor } from './supervisor.ts';
 
@@ -101,8 +102,7 @@ export class EventRouter {
       const done = events.filter((_, i) => outcomes[i]?.status === 'fulfilled').map((item) => item.id);
       await this.options.inbox.remove(done);
       total += done.length;
-      const failed = outcomes.find((outcome): outcome is PromiseRejectedResult => outcome.status === 'rejected');
-      if (failed) throw failed.reason;
+      throwFirstRejection(outcomes);
       if (events.length === BATCH) this.drainAgain = true;
     } while (this.drainAgain && !this.stopped);
     return total;
