@@ -45,23 +45,23 @@ async function measure(owner: CoordinatorClient, agent: FakeAgent, label: string
   return samples;
 }
 
-/** Agents that answer every dispatch at once; `dispatched` counts the dispatches they received. */
-async function answeringAgents(wsUrl: string, token: string, label: string) {
-  const counter = { dispatched: 0, whenAll: (n: number) => new Promise<void>((resolve) => (counter.done = () => counter.dispatched >= n && resolve())), done: () => undefined as void };
+/** Agents that answer every dispatch at once; `allDispatched` resolves once they received `expected` dispatches. */
+async function answeringAgents(wsUrl: string, token: string, label: string, expected: number) {
+  let dispatched = 0;
+  let dispatchedAll = () => undefined as void;
+  const allDispatched = new Promise<void>((resolve) => (dispatchedAll = resolve));
   const onDispatch = (dispatch: JobDispatchFrame, agent: FakeAgent) => {
     agent.runAtOnce(dispatch);
     agent.received.length = 0;
-    counter.dispatched++;
-    counter.done();
+    if (++dispatched >= expected) dispatchedAll();
   };
   const agents = await Promise.all(Array.from({ length: BACKLOG_AGENTS }, () => FakeAgent.connect(wsUrl, token, { labels: [label], onDispatch })));
-  return { agents, counter };
+  return { agents, allDispatched };
 }
 
 /** Creates `BACKLOG_RUNS` runs on the owner at once and times until every job was dispatched and its run succeeded. */
 async function drainBacklog(owner: CoordinatorClient, agentsUrl: string, token: string, label: string) {
-  const { agents, counter } = await answeringAgents(agentsUrl, token, label);
-  const allDispatched = counter.whenAll(BACKLOG_RUNS);
+  const { agents, allDispatched } = await answeringAgents(agentsUrl, token, label, BACKLOG_RUNS);
   const started = Date.now();
   const runIds: string[] = [];
   for (let i = 0; i < BACKLOG_RUNS; i += CREATE_CONCURRENCY) {
@@ -85,11 +85,12 @@ async function main(): Promise<void> {
     const localLabel = `local-${randomUUID().slice(0, 6)}`;
     const remoteLabel = `remote-${randomUUID().slice(0, 6)}`;
     const local = await FakeAgent.connect(clientA.wsUrl, token, { labels: [localLabel] });
-    const remote = await FakeAgent.connect(new CoordinatorClient(b.url, ADMIN_TOKEN).wsUrl, token, { labels: [remoteLabel] });
+    const clientB = new CoordinatorClient(b.url, ADMIN_TOKEN);
+    const remote = await FakeAgent.connect(clientB.wsUrl, token, { labels: [remoteLabel] });
     const same = await measure(clientA, local, localLabel);
     const cross = await measure(clientA, remote, remoteLabel);
     const backlogSame = await drainBacklog(clientA, clientA.wsUrl, token, `${localLabel}-backlog`);
-    const backlogCross = await drainBacklog(clientA, new CoordinatorClient(b.url, ADMIN_TOKEN).wsUrl, token, `${remoteLabel}-backlog`);
+    const backlogCross = await drainBacklog(clientA, clientB.wsUrl, token, `${remoteLabel}-backlog`);
     const results = {
       runs: RUNS,
       sameCoordinator: { createToDispatchMs: percentiles(same.dispatch), statusToOwnerMs: percentiles(same.status), backlog: backlogSame },
