@@ -25,6 +25,9 @@ export async function findExpiredCoordinators(
  * coordinator that renewed in time keeps its runs. Its live owner rows move to (me, myEpoch); the
  * rows of its finished runs stay, naming it, so a takeover costs the live runs and not the history.
  * The ids returned are those whose snapshot status is not a final run status: the actors to restore.
+ * The placement requests it published go: the restored runs ask again for the jobs still waiting,
+ * and one left behind would be claimed by a peer for a job placed or ended since, costing a claim, a
+ * grant refused and a withdrawal.
  */
 export async function adoptRunsOf(
   db: Kysely<Schema>,
@@ -39,6 +42,7 @@ export async function adoptRunsOf(
       .where('lease_until', '<', input.now)
       .executeTakeFirst();
     if (fenced.numUpdatedRows === 0n) return [];
+    await trx.deleteFrom('placement_requests').where('owner_id', '=', input.deadId).execute();
     const { rows } = await sql<{ run_id: string }>`
       WITH moved AS (
         UPDATE run_owner SET coordinator_id = ${input.me}, epoch = ${input.myEpoch}

@@ -5,6 +5,7 @@ import { adoptRunsOf, findExpiredCoordinators } from '../../../src/db/adoption.t
 import { commitBatch } from '../../../src/db/commit-batch.ts';
 import { claimCoordinatorLease, renewCoordinatorLease } from '../../../src/db/coordinator-lease.ts';
 import { FencedError } from '../../../src/db/errors.ts';
+import { publishPlacementRequests } from '../../../src/db/shared-agents.ts';
 import type { Schema } from '../../../src/db/schema.ts';
 import { describeEachKind, withTestDatabase } from '../../support/database.ts';
 import { entry } from './fixtures.ts';
@@ -55,6 +56,19 @@ await describeEachKind('adoption', (kind) => {
       );
       await commitBatch(db, { coordinatorId: 'me', epoch: myEpoch, now: 2_001, entries: [entry('r1', 2)] });
       assert.deepEqual(await findExpiredCoordinators(db, { now: 3_000 }), [], 'nothing left to adopt');
+    }));
+
+  it("removes the dead coordinator's placement requests, which its restored runs ask for again; a peer's stay", () =>
+    withTestDatabase(kind, async ({ db }) => {
+      const deadEpoch = await coordinatorWithRuns(db, 'dead', 1_000, ['r1', 'r2-done']);
+      const myEpoch = await coordinatorWithRuns(db, 'me', 60_000, []);
+      const requests = (ownerId: string, runIds: string[]) =>
+        publishPlacementRequests(db, { ownerId, now: 1, requests: runIds.map((runId) => ({ runId, jobKey: 'build', attempt: 1, requirements: {} })) });
+      await requests('dead', ['r1', 'r2-done']);
+      await requests('peer', ['p1']);
+      await adoptRunsOf(db, { deadId: 'dead', deadEpoch, me: 'me', myEpoch, now: 2_000 });
+      const left = await db.selectFrom('placement_requests').select(['run_id', 'owner_id']).execute();
+      assert.deepEqual(left, [{ run_id: 'p1', owner_id: 'peer' }]);
     }));
 
   it('adopts nothing from a coordinator that is still alive or renewed in time', () =>
