@@ -1,6 +1,7 @@
 import { sql, type Kysely, type RawBuilder } from 'kysely';
 import type { OfferedJob, PlacementExchangeStore } from '../../actors/agents/placement-exchange.ts';
 import type { AgentCommand, DeadSession, QueuedAgentCommand, SharedAgentStore, SharedSession } from '../../actors/agents/shared-agents.ts';
+import { Batcher } from '../../lib/batcher.ts';
 import { toJson } from './json.ts';
 import { PEER_JOINED, PLACEMENT_CHANNEL, coordinatorChannelSql, notifyEveryCoordinator } from './peer-bus.ts';
 import type { Schema } from './schema.ts';
@@ -164,13 +165,25 @@ export async function peerCoordinatorsAlive(db: Kysely<Schema>, me: string, now:
   return row !== undefined;
 }
 
-/** The request is answered (granted) or moot (its run ended). */
-export async function withdrawPlacementRequests(db: Kysely<Schema>, args: { runId: string; jobKey?: string; attempt?: number }): Promise<void> {
-  let query = db.deleteFrom('placement_requests').where('run_id', '=', args.runId);
-  if (args.jobKey !== undefined) query = query.where('job_key', '=', args.jobKey);
-  if (args.attempt !== undefined) query = query.where('attempt', '=', args.attempt);
-  await query.execute();
+/** Which requests a withdrawal removes: every one of the run, or of one job, or of one attempt. */
+export interface PlacementWithdrawal {
+  runId: string;
+  jobKey?: string;
+  attempt?: number;
 }
+
+/** The requests are answered (granted) or moot (their run ended): removed in one statement. */
+export async function withdrawPlacementRequests(db: Kysely<Schema>, withdrawals: readonly PlacementWithdrawal[]): Promise<void> {
+  if (withdrawals.length === 0) return;
+  const rows = toJson(withdrawals.map((w) => ({ run_id: w.runId, job_key: w.jobKey ?? null, attempt: w.attempt ?? null })));
+  await sql`
+    DELETE FROM placement_requests p
+     USING json_to_recordset(${rows}::json) AS w(run_id text, job_key text, attempt integer)
+     WHERE p.run_id = w.run_id AND (w.job_key IS NULL OR p.job_key = w.job_key) AND (w.attempt IS NULL OR p.attempt = w.attempt)`.execute(db);
+}
+
+/** Withdrawals made while one is written go together in the next statement. */
+const WITHDRAW_BATCH = 256;
 
 /** How long a coordinator holds a peer's placement request it claimed before others may take it. */
 const CLAIM_TTL_MS = 10_000;
@@ -190,6 +203,10 @@ export function sharedAgentStoreOf(db: Kysely<Schema>, me: string, now: () => nu
 
 /** The placement requests coordinators offer each other, as coordinator `me` sees them. */
 export function placementStoreOf(db: Kysely<Schema>, me: string, now: () => number): PlacementExchangeStore {
+  const withdrawals = new Batcher<PlacementWithdrawal>(async (list) => {
+    await withdrawPlacementRequests(db, list);
+    return list.map(() => undefined);
+  }, WITHDRAW_BATCH);
   return {
     publish: (requests) => publishPlacementRequests(db, { ownerId: me, now: now(), requests }),
     open: async (limit) =>
@@ -198,7 +215,7 @@ export function placementStoreOf(db: Kysely<Schema>, me: string, now: () => numb
     reclaim: (job) => reclaimPlacementRequest(db, { ...job, me, now: now() }),
     peersAlive: () => peerCoordinatorsAlive(db, me, now()),
     announce: () => notifyEveryCoordinator(db, PEER_JOINED),
-    withdraw: (runId, jobKey, attempt) => withdrawPlacementRequests(db, { runId, ...(jobKey !== undefined && { jobKey }), ...(attempt !== undefined && { attempt }) }),
+    withdraw: (runId, jobKey, attempt) => withdrawals.add({ runId, ...(jobKey !== undefined && { jobKey }), ...(attempt !== undefined && { attempt }) }),
   };
 }
 

@@ -19,6 +19,20 @@ await describeEachKind('placement requests shared by coordinators', (kind) => {
       assert.equal(await reclaimPlacementRequest(db, { ...job, me: 'owner', now: 300 }), false, 'a request that is not there is not won');
     }));
 
+  it('withdrawals made together are written together: a whole run, one job, one attempt go; a later attempt and other runs stay', () =>
+    withTestDatabase(kind, async ({ db }) => {
+      const store = placementStoreOf(db, 'owner', () => 5);
+      const request = (runId: string, jobKey: string, attempt = 1) => ({ ...job, runId, jobKey, attempt });
+      await store.publish([request('run-a', 'build'), request('run-a', 'test'), request('run-b', 'build'), request('run-b', 'test'), request('run-c', 'build', 2), request('run-d', 'build')]);
+      await Promise.all([store.withdraw('run-a'), store.withdraw('run-b', 'test'), store.withdraw('run-c', 'build', 1), store.withdraw('run-missing')]);
+      const left = await db.selectFrom('placement_requests').select(['run_id', 'job_key', 'attempt']).orderBy('run_id').orderBy('job_key').execute();
+      assert.deepEqual(left, [
+        { run_id: 'run-b', job_key: 'build', attempt: 1 },
+        { run_id: 'run-c', job_key: 'build', attempt: 2 },
+        { run_id: 'run-d', job_key: 'build', attempt: 1 },
+      ]);
+    }));
+
   it('many requests are written in one statement: each stored, a job asked for twice keeps its last attempt', () =>
     withTestDatabase(kind, async ({ db }) => {
       const store = placementStoreOf(db, 'owner', () => 5);
