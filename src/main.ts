@@ -199,7 +199,7 @@ export function createRuntime(deps: RuntimeDeps) {
   const registry = new AgentRegistry(() => clock.now());
   const dispatcher = new Dispatcher(registry, deliver, log.child({ component: 'dispatcher' }));
   const secrets = runtimeSecrets(deps);
-  const repositories = new RepositoryCache(db);
+  const repositories = new RepositoryCache(db, () => clock.now());
   const sharing = createSharing(deps, { supervisor, registry, dispatcher, deliver, wakeInbox: () => router.wake(), pollMs, secrets, repositories });
   supervisor.observe((update) => {
     if (['success', 'failed', 'cancelled'].includes(update.status)) dispatcher.forgetRun(update.runId);

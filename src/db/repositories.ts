@@ -65,28 +65,51 @@ export async function deleteRepository(db: Kysely<Schema>, name: string): Promis
   });
 }
 
+/** How long a name found unregistered is answered from memory: runs created through the API for one cost no read each. */
+export const UNREGISTERED_KEPT_MS = 1_000;
+/** Kept names past which a new one first drops the unregistered names whose time is up. */
+const SWEEP_AT = 1_000;
+
+interface CachedRepository {
+  reading: Promise<RepositoryRegistration | null>;
+  /** Set once the name is found unregistered: the answer is read again after this time. */
+  until?: number;
+}
+
 /**
  * Registered repositories by name, read once and kept until a registration changes: here (the
  * routes call `invalidate`), a peer's signal (sent in the write's transaction), a reconnect of the
- * listener, or the peers' poll, which bounds how stale a lost signal leaves it. Only found ones are
- * kept, so a repository registered by other means is seen at its next delivery.
+ * listener, or the peers' poll, which bounds how stale a lost signal leaves it. A name not found is
+ * kept for `UNREGISTERED_KEPT_MS` only, so a repository registered by other means is seen within it.
  */
 export class RepositoryCache {
-  private readonly byName = new Map<string, Promise<RepositoryRegistration | null>>();
+  private readonly byName = new Map<string, CachedRepository>();
 
-  constructor(private readonly db: Kysely<Schema>) {}
+  constructor(
+    private readonly db: Kysely<Schema>,
+    private readonly now: () => number = Date.now,
+  ) {}
 
   get(name: string): Promise<RepositoryRegistration | null> {
     const cached = this.byName.get(name);
-    if (cached) return cached;
-    const reading = getRepository(this.db, name);
-    this.byName.set(name, reading);
-    const forget = () => this.byName.get(name) === reading && this.byName.delete(name);
-    reading.then((repo) => repo === null && forget(), forget);
-    return reading;
+    if (cached && (cached.until === undefined || this.now() < cached.until)) return cached.reading;
+    if (this.byName.size >= SWEEP_AT) this.sweepUnregistered();
+    const entry: CachedRepository = { reading: getRepository(this.db, name) };
+    this.byName.set(name, entry);
+    const forget = () => this.byName.get(name) === entry && this.byName.delete(name);
+    entry.reading.then((repo) => {
+      if (repo === null) entry.until = this.now() + UNREGISTERED_KEPT_MS;
+    }, forget);
+    return entry.reading;
   }
 
   invalidate(): void {
     this.byName.clear();
+  }
+
+  /** Names found unregistered whose time is up: deliveries naming many unknown repositories leave none behind. */
+  private sweepUnregistered(): void {
+    const now = this.now();
+    for (const [name, entry] of this.byName) if (entry.until !== undefined && entry.until <= now) this.byName.delete(name);
   }
 }

@@ -1,19 +1,22 @@
 import assert from 'node:assert/strict';
 import { it } from 'node:test';
 import { PLACEMENT_CHANNEL, listenForPeers } from '../../../src/db/peer-bus.ts';
-import { RepositoryCache, deleteRepository, upsertRepository } from '../../../src/db/repositories.ts';
+import { RepositoryCache, UNREGISTERED_KEPT_MS, deleteRepository, upsertRepository } from '../../../src/db/repositories.ts';
 import { describeEachKind, testLog, withTestDatabase } from '../../support/database.ts';
 import { eventually } from '../../support/runtime.ts';
 
 const app = { name: 'acme/app', provider: 'local' as const, path: '/srv/app', cloneUrl: null, defaultBranch: 'main', token: null };
 
 await describeEachKind('registered repositories, kept by each coordinator', (kind) => {
-  it('read once; a peer’s change is seen once its signal arrives; an unknown name is asked again', async () => {
+  it('read once; a peer’s change is seen once its signal arrives; an unknown name is asked again after a while', async () => {
     await withTestDatabase(kind, async ({ db, connection }) => {
-      const cache = new RepositoryCache(db);
+      let now = 0;
+      const cache = new RepositoryCache(db, () => now);
       assert.equal(await cache.get('acme/app'), null);
       await upsertRepository(db, app, 1);
-      assert.equal((await cache.get('acme/app'))?.path, '/srv/app', 'a name not found before is read again');
+      assert.equal(await cache.get('acme/app'), null, 'a name found unregistered is answered from memory for a while');
+      now += UNREGISTERED_KEPT_MS;
+      assert.equal((await cache.get('acme/app'))?.path, '/srv/app', 'then read again');
 
       const signals: string[] = [];
       const listener = listenForPeers(connection, [PLACEMENT_CHANNEL], (payload) => {
