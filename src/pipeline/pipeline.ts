@@ -21,7 +21,7 @@ import { isDropped } from './normalized-event.ts';
 import type { NormalizedEvent } from './normalized-event.ts';
 import type { SourceBase } from './run-source.ts';
 import type { RunStarter } from './start-runs.ts';
-import { createGitHubContributorResolver, resolveTrust } from './trust.ts';
+import { createGitHubContributorResolver, resolveTrust, workflowChangesIgnored } from './trust.ts';
 import type { ContributorCache, ContributorMismatch, ContributorResolver, TrustOutcome } from './trust.ts';
 
 export interface PipelineDeps {
@@ -116,6 +116,7 @@ export async function runPipeline(deps: PipelineDeps, delivery: Delivery): Promi
   if (lock.kind === 'invalid') throw new PermanentDeliveryError(`lock file: ${lock.detail}`);
   if (lock.kind === 'miss') return { status: 'lockfile_missing', outcome: { repository: repo.name, sha: trust.lockSha } };
   const source = runSourceBase(repo, event, trust, lock.kind === 'found' ? lock.sha : (trust.lockSha ?? event.sha ?? 'HEAD'));
+  if (lock.kind === 'found' && (await headChangesIgnored(deps, provider, repo, event, trust, lock.lock))) source.workflowChangesIgnored = true;
   if (lock.kind === 'corrupt') {
     const runIds = await deps.startRuns.corrupt(delivery, source, lock.error.message);
     return { status: 'lockfile_corrupt', outcome: { error: lock.error.message, runIds } };
@@ -123,6 +124,18 @@ export async function runPipeline(deps: PipelineDeps, delivery: Delivery): Promi
   const changes = { changes: changesFor(repo, deps.githubApiUrl), defaultBranchHead: () => provider.defaultBranchHead() };
   const envelope = await withChangedFiles(event, lock.lock.workflows, changes);
   return startMatched(deps, delivery, lock.lock, { ...source, event: envelope });
+}
+
+/**
+ * TRUST-4: a pull request the sender may not change workflows of runs the base commit's lock file;
+ * whether its head commit's workflows differ (edited, added, removed) is recorded on its runs, so
+ * the author sees why their changes did not run. The head's lock file is read only for such a PR.
+ */
+async function headChangesIgnored(deps: PipelineDeps, provider: LockFileProvider, repo: RepositoryRegistration, event: NormalizedEvent, trust: TrustOutcome, base: LockFile): Promise<boolean> {
+  if (trust.lockSource !== 'base' || !event.sha) return false;
+  const head = await resolveLockFile({ candidates: [{ provider, cloneUrl: repo.cloneUrl }], sha: event.sha, cache: deps.cache });
+  if (head.kind === 'transient' || head.kind === 'absent') throw new TransientDeliveryError(`the head commit's lock file: ${head.detail}`);
+  return workflowChangesIgnored(head.kind === 'found' ? head.lock : null, base);
 }
 
 /** The event's commits reach git and agents: anything but a full object id is refused for good. */
@@ -167,5 +180,6 @@ function runSourceBase(repo: RepositoryRegistration, event: NormalizedEvent, tru
     provider: event.envelope.provider === 'generic' ? 'generic' : repo.provider,
     event: event.envelope,
     trustTier: trust.tier,
+    lockFileSource: trust.lockSource,
   };
 }

@@ -17,6 +17,10 @@ export interface RunSource {
   event: EventEnvelope | null;
   workflow: LockWorkflow;
   trustTier?: 'trusted' | 'known' | 'unknown';
+  /** The commit the lock file was read at (TRUST-4): the event's, a pull request's head, or its base. */
+  lockFileSource?: 'head' | 'base' | 'event';
+  /** A pull request run from its base's lock file whose head changes the workflows (TRUST-4); absent otherwise. */
+  workflowChangesIgnored?: true;
   /** Results of inline `env` expressions by job name, evaluated once at run creation (EVAL-1). */
   resolvedEnv?: Record<string, Record<string, string>>;
   /** Environments frozen at creation (ENV-4): the one each job names and their variables. */
@@ -36,6 +40,8 @@ export interface SourceBase {
   provider: 'github' | 'local' | 'generic';
   event: EventEnvelope;
   trustTier: NonNullable<RunSource['trustTier']>;
+  lockFileSource: NonNullable<RunSource['lockFileSource']>;
+  workflowChangesIgnored?: true;
 }
 
 export function isRunSource(value: unknown): value is RunSource {

@@ -4,6 +4,7 @@ import type { JobContext } from '../../machines/job.setup.ts';
 import { INIT_JOB_TIMEOUT_MS } from '../../machines/run.plan.ts';
 import type { InitTarget } from '../../machines/types.ts';
 import type { RunSource } from '../pipeline/run-source.ts';
+import { cacheRefScopeOf } from '../pipeline/trust.ts';
 import { describeIssues } from './messages.ts';
 import { dispatchSchema } from './messages.ts';
 import type { JobDispatch } from './messages.ts';
@@ -44,6 +45,8 @@ export function buildDispatch(source: RunSource, target: DispatchTarget, now: nu
     jobConfig,
     timestamp: now,
     ...(upstream && { upstreamJobStatuses: upstream.statuses, upstreamJobOutputs: upstream.outputs }),
+    // TRUST-5; a run stored without a tier gets the agent's default (isolated).
+    ...(source.trustTier && { cacheRefScope: cacheRefScopeOf(source.trustTier) }),
   };
   const parsed = dispatchSchema.safeParse(candidate);
   if (!parsed.success) return { ok: false, reason: `invalid dispatch: ${describeIssues(parsed.error)}` };

@@ -51,7 +51,7 @@ describe('pull request trust on a GitHub repository (a local GitHub peer)', () =
   it('a collaborator with write permission runs the pull request\'s own lock file; the answer is cached', async () => {
     peer.answers.set(PERMISSION, permission('write'));
     await deliver('pr-1');
-    assert.deepEqual(started.map((s) => [s.workflows, s.source.trustTier]), [[['from-head'], 'trusted']]);
+    assert.deepEqual(started.map((s) => [s.workflows, s.source.trustTier, s.source.lockFileSource, s.source.workflowChangesIgnored]), [[['from-head'], 'trusted', 'head', undefined]]);
     assert.equal(peer.requests.find((r) => r.url === PERMISSION)?.headers.authorization, 'Bearer ghp_registered', 'asked with the registration\'s token');
     await deliver('pr-2');
     assert.equal(peer.requests.filter((r) => r.url === PERMISSION).length, 1, 'the second delivery used the cached permission');
@@ -68,5 +68,18 @@ describe('pull request trust on a GitHub repository (a local GitHub peer)', () =
       [['from-base'], 'unknown'],
       [['from-base'], 'unknown'],
     ]);
+    for (const { source } of started) {
+      assert.equal(source.lockFileSource, 'base');
+      assert.equal(source.workflowChangesIgnored, true, 'the head commit changes the workflows: its runs say the changes were not run');
+    }
+  });
+
+  it('TRUST-4: a base-read pull request whose head has the same workflows records no ignored changes; a transient head read retries the delivery', async () => {
+    peer.answers.set(PERMISSION, permission('read'));
+    peer.answers.set(contents(HEAD), { status: 200, body: lockFileWith([prWorkflow('from-base')]), contentType: 'application/vnd.github.raw' });
+    await deliver('pr-same');
+    assert.deepEqual(started.map((s) => [s.workflows, s.source.lockFileSource, s.source.workflowChangesIgnored]), [[['from-base'], 'base', undefined]]);
+    peer.answers.set(contents(HEAD), { status: 503, body: '{}' });
+    await assert.rejects(deliver('pr-head-down'), /head commit's lock file/);
   });
 });

@@ -37,7 +37,7 @@ const workflow = {
 const lock = { schemaVersion: 29, workflows: [workflow] } as unknown as LockFile;
 const source = (trustTier: SourceBase['trustTier']): SourceBase => ({
   ...{ repository: 'acme/app', repoUrl: null, ref: 'refs/heads/main', sha: 'a'.repeat(40), provider: 'github' },
-  ...{ event: github('push', gh.push('refs/heads/main')), trustTier },
+  ...{ event: github('push', gh.push('refs/heads/main')), trustTier, lockFileSource: 'event' },
 });
 const delivery = (id: string): Delivery => ({ source: 'github', deliveryId: id, eventName: 'push', headers: {}, body: Buffer.from('{}'), receivedAt: 0, status: 'processing', attempts: 1 });
 

@@ -26,7 +26,7 @@ const workflow = (name: string, refs: { registries?: string[]; installEnv?: stri
     ...(refs.installEnv && { installEnv: refs.installEnv }),
   }) as unknown as LockWorkflow;
 const delivery: Delivery = { source: 'github', deliveryId: 'd-sec', eventName: 'push', headers: {}, body: Buffer.from('{}'), receivedAt: 0, status: 'processing', attempts: 0 };
-const source: SourceBase = { repository: 'acme/app', repoUrl: null, ref: 'refs/heads/main', sha: 'a'.repeat(40), provider: 'local', event: github('push', gh.push('refs/heads/main')), trustTier: 'trusted' };
+const source: SourceBase = { repository: 'acme/app', repoUrl: null, ref: 'refs/heads/main', sha: 'a'.repeat(40), provider: 'local', event: github('push', gh.push('refs/heads/main')), trustTier: 'trusted', lockFileSource: 'event' };
 
 await describeEachKind('secret references checked when a run is created', (kind) => {
   it('a reference no scope of the repository answers fails the run with secret_resolution; answered ones start', () =>

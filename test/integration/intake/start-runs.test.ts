@@ -22,7 +22,7 @@ const workflow = (name: string): LockWorkflow =>
   }) as unknown as LockWorkflow;
 const lock = { schemaVersion: 29, workflows: [workflow('first'), workflow('second')] } as unknown as LockFile;
 const delivery: Delivery = { source: 'github', deliveryId: 'd-1', eventName: 'push', headers: {}, body: Buffer.from('{}'), receivedAt: 0, status: 'processing', attempts: 1 };
-const source: SourceBase = { repository: 'acme/app', repoUrl: null, ref: 'refs/heads/main', sha: 'a'.repeat(40), provider: 'local', event: github('push', gh.push('refs/heads/main')), trustTier: 'trusted' };
+const source: SourceBase = { repository: 'acme/app', repoUrl: null, ref: 'refs/heads/main', sha: 'a'.repeat(40), provider: 'local', event: github('push', gh.push('refs/heads/main')), trustTier: 'trusted', lockFileSource: 'event' };
 
 /** Found by the chaos suite: a Postgres reset while a run was being created turned into a failed run. */
 await describeEachKind('starting the runs of a delivery', (kind) => {
