@@ -12,7 +12,7 @@ export interface RunRow {
   finished_at: number | null;
   failure_reason: string | null;
   init_failure: { message?: string } | null;
-  input_summary: { ref?: unknown; sha?: unknown } | null;
+  input_summary: { ref?: unknown; sha?: unknown; trustTier?: unknown; lockFileSource?: unknown; workflowChangesIgnored?: unknown } | null;
 }
 
 export interface JobRow {
@@ -68,10 +68,21 @@ export function renderRunDetail(detail: RunDetail, now = Date.now()): string {
   if (run.finished_at !== null) lines.push(`  finished    ${formatTime(run.finished_at, '-')}`);
   if (detail.rerunOf !== null) lines.push(`  rerun of    ${detail.rerunOf}`);
   if (detail.owner) lines.push(`  owner       ${detail.owner.coordinator_id}`);
+  const baseRead = baseReadLine(run);
+  if (baseRead) lines.push(baseRead);
   if (run.failure_reason) lines.push(`  failure     ${run.failure_reason}`);
   if (run.init_failure?.message) lines.push(`  init failed ${run.init_failure.message}`);
   for (const job of detail.jobs) lines.push('', ...renderJob(job));
   return `${lines.join('\n')}\n`;
+}
+
+/** A pull request run from its base commit's lock file (TRUST-4): why its own workflow changes did not run. */
+function baseReadLine(run: RunRow): string | null {
+  const summary = run.input_summary;
+  if (summary?.lockFileSource !== 'base') return null;
+  const tier = typeof summary.trustTier === 'string' ? summary.trustTier : 'unknown';
+  const ignored = summary.workflowChangesIgnored === true ? "; the pull request's workflow changes were not run" : '';
+  return `  lock file   read at the base commit (sender ${tier})${ignored}`;
 }
 
 function renderJob(job: JobRow): string[] {

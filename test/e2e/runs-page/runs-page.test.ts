@@ -3,6 +3,7 @@ import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { after, before, describe, it } from 'node:test';
+import pg from 'pg';
 import type { BrowserContext, Page } from 'playwright-core';
 import { skipReason, tempDir } from '../../support/database.ts';
 import { CoordinatorClient, dropDatabase, runStepsWorkflow, spawnRealAgent } from '../../support/fake-agent.ts';
@@ -41,6 +42,18 @@ function rowIds(page: Page): Promise<string[]> {
 
 const skip = (await skipReason('external')) ?? browserSkipReason();
 
+/** The run's stored source as a pull request's from a sender who may not change workflows (TRUST-4) records it. */
+async function markBaseRead(databaseUrl: string, runId: string): Promise<void> {
+  const db = new pg.Client({ connectionString: databaseUrl });
+  await db.connect();
+  try {
+    const fields = { trustTier: 'known', lockFileSource: 'base', workflowChangesIgnored: true };
+    await db.query('UPDATE runs SET input_summary = input_summary || $1::jsonb WHERE run_id = $2', [JSON.stringify(fields), runId]);
+  } finally {
+    await db.end();
+  }
+}
+
 describe('the runs page in a real browser (real coordinator, real reference agent)', { skip }, () => {
   let databaseUrl = '';
   let coordinator: CoordinatorProcess;
@@ -74,6 +87,7 @@ describe('the runs page in a real browser (real coordinator, real reference agen
     agent = spawnRealAgent({ wsUrl: client.wsUrl, token, labels: [LABEL], agentId: 'agent-runs-page', workDir: await tempDir('sy-runs-page-agent-') });
     waitingRun = await createRun(waitingWorkflow('runs-page-waiting'), { repository: 'acme/other', ref: 'refs/heads/main', sha: 'HEAD' });
     await client.waitForJob(waitingRun, 'build', (job) => job.waiting_reason !== null, 15_000, 'a waiting reason');
+    await markBaseRead(databaseUrl, waitingRun);
     browser = await launchBrowser();
     page = await openPage();
   });
@@ -161,6 +175,7 @@ describe('the runs page in a real browser (real coordinator, real reference agen
     await page.locator(`#runs-body tr[data-run-id="${waitingRun}"] .run-workflow a`).click();
     await showing(page, '#run-waiting li[data-job="build"]', /^build: needs an agent .*label-nobody-has/);
     await showing(page, '#jobs section[data-job="build"] .job-waiting', /^Waiting: needs an agent .*label-nobody-has/);
+    assert.equal(await text(page, '#run-meta [data-field="lock file"]'), 'base commit (sender known); its workflow changes were not run');
     assert.equal(await text(page, '#jobs section[data-job="build"] .job-header .badge'), 'pending');
     await shot('06-waiting.png');
     page.once('dialog', (dialog) => void dialog.dismiss());

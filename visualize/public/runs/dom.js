@@ -51,7 +51,14 @@
     const event = summary.event || null;
     const trigger = event ? (event.action ? `${event.type}.${event.action}` : event.type) : summary.provider === 'api' ? 'manual' : '—';
     const rerunOf = typeof summary.rerunOf === 'string' ? summary.rerunOf : null;
-    return { ref: summary.ref || '', branch: branchOf(summary.ref || ''), sha: summary.sha || '', trigger: rerunOf ? `${trigger} (rerun)` : trigger, rerunOf };
+    return { ref: summary.ref || '', branch: branchOf(summary.ref || ''), sha: summary.sha || '', trigger: rerunOf ? `${trigger} (rerun)` : trigger, rerunOf, baseRead: baseReadOf(summary) };
+  }
+
+  /** A pull request run from its base commit's lock file (TRUST-4): why its own workflow changes did not run. */
+  function baseReadOf(summary) {
+    if (summary.lockFileSource !== 'base') return null;
+    const ignored = summary.workflowChangesIgnored === true ? '; its workflow changes were not run' : '';
+    return `base commit (sender ${summary.trustTier || 'unknown'})${ignored}`;
   }
 
   function branchOf(ref) {

@@ -22,6 +22,7 @@
       ['trigger', source.trigger],
       ['started', clock(run.created_at)],
       ['duration', duration(ended - Number(run.created_at)) || '—'],
+      ...(source.baseRead ? [['lock file', source.baseRead]] : []),
       ...(source.rerunOf ? [['rerun of', h('a', { href: `#run=${encodeURIComponent(source.rerunOf)}` }, source.rerunOf.slice(0, 8))]] : []),
     ];
     $('run-meta').replaceChildren(...fields.map(([name, value]) => h('div', { class: 'field' }, h('dt', {}, name), h('dd', { 'data-field': name }, value))));
