@@ -127,14 +127,19 @@ export async function runPipeline(deps: PipelineDeps, delivery: Delivery): Promi
 }
 
 /**
- * TRUST-4: a pull request the sender may not change workflows of runs the base commit's lock file;
- * whether its head commit's workflows differ (edited, added, removed) is recorded on its runs, so
- * the author sees why their changes did not run. The head's lock file is read only for such a PR.
+ * TRUST-4: a pull request whose sender may not change its workflows runs the base commit's lock
+ * file; whether its head commit's workflows differ (edited, added, removed) is recorded on its runs,
+ * so the author sees why their changes did not run. The head's lock file is read for such a PR only.
+ * A head that cannot be read now (a fork's commit a local repository lacks, a GitHub error) leaves
+ * the flag out rather than hold the runs back: it says what is known, never what is guessed.
  */
 async function headChangesIgnored(deps: PipelineDeps, provider: LockFileProvider, repo: RepositoryRegistration, event: NormalizedEvent, trust: TrustOutcome, base: LockFile): Promise<boolean> {
   if (trust.lockSource !== 'base' || !event.sha) return false;
   const head = await resolveLockFile({ candidates: [{ provider, cloneUrl: repo.cloneUrl }], sha: event.sha, cache: deps.cache });
-  if (head.kind === 'transient' || head.kind === 'absent') throw new TransientDeliveryError(`the head commit's lock file: ${head.detail}`);
+  if (head.kind === 'transient' || head.kind === 'absent') {
+    deps.log.warn({ repository: repo.name, sha: event.sha, detail: head.detail }, "the pull request's head lock file cannot be read: whether its workflow changes are ignored is not recorded");
+    return false;
+  }
   return workflowChangesIgnored(head.kind === 'found' ? head.lock : null, base);
 }
 
