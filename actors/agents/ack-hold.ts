@@ -35,6 +35,10 @@ export interface AckHoldPorts {
  *   and the agent can reclaim from here; the expiry that follows finds no ack deadline armed;
  * - the peer renews again: it was frozen and has come back, so it gets two renew intervals to pass
  *   on what it received meanwhile (the ack, perhaps) before the expiry is delivered.
+ * A peer seen renewing is believed alive only once it has renewed after the deadline: one killed a
+ * moment before still looks renewing, and requeueing then ran the job on a second agent while the
+ * first, its socket gone with the peer, still held it (chaos seed 3023125867). So the expiry waits for
+ * the peer's next renewal (one renew interval at most), or for its lease to run out.
  * An expiry that finds no socket of the agent on any coordinator would requeue the job while the
  * agent may still run it, and its cancel would have nowhere to go: the agent's disconnect has not
  * reached the job yet (it would have disarmed the deadline). The job is told now, and goes
@@ -80,12 +84,17 @@ export function ackExpiryHold(ports: AckHoldPorts) {
           settling.add(timer.deadlineId);
           return 2 * ports.leaseRenewMs;
         }
-        if (renewing || heldMs > 3 * ports.leaseTtlMs) {
+        // A peer killed just before the deadline still looks renewing for up to two intervals; only a
+        // renewal made after the deadline shows it alive with the agent's socket since.
+        const renewedSinceDeadline = lease.leaseUntil - ports.leaseTtlMs >= timer.dueAt;
+        if ((renewing && renewedSinceDeadline) || heldMs > 3 * ports.leaseTtlMs) {
           forget(timer.deadlineId);
           return null;
         }
-        if (!wasHeld) ports.log.warn({ runId: timer.runId, jobKey, agentId, peer: lease.coordinatorId }, "ack deadline held: the agent's coordinator is not renewing its lease");
-        held.add(timer.deadlineId);
+        if (!renewing) {
+          if (!wasHeld) ports.log.warn({ runId: timer.runId, jobKey, agentId, peer: lease.coordinatorId }, "ack deadline held: the agent's coordinator is not renewing its lease");
+          held.add(timer.deadlineId);
+        }
         return ports.leaseRenewMs;
       },
       (thrown: unknown) => {

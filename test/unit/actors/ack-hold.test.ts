@@ -54,10 +54,27 @@ describe("an ack deadline whose agent is reached through a peer that stopped ren
     assert.equal(holdIn({ ...frozen(), armed: { id: ack.deadlineId, at: NOW + 5_000 } })(ack, 0), null, 'a re-armed deadline is another one');
   });
 
-  it('is delivered when the peer renews its lease: the ack is really missing', async () => {
+  it('is delivered once the peer renews its lease after the deadline: the ack is really missing', async () => {
     const w = world(renewedAgo(RENEW));
-    assert.equal(await holdIn(w)(ack, 0), null);
+    const hold = holdIn(w);
+    assert.equal(await hold(ack, 0), RENEW, 'renewing, but last renewed before the deadline: asked again after its next renewal');
+    w.now += RENEW;
+    w.lease = renewedAgo(0, w.now);
+    assert.equal(await hold(ack, RENEW), null);
     assert.deepEqual(w.lost, []);
+  });
+
+  it('B7: a peer killed just before the deadline looks renewing, but never renews again → the job is told its agent went with the coordinator, never requeued', async () => {
+    const w = world(renewedAgo(RENEW));
+    const hold = holdIn(w);
+    assert.equal(await hold(ack, 0), RENEW);
+    for (let asked = RENEW; w.lost.length === 0 && asked < 3 * TTL; asked += RENEW) {
+      w.now += RENEW;
+      const again = await hold(ack, asked);
+      // Null (deliver) only once the job has been told: the expiry then finds no ack deadline armed.
+      if (w.lost.length === 0) assert.notEqual(again, null, `not delivered ${asked} ms after the deadline, the peer not having renewed`);
+    }
+    assert.deepEqual(w.lost, ['r/build/agent-b (coordinator)']);
   });
 
   it('B7: no socket of the agent on any coordinator → the job is told its agent disconnected before the expiry, which would requeue it while the agent may run it', async () => {
