@@ -5,6 +5,9 @@ import { throwFirstRejection } from '../../lib/concurrently.ts';
 import type { Clock } from '../clock.ts';
 import type { IncomingRunEvent, Supervisor } from './supervisor.ts';
 
+/** Where `deliver` left an event: applied here, in its owner's inbox, or `dropped` (the run is not live anywhere, so no one will ever read it). */
+export type DeliveryRoute = 'local' | 'inbox' | 'dropped';
+
 /** Where events for runs owned elsewhere wait for their owner (src/db implements it; it wakes the owner). */
 export interface InboxStore {
   /** False when the event was not kept: its run is not live (ended, or never existed). */
@@ -42,8 +45,7 @@ export class EventRouter {
 
   constructor(private readonly options: EventRouterOptions) {}
 
-  /** `dropped`: the run is not live anywhere, so no one will ever read the event. */
-  async deliver(runId: string, event: IncomingRunEvent): Promise<'local' | 'inbox' | 'dropped'> {
+  async deliver(runId: string, event: IncomingRunEvent): Promise<DeliveryRoute> {
     const { supervisor } = this.options;
     if (supervisor.owns(runId)) {
       try {

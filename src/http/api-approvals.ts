@@ -9,6 +9,7 @@ import { readRunRow } from '../db/run-queries.ts';
 import type { Schema } from '../db/schema.ts';
 import { HttpError, parseBody, readJson, sendJson } from './respond.ts';
 import type { RouteContext } from './router.ts';
+import type { DeliveryRoute } from '../../actors/runs/event-router.ts';
 import type { IncomingRunEvent } from '../../actors/runs/supervisor.ts';
 
 /** The gate id of a workflow approval (RUN-4); every job hold has its own `env-…` id. */
@@ -49,7 +50,7 @@ export function withRenewedReasons<T extends { waiting_reason: unknown }>(jobs: 
 /** What deciding a gate needs: the gates, and the way to the run wherever its owner is. */
 export interface ApprovalDeps {
   db: Kysely<Schema>;
-  deliver: (runId: string, event: IncomingRunEvent) => Promise<'local' | 'inbox' | 'dropped'>;
+  deliver: (runId: string, event: IncomingRunEvent) => Promise<DeliveryRoute>;
 }
 
 /**
@@ -65,7 +66,7 @@ export async function decideApprovalRoute(deps: ApprovalDeps, { req, res, params
   const run = await readRunRow(deps.db, runId);
   if (!run) throw new HttpError(404, 'not found', `no run ${runId}`);
   if (isTerminalRunStatus(run.status)) throw new HttpError(409, 'run finished', `run ${runId} ended ${run.status}; its gates can no longer be decided`);
-  let route: 'local' | 'inbox' | 'dropped';
+  let route: DeliveryRoute;
   if (gateId === WORKFLOW_GATE) {
     if (run.status !== 'held') throw new HttpError(409, 'gate decided', `run ${runId} is ${run.status}, not held for a workflow approval`);
     route = await deps.deliver(runId, { type: 'run.approval', decision: decision === 'approve' ? 'approved' : 'rejected', by });

@@ -3,6 +3,7 @@ import type { Kysely } from 'kysely';
 import { z } from 'zod';
 import { RunNotStorableError } from '../../actors/runs/errors.ts';
 import type { NewRun } from '../../actors/runs/ports.ts';
+import type { DeliveryRoute } from '../../actors/runs/event-router.ts';
 import type { IncomingRunEvent } from '../../actors/runs/supervisor.ts';
 import { planRun } from '../../machines/run.plan.ts';
 import type { RunInput } from '../../machines/run.types.ts';
@@ -13,7 +14,7 @@ import type { JobTimeouts } from '../../machines/types.ts';
 import { readJournal } from '../db/journal.ts';
 import { findWorkflowProblem } from '../lockfile/checks.ts';
 import { job as lockJobSchema } from '../lockfile/schema-jobs.ts';
-import { getRunWithJobs, listJobsByStatus, listRuns, runExists } from '../db/run-queries.ts';
+import { getRunWithJobs, listJobsByStatus, listRuns, readRunRow, runExists } from '../db/run-queries.ts';
 import { pageOf, readPage } from './pagination.ts';
 import { rerunOf, rerunRunRoute } from './api-rerun.ts';
 import { decideApprovalRoute, gatesOf, withRenewedReasons } from './api-approvals.ts';
@@ -28,7 +29,7 @@ export interface RunApiDeps {
   /** Creates and owns the run here. */
   createRun: (run: NewRun) => Promise<void>;
   /** Sends an event to a run wherever its owner is (the run's inbox when not here). */
-  deliver: (runId: string, event: IncomingRunEvent) => Promise<'local' | 'inbox' | 'dropped'>;
+  deliver: (runId: string, event: IncomingRunEvent) => Promise<DeliveryRoute>;
   timeouts: JobTimeouts;
   maxAttempts: number;
   now: () => number;
@@ -172,7 +173,7 @@ async function cancelRunRoute(deps: RunApiDeps, { req, res, params }: RouteConte
   const reason = body.reason ?? 'cancelled by an administrator';
   const route = await deps.deliver(runId, { type: 'run.cancel', reason, force: body.force, by: 'api' });
   if (route === 'dropped') {
-    sendJson(res, 200, { runId, alreadyTerminal: true, status: (await getRunWithJobs(deps.db, runId))?.run.status });
+    sendJson(res, 200, { runId, alreadyTerminal: true, status: (await readRunRow(deps.db, runId))?.status });
     return;
   }
   sendJson(res, 202, { runId, cancelling: true, force: body.force, deliveredTo: route === 'local' ? 'owner' : 'owner inbox' });
