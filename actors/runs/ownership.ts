@@ -6,11 +6,20 @@ import type { StoredRun } from './ports.ts';
 import type { Clock } from '../clock.ts';
 import type { Supervisor } from './supervisor.ts';
 
+/** What a scan for dead peers finds: whose lease ran out, and when the next one runs out if nobody renews it. */
+export interface PeerLeases {
+  /** Coordinators whose lease ran out and that still own live runs, the longest expired first. */
+  expired: { id: string; epoch: number }[];
+  /** The earliest lease end still ahead among the peers that own live runs; null if there is none. */
+  nextEnd: number | null;
+}
+
 /** The lease and adoption queries ownership needs (src/db implements them). */
 export interface OwnershipStore {
   claimLease(args: { id: string; ttlMs: number; now: number }): Promise<{ epoch: number }>;
   renewLease(args: { id: string; epoch: number; ttlMs: number; now: number }): Promise<boolean>;
-  findExpired(args: { now: number }): Promise<{ id: string; epoch: number }[]>;
+  /** The peers (all coordinators but `me`) that own live runs: whose lease ran out, and the next lease to end. */
+  peerLeases(args: { now: number; me: string }): Promise<PeerLeases>;
   adoptRunsOf(args: { deadId: string; deadEpoch: number; me: string; myEpoch: number; now: number }): Promise<string[]>;
   /** Runs this coordinator id owned under an earlier epoch (a restart with the same id). */
   reclaimOwnRuns(args: { me: string; myEpoch: number }): Promise<string[]>;
@@ -44,6 +53,8 @@ export interface OwnershipOptions {
 export class Ownership {
   private epochValue = 0;
   private timer: unknown = null;
+  /** A scan at the end of the next peer lease that is not renewed in time (see `scan`). */
+  private leaseEndTimer: unknown = null;
   private stopped = false;
   private scanning = false;
   private restoring = 0;
@@ -89,6 +100,7 @@ export class Ownership {
     this.stopped = true;
     if (this.timer !== null) this.options.clock.clearTimeout(this.timer);
     this.timer = null;
+    this.watchLeaseEnd(null);
     this.options.metrics.leasesHeld.set(0);
     if (!options.release || !wasHeld) return;
     try {
@@ -163,8 +175,9 @@ export class Ownership {
   private async scan(): Promise<void> {
     await this.alone(async () => {
       const { store, coordinatorId, clock } = this.options;
-      const expired = await store.findExpired({ now: clock.now() });
-      for (const dead of expired.filter((c) => c.id !== coordinatorId)) {
+      const { expired, nextEnd } = await store.peerLeases({ now: clock.now(), me: coordinatorId });
+      this.watchLeaseEnd(nextEnd);
+      for (const dead of expired) {
         const args = { deadId: dead.id, deadEpoch: dead.epoch, me: coordinatorId, myEpoch: this.epochValue, now: clock.now() };
         await this.adopt(async () => {
           const runIds = await store.adoptRunsOf(args);
@@ -174,6 +187,22 @@ export class Ownership {
         }, `adopted from ${dead.id}`);
       }
     });
+  }
+
+  /**
+   * Scans again the moment the next peer lease ends (`at`, on the peer's clock as this one reads it),
+   * not at the tick after: a peer killed just after its renewal is adopted up to one renew interval
+   * sooner. A live peer renews first, and the next scan moves the watch to its new lease end.
+   */
+  private watchLeaseEnd(at: number | null): void {
+    const { clock } = this.options;
+    if (this.leaseEndTimer !== null) clock.clearTimeout(this.leaseEndTimer);
+    this.leaseEndTimer = null;
+    if (at === null || this.stopped) return;
+    this.leaseEndTimer = clock.setTimeout(() => {
+      this.leaseEndTimer = null;
+      if (this.held) void this.scanned();
+    }, at - clock.now() + 1);
   }
 
   /** Moves runs here, restores their actors, then reattaches their jobs before arming any restored deadline. */

@@ -1,22 +1,25 @@
 import { sql, type Kysely } from 'kysely';
+import type { PeerLeases } from '../../actors/runs/ownership.ts';
 import type { Schema } from './schema.ts';
 import { TERMINAL_RUN_STATUSES } from './run-status.ts';
 
-/** Coordinators whose lease ran out and that still own live runs (a dead one whose runs all finished has nothing to adopt). */
-export async function findExpiredCoordinators(
-  db: Kysely<Schema>,
-  { now }: { now: number },
-): Promise<{ id: string; epoch: number }[]> {
-  return db
+/**
+ * The leases of the coordinators (but `me`) that own live runs: a dead one whose runs all finished
+ * has nothing to adopt. A lease ends when `lease_until < now`.
+ */
+export async function readPeerLeases(db: Kysely<Schema>, { now, me }: { now: number; me?: string }): Promise<PeerLeases> {
+  let query = db
     .selectFrom('coordinators as c')
-    .select(['c.id', 'c.epoch'])
-    .where('c.lease_until', '<', now)
+    .select(['c.id', 'c.epoch', 'c.lease_until'])
     .where((eb) =>
       // `o.live` as the index predicate (not `= $1`), so the partial index run_owner_live_idx serves it.
       eb.exists(eb.selectFrom('run_owner as o').select(sql.lit(1).as('one')).whereRef('o.coordinator_id', '=', 'c.id').where(sql<boolean>`o.live`)),
     )
-    .orderBy('c.lease_until')
-    .execute();
+    .orderBy('c.lease_until');
+  if (me !== undefined) query = query.where('c.id', '<>', me);
+  const rows = await query.execute();
+  const expired = rows.filter((row) => row.lease_until < now).map(({ id, epoch }) => ({ id, epoch }));
+  return { expired, nextEnd: rows.find((row) => row.lease_until >= now)?.lease_until ?? null };
 }
 
 /**

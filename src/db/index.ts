@@ -7,6 +7,6 @@ export type { CommitEntry, CommitBatchInput, TimerChange } from './commit.types.
 export { commitBatch } from './commit-batch.ts';
 export { claimCoordinatorLease, renewCoordinatorLease, releaseCoordinatorLease } from './coordinator-lease.ts';
 export { markEffectsDone } from './effects.ts';
-export { findExpiredCoordinators, adoptRunsOf } from './adoption.ts';
+export { readPeerLeases, adoptRunsOf } from './adoption.ts';
 export { loadRunsForRestore, listOwnedActiveRuns, type RestorableRun } from './restore.ts';
 export { readJournal, type JournalRecord } from './journal.ts';

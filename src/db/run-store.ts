@@ -2,7 +2,7 @@ import type { Kysely } from 'kysely';
 import type { OwnershipStore } from '../../actors/runs/ownership.ts';
 import type { RunStore } from '../../actors/runs/ports.ts';
 import type { Clock } from '../../actors/clock.ts';
-import { adoptRunsOf, findExpiredCoordinators } from './adoption.ts';
+import { adoptRunsOf, readPeerLeases } from './adoption.ts';
 import { commitSerialized } from './commit-batch.ts';
 import { serializeEntry } from './commit-rows.ts';
 import { claimCoordinatorLease, releaseCoordinatorLease, renewCoordinatorLease } from './coordinator-lease.ts';
@@ -27,7 +27,7 @@ export function createRunStore(db: Kysely<Schema>, identity: Identity, clock: Cl
     loadRuns: (runIds) => loadRunsForRestore(db, runIds),
     claimLease: (args) => claimCoordinatorLease(db, args),
     renewLease: (args) => renewCoordinatorLease(db, args),
-    findExpired: (args) => findExpiredCoordinators(db, args),
+    peerLeases: (args) => readPeerLeases(db, args),
     adoptRunsOf: (args) => adoptRunsOf(db, args),
     reclaimOwnRuns: (args) => reclaimOwnRuns(db, args),
     releaseLease: (args) => releaseCoordinatorLease(db, args),

@@ -1,7 +1,7 @@
 import { it } from 'node:test';
 import assert from 'node:assert/strict';
 import type { Kysely } from 'kysely';
-import { adoptRunsOf, findExpiredCoordinators } from '../../../src/db/adoption.ts';
+import { adoptRunsOf, readPeerLeases } from '../../../src/db/adoption.ts';
 import { commitBatch } from '../../../src/db/commit-batch.ts';
 import { claimCoordinatorLease, renewCoordinatorLease } from '../../../src/db/coordinator-lease.ts';
 import { FencedError } from '../../../src/db/errors.ts';
@@ -32,8 +32,21 @@ await describeEachKind('adoption', (kind) => {
       await coordinatorWithRuns(db, 'dead-idle', 1_000, []);
       await coordinatorWithRuns(db, 'dead-all-finished', 1_000, ['r3-done']);
       await coordinatorWithRuns(db, 'alive', 60_000, ['r2', 'r2-done']);
-      assert.deepEqual(await findExpiredCoordinators(db, { now: 1_000 }), []);
-      assert.deepEqual(await findExpiredCoordinators(db, { now: 1_001 }), [{ id: 'dead', epoch: 1 }]);
+      assert.deepEqual((await readPeerLeases(db, { now: 1_000 })).expired, []);
+      assert.deepEqual((await readPeerLeases(db, { now: 1_001 })).expired, [{ id: 'dead', epoch: 1 }]);
+    }));
+
+  it('names the next lease to end among the peers with live runs, leaving out my own', () =>
+    withTestDatabase(kind, async ({ db }) => {
+      await coordinatorWithRuns(db, 'dead', 1_000, ['r1', 'r1-done']);
+      await coordinatorWithRuns(db, 'me', 5_000, ['r4', 'r4-done']);
+      await coordinatorWithRuns(db, 'idle', 6_000, []);
+      await coordinatorWithRuns(db, 'alive', 60_000, ['r2', 'r2-done']);
+      assert.deepEqual(await readPeerLeases(db, { now: 500, me: 'me' }), { expired: [], nextEnd: 1_000 });
+      assert.deepEqual(await readPeerLeases(db, { now: 1_000, me: 'me' }), { expired: [], nextEnd: 1_000 }, 'a lease ends once now has passed it');
+      assert.deepEqual(await readPeerLeases(db, { now: 1_001, me: 'me' }), { expired: [{ id: 'dead', epoch: 1 }], nextEnd: 60_000 });
+      assert.deepEqual(await readPeerLeases(db, { now: 1_001 }), { expired: [{ id: 'dead', epoch: 1 }], nextEnd: 5_000 });
+      assert.deepEqual(await readPeerLeases(db, { now: 60_001, me: 'me' }), { expired: [{ id: 'dead', epoch: 1 }, { id: 'alive', epoch: 1 }], nextEnd: null });
     }));
 
   it('moves the owner rows of the live runs, returns them and fences the dead coordinator; finished runs keep theirs', () =>
@@ -55,7 +68,7 @@ await describeEachKind('adoption', (kind) => {
         FencedError,
       );
       await commitBatch(db, { coordinatorId: 'me', epoch: myEpoch, now: 2_001, entries: [entry('r1', 2)] });
-      assert.deepEqual(await findExpiredCoordinators(db, { now: 3_000 }), [], 'nothing left to adopt');
+      assert.deepEqual((await readPeerLeases(db, { now: 3_000 })).expired, [], 'nothing left to adopt');
     }));
 
   it("removes the dead coordinator's placement requests, which its restored runs ask for again; a peer's stay", () =>

@@ -2,7 +2,7 @@ import { it } from 'node:test';
 import assert from 'node:assert/strict';
 import type { Kysely } from 'kysely';
 import * as liveOwners from '../../../migrations/013_live_owners.ts';
-import { adoptRunsOf, findExpiredCoordinators } from '../../../src/db/adoption.ts';
+import { adoptRunsOf, readPeerLeases } from '../../../src/db/adoption.ts';
 import { commitBatch } from '../../../src/db/commit-batch.ts';
 import type { CommitEntry } from '../../../src/db/commit.types.ts';
 import { claimCoordinatorLease } from '../../../src/db/coordinator-lease.ts';
@@ -55,10 +55,10 @@ await describeEachKind('live owner rows', (kind) => {
       const busy = await claimCoordinatorLease(db, { id: 'dead-busy', ttlMs: 1_000, now: 0 });
       await commitBatch(db, { coordinatorId: 'dead-busy', epoch: busy.epoch, now: 1, entries: [entry('open', 1), finishing('closed', 1)] });
       const me = await claimCoordinatorLease(db, { id: ME, ttlMs: 60_000, now: 0 });
-      assert.deepEqual(await findExpiredCoordinators(db, { now: 5_000 }), [{ id: 'dead-busy', epoch: busy.epoch }]);
+      assert.deepEqual((await readPeerLeases(db, { now: 5_000 })).expired, [{ id: 'dead-busy', epoch: busy.epoch }]);
       assert.deepEqual(await adoptRunsOf(db, { deadId: 'dead-busy', deadEpoch: busy.epoch, me: ME, myEpoch: me.epoch, now: 5_000 }), ['open']);
       assert.deepEqual((await owners(db)).map((o) => [o.run_id, o.coordinator_id]), [['closed', 'dead-busy'], ['old-1', 'dead-idle'], ['old-2', 'dead-idle'], ['open', ME]]);
-      assert.deepEqual(await findExpiredCoordinators(db, { now: 5_000 }), [], 'nothing live is left to adopt');
+      assert.deepEqual((await readPeerLeases(db, { now: 5_000 })).expired, [], 'nothing live is left to adopt');
     }));
 
   it('an event for a finished or unknown run is not left in the inbox (and the sender is told); one for a live run is', () =>

@@ -1,0 +1,96 @@
+import assert from 'node:assert/strict';
+import { it } from 'node:test';
+import { pino } from 'pino';
+import { Registry } from 'prom-client';
+import { createRuntimeMetrics } from '../../../actors/runs/metrics.ts';
+import { Ownership, type OwnershipStore, type PeerLeases } from '../../../actors/runs/ownership.ts';
+import type { Supervisor } from '../../../actors/runs/supervisor.ts';
+import { ManualClock } from '../../support/manual-clock.ts';
+
+const RENEW_MS = 200;
+const TTL_MS = 1_000;
+
+/** The coordinators table as the store reads it: a peer's lease ends when `now` passes `leaseUntil`. */
+class Leases implements OwnershipStore {
+  readonly peers = new Map<string, { epoch: number; leaseUntil: number; runs: string[] }>();
+  readonly adoptions: { deadId: string; at: number }[] = [];
+  peerScans = 0;
+
+  claimLease = () => Promise.resolve({ epoch: 1 });
+  renewLease = () => Promise.resolve(true);
+  releaseLease = () => Promise.resolve(true);
+  reclaimOwnRuns = () => Promise.resolve([]);
+  loadRuns = (runIds: string[]) => Promise.resolve(runIds.map((runId) => ({ runId }) as never));
+
+  peerLeases({ now }: { now: number }): Promise<PeerLeases> {
+    this.peerScans += 1;
+    const live = [...this.peers].filter(([, peer]) => peer.runs.length > 0).sort((a, b) => a[1].leaseUntil - b[1].leaseUntil);
+    const expired = live.filter(([, peer]) => peer.leaseUntil < now).map(([id, peer]) => ({ id, epoch: peer.epoch }));
+    return Promise.resolve({ expired, nextEnd: live.find(([, peer]) => peer.leaseUntil >= now)?.[1].leaseUntil ?? null });
+  }
+
+  adoptRunsOf({ deadId, now }: { deadId: string; now: number }): Promise<string[]> {
+    const dead = this.peers.get(deadId);
+    if (!dead || dead.leaseUntil >= now) return Promise.resolve([]);
+    this.adoptions.push({ deadId, at: now });
+    const runs = dead.runs;
+    dead.runs = [];
+    return Promise.resolve(runs);
+  }
+}
+
+function ownershipOver(store: Leases, clock: ManualClock): Ownership {
+  const supervisor = {
+    restore: (rows: { runId: string }[]) => ({ restored: rows.map((row) => row.runId), refused: [] }),
+    armDeferredTimers: () => undefined,
+  } as unknown as Supervisor;
+  return new Ownership(supervisor, {
+    coordinatorId: 'me',
+    renewMs: RENEW_MS,
+    ttlMs: TTL_MS,
+    store,
+    clock,
+    log: pino({ level: 'silent' }),
+    metrics: createRuntimeMetrics(new Registry()),
+    onAdopted: () => Promise.resolve(),
+    onFenced: () => undefined,
+  });
+}
+
+it('adopts a dead peer the moment its lease ends, not at the renewal tick after', async () => {
+  const clock = new ManualClock();
+  const store = new Leases();
+  // The peer renewed at 50 and was killed right after: its lease ends at 1,050, between two of my ticks (1,000 and 1,200).
+  store.peers.set('peer', { epoch: 3, leaseUntil: 50 + TTL_MS, runs: ['run-1', 'run-2'] });
+  const ownership = ownershipOver(store, clock);
+  try {
+    await ownership.start();
+    await clock.advance(1_050);
+    assert.deepEqual(store.adoptions, [], 'not before the lease has ended');
+    await clock.advance(1);
+    assert.deepEqual(store.adoptions, [{ deadId: 'peer', at: 1_051 }]);
+  } finally {
+    await ownership.stop();
+  }
+});
+
+it('a peer that keeps renewing is never adopted, and only one lease-end scan waits at a time', async () => {
+  const clock = new ManualClock();
+  const store = new Leases();
+  const peer = { epoch: 3, leaseUntil: TTL_MS, runs: ['run-1'] };
+  store.peers.set('peer', peer);
+  const ownership = ownershipOver(store, clock);
+  try {
+    await ownership.start();
+    for (let at = 0; at < 10_000; at += 100) {
+      peer.leaseUntil = clock.now() + TTL_MS;
+      await clock.advance(100);
+      assert.ok(clock.timers <= 2, `the renewal tick and one lease-end scan at most; ${clock.timers} timers armed at ${clock.now()}`);
+    }
+    assert.deepEqual(store.adoptions, []);
+    assert.ok(store.peerScans <= 10_000 / RENEW_MS + 1, `one peer scan per tick, no more: ${store.peerScans}`);
+  } finally {
+    await ownership.stop();
+  }
+  assert.equal(clock.timers, 0, 'stopping clears the lease-end scan');
+});
