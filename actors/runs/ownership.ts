@@ -184,7 +184,7 @@ export class Ownership {
           this.options.metrics.takeovers.inc();
           this.options.log.warn({ dead: dead.id, runs: runIds.length }, 'lease expired: adopting its runs');
           return runIds;
-        }, `adopted from ${dead.id}`);
+        }, `adopted from ${dead.id}`, 'warn');
       }
     });
   }
@@ -206,7 +206,8 @@ export class Ownership {
   }
 
   /** Moves runs here, restores their actors, then reattaches their jobs before arming any restored deadline. */
-  private async adopt(move: () => Promise<string[]>, why: string): Promise<void> {
+  private async adopt(move: () => Promise<string[]>, why: string, level: 'info' | 'warn' = 'info'): Promise<void> {
+    const started = performance.now();
     const restored = await this.restore(move, why);
     try {
       if (restored.length > 0) await this.options.onAdopted(restored);
@@ -215,6 +216,8 @@ export class Ownership {
     } finally {
       this.supervisor.armDeferredTimers(restored);
     }
+    // A takeover's end at the level of its start ('lease expired: adopting its runs'), with what it took.
+    if (restored.length > 0) this.options.log[level]({ why, runs: restored.length, ms: Math.round(performance.now() - started) }, 'restored runs are live: reattached, deadlines armed');
   }
 
   /** Until the moved runs' actors exist, `adopting` holds off the inbox (their events would be dropped). */
