@@ -149,6 +149,21 @@ function compareRows(on: { dispatch: Source; webhook: Source }, off: { dispatch:
   ];
 }
 
+/** The cost of growth (issue 15): at each level of live runs, the heap each costs and the latencies of new runs. */
+function growthRows(growth: Source): Row[] {
+  const levels = dig(growth?.data, 'results.levels');
+  const count = Array.isArray(levels) ? levels.length : 0;
+  return Array.from({ length: count }, (_, i) => {
+    const path = `results.levels.${i}`;
+    const live = num(growth, `${path}.liveRuns`) ?? 0;
+    return [
+      value(`heap per live run, at ${live} live runs`, 'B', growth, `${path}.heapBytesPerLiveRun`, undefined, 'heap after GC grown by the runs added to reach this level ÷ those runs'),
+      latency(`  create run → job.dispatch, at ${live} live runs`, growth, `${path}.createToDispatchMs`),
+      latency(`  dispatch → ack committed, at ${live} live runs`, growth, `${path}.dispatchToAckCommittedMs`),
+    ];
+  }).flat();
+}
+
 export interface SummaryOptions {
   /** Result files written before this instant (ms) are stale and left out. */
   since: number;
@@ -166,7 +181,7 @@ export async function buildSummary(options: SummaryOptions): Promise<{ rows: Row
     return source;
   };
   const on = { dispatch: await get('dispatch'), webhook: await get('webhook') };
-  const rows = [...webhookRows(on.webhook), ...dispatchRows(on.dispatch), ...runtimeRows(await get('runtime'), await get('takeover')), ...burstRows(await get('burst')), ...crossCoordinatorRows(await get('cross-coordinator'))];
+  const rows = [...webhookRows(on.webhook), ...dispatchRows(on.dispatch), ...runtimeRows(await get('runtime'), await get('takeover')), ...growthRows(await get('growth')), ...burstRows(await get('burst')), ...crossCoordinatorRows(await get('cross-coordinator'))];
   if (options.compare) rows.push(...compareRows(on, { dispatch: await get('dispatch', 'off'), webhook: await get('webhook', 'off') }));
   const file = new URL('summary.json', RESULTS_DIR);
   const body = { at: new Date().toISOString(), quick: options.quick, compare: options.compare, failedBenches: options.failed, environment: { atStart: options.environmentAtStart, atEnd: environment() }, figures: rows, sources };
