@@ -1,7 +1,8 @@
-import { appendFileSync } from 'node:fs';
 /**
  * `switchyard start` as a real child process, for benchmarks that kill it (test/support/processes.ts
  * does the same for tests but pulls in node:test). Its log (pino JSON lines on stderr) is kept.
+ * `BENCH_COORDINATOR_NODE_ARGS` adds node flags to every coordinator it starts, after the usual ones,
+ * e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof` to profile them (node refuses `--cpu-prof` in NODE_OPTIONS).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
@@ -31,7 +32,7 @@ export class CoordinatorProcess {
     readonly client: CoordinatorClient,
     private readonly dataDir: string,
   ) {
-    child.stdout?.on('data', (chunk: Buffer) => { this.output = (this.output + chunk.toString()).slice(-4000); if (process.env.BENCH_COORD_OUT) appendFileSync(`${process.env.BENCH_COORD_OUT}.${child.pid}`, chunk); });
+    child.stdout?.on('data', (chunk: Buffer) => (this.output = (this.output + chunk.toString()).slice(-4000)));
     child.stderr?.on('data', (chunk: Buffer) => this.read(chunk.toString()));
     this.exited = new Promise((resolve) => child.once('exit', () => resolve()));
   }
@@ -40,7 +41,8 @@ export class CoordinatorProcess {
   static async start(env: Record<string, string>, adminToken: string): Promise<CoordinatorProcess> {
     const port = await findFreePort();
     const dataDir = await mkdtemp(join(tmpdir(), 'sy-bench-coord-'));
-    const child = spawn(process.execPath, ['--no-node-snapshot', '--max-semi-space-size=64', ...(process.env.BENCH_COORD_ARGS?.split(' ') ?? []), '--import', 'tsx', 'src/cli/main.ts', 'start'], {
+    const extraNodeArgs = process.env.BENCH_COORDINATOR_NODE_ARGS?.split(' ').filter(Boolean) ?? [];
+    const child = spawn(process.execPath, ['--no-node-snapshot', '--max-semi-space-size=64', ...extraNodeArgs, '--import', 'tsx', 'src/cli/main.ts', 'start'], {
       cwd: ROOT,
       env: { ...process.env, PORT: String(port), SWITCHYARD_DATA_DIR: dataDir, SWITCHYARD_ADMIN_TOKEN: adminToken, LOG_LEVEL: 'warn', ...env },
       stdio: ['ignore', 'pipe', 'pipe'],
