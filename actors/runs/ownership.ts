@@ -192,17 +192,20 @@ export class Ownership {
   /**
    * Scans again the moment the next peer lease ends (`at`, on the peer's clock as this one reads it),
    * not at the tick after: a peer killed just after its renewal is adopted up to one renew interval
-   * sooner. A live peer renews first, and the next scan moves the watch to its new lease end.
+   * sooner. A live peer renews first, and the next scan moves the watch to its new lease end. A lease
+   * that ends later than two ticks from now is left to the ticks' scans (a peer's clock far ahead
+   * must not arm a timer past what setTimeout holds, which would fire at once, again and again).
    */
   private watchLeaseEnd(at: number | null): void {
-    const { clock } = this.options;
+    const { clock, renewMs } = this.options;
     if (this.leaseEndTimer !== null) clock.clearTimeout(this.leaseEndTimer);
     this.leaseEndTimer = null;
-    if (at === null || this.stopped) return;
+    const delay = at === null ? Infinity : at - clock.now() + 1;
+    if (this.stopped || delay > 2 * renewMs) return;
     this.leaseEndTimer = clock.setTimeout(() => {
       this.leaseEndTimer = null;
       if (this.held) void this.scanned();
-    }, at - clock.now() + 1);
+    }, delay);
   }
 
   /** Moves runs here, restores their actors, then reattaches their jobs before arming any restored deadline. */

@@ -94,3 +94,18 @@ it('a peer that keeps renewing is never adopted, and only one lease-end scan wai
   }
   assert.equal(clock.timers, 0, 'stopping clears the lease-end scan');
 });
+
+it("a peer lease that ends far ahead (its clock ahead of mine) is left to the ticks' scans", async () => {
+  const clock = new ManualClock();
+  const store = new Leases();
+  store.peers.set('skewed', { epoch: 1, leaseUntil: 30 * 86_400_000, runs: ['run-1'] });
+  const ownership = ownershipOver(store, clock);
+  try {
+    await ownership.start();
+    assert.equal(clock.timers, 1, 'the renewal tick alone');
+    await clock.advance(1_000);
+    assert.equal(store.peerScans, 1 + 1_000 / RENEW_MS, 'one peer scan at start, then one per tick');
+  } finally {
+    await ownership.stop();
+  }
+});
