@@ -33,6 +33,8 @@ export interface Delivery {
    * have started its runs, so they are not looked up before they are created.
    */
   recording?: Promise<boolean>;
+  /** The body as the route parsed it, for a delivery handed over as it was received: not parsed again. */
+  parsedBody?: unknown;
 }
 
 /** A delivery handed to processing by the worker that claimed it as it was being recorded. */

@@ -30,14 +30,14 @@ async function genericRoute(deps: WebhookDeps, { req, res, params }: RouteContex
   const body = await readBody(req, MAX_WEBHOOK_BYTES);
   const headerName = (source.header ?? (source.verification === 'api-key' ? 'x-api-key' : 'x-signature-256')).toLowerCase();
   if (!verified(source, body, requestHeader(req, headerName))) throw new HttpError(401, 'invalid signature', `${headerName} does not verify`);
-  parseJsonBody(body);
+  const parsedBody = parseJsonBody(body);
   const eventType = (source.event_type_header && requestHeader(req, source.event_type_header.toLowerCase())) || 'default';
   const idempotency = source.idempotency_header ? requestHeader(req, source.idempotency_header.toLowerCase()) : undefined;
   const extra = [source.event_type_header, source.idempotency_header].filter((h): h is string => Boolean(h));
   await acceptDelivery(
     deps,
     res,
-    { source: `generic:${name}`, deliveryId: idempotency ?? newDeliveryId(), eventName: eventType, headers: keptHeaders(req, extra), body },
+    { source: `generic:${name}`, deliveryId: idempotency ?? newDeliveryId(), eventName: eventType, headers: keptHeaders(req, extra), body, parsedBody },
     started,
   );
 }

@@ -68,14 +68,15 @@ export function parseJsonBody(body: Buffer): unknown {
 export async function acceptDelivery(
   deps: WebhookDeps,
   res: RouteContext['res'],
-  d: { source: string; deliveryId: string; eventName: string; headers: Record<string, string>; body: Buffer },
+  received: { source: string; deliveryId: string; eventName: string; headers: Record<string, string>; body: Buffer; parsedBody: unknown },
   started: number,
 ): Promise<void> {
+  const { parsedBody, ...d } = received;
   const claim = deps.claimAtIntake?.() ?? null;
   const now = deps.now();
   const recording = deps.record({ ...d, now, claim });
   if (claim) {
-    const delivery = { ...d, receivedAt: now, status: 'processing' as const, attempts: 0, recording: recording.catch(() => false) };
+    const delivery = { ...d, parsedBody, receivedAt: now, status: 'processing' as const, attempts: 0, recording: recording.catch(() => false) };
     // On the next turn, once the INSERT has been handed to a connection: the pipeline's work overlaps its round trip.
     setImmediate(() => deps.processClaimed?.(delivery));
   }
@@ -103,8 +104,8 @@ async function githubRoute(deps: WebhookDeps, { req, res }: RouteContext): Promi
   const deliveryId = header(req, 'x-github-delivery');
   if (!eventName) throw new HttpError(400, 'missing header', 'X-GitHub-Event is required');
   if (!deliveryId) throw new HttpError(400, 'missing header', 'X-GitHub-Delivery is required');
-  parseJsonBody(body);
-  await acceptDelivery(deps, res, { source: 'github', deliveryId, eventName, headers: keptHeaders(req), body }, started);
+  const parsedBody = parseJsonBody(body);
+  await acceptDelivery(deps, res, { source: 'github', deliveryId, eventName, headers: keptHeaders(req), body, parsedBody }, started);
 }
 
 export function registerGithubWebhook(router: Router, deps: WebhookDeps): void {

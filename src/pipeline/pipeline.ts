@@ -75,16 +75,21 @@ function contributorsOf(deps: PipelineDeps, repo: RepositoryRegistration): { res
   return { resolver, ...(deps.contributors && { cache: deps.contributors }) };
 }
 
+/** The delivery's JSON body: as the route parsed it when it was handed over at once, else parsed from the stored bytes. */
+function bodyOf(delivery: Delivery): unknown {
+  return 'parsedBody' in delivery ? delivery.parsedBody : parseDeliveryBody(delivery.body);
+}
+
 /** The generic envelope wrapped like a GitHub one: the lock is read at the default branch head. */
 function genericEvent(delivery: Delivery, repository: string): NormalizedEvent | { dropped: string } {
-  const envelope = normalizeGenericEvent(delivery.source.replace(/^generic:/, ''), delivery.eventName, parseDeliveryBody(delivery.body));
+  const envelope = normalizeGenericEvent(delivery.source.replace(/^generic:/, ''), delivery.eventName, bodyOf(delivery));
   if (isDropped(envelope)) return envelope;
   return { envelope, sha: null, ref: 'HEAD', repository, cloneUrl: null, installationId: null };
 }
 
 async function normalized(deps: PipelineDeps, delivery: Delivery): Promise<NormalizedEvent | { dropped: string }> {
-  if (delivery.source === 'github') return normalizeGitHubEvent(delivery.eventName, parseDeliveryBody(delivery.body));
-  if (delivery.source === SCHEDULE_SOURCE) return normalizeScheduleEvent(parseDeliveryBody(delivery.body));
+  if (delivery.source === 'github') return normalizeGitHubEvent(delivery.eventName, bodyOf(delivery));
+  if (delivery.source === SCHEDULE_SOURCE) return normalizeScheduleEvent(bodyOf(delivery));
   const repository = await deps.genericSourceRepository(delivery.source);
   if (!repository) return { dropped: `generic source ${delivery.source} has no bound repository` };
   return genericEvent(delivery, repository);
