@@ -23,6 +23,13 @@ export function createRuntimeMetrics(registry: Registry) {
     outboxPending: new Gauge({ name: 'switchyard_outbox_pending', help: 'Effects committed but not yet done', registers }),
     leasesHeld: new Gauge({ name: 'switchyard_leases_held', help: '1 while this coordinator holds its lease', registers }),
     takeovers: new Counter({ name: 'switchyard_lease_takeovers_total', help: 'Coordinators whose runs were adopted here', registers }),
+    adoptionSeconds: new Histogram({
+      name: 'switchyard_adoption_seconds',
+      help: 'Runs moved here until they are live (restored, reattached, deadlines armed): a takeover, or a restart reclaiming its own',
+      labelNames: ['cause'] as const,
+      buckets: [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30],
+      registers,
+    }),
     commitRetries: new Counter({
       name: 'switchyard_commit_retries_total',
       help: 'Group commits retried after a transient database error',

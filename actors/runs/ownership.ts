@@ -87,7 +87,7 @@ export class Ownership {
     // ticks' scans wait for the reclaim.
     this.schedule();
     try {
-      await this.alone(() => this.adopt(() => store.reclaimOwnRuns({ me: coordinatorId, myEpoch: epoch }), 'reclaimed from an earlier start'));
+      await this.alone(() => this.adopt(() => store.reclaimOwnRuns({ me: coordinatorId, myEpoch: epoch }), 'reclaimed from an earlier start', 'restart'));
       await this.scan();
     } catch (thrown) {
       await this.stop();
@@ -184,7 +184,7 @@ export class Ownership {
           this.options.metrics.takeovers.inc();
           this.options.log.warn({ dead: dead.id, runs: runIds.length }, 'lease expired: adopting its runs');
           return runIds;
-        }, `adopted from ${dead.id}`, 'warn');
+        }, `adopted from ${dead.id}`, 'takeover');
       }
     });
   }
@@ -209,7 +209,7 @@ export class Ownership {
   }
 
   /** Moves runs here, restores their actors, then reattaches their jobs before arming any restored deadline. */
-  private async adopt(move: () => Promise<string[]>, why: string, level: 'info' | 'warn' = 'info'): Promise<void> {
+  private async adopt(move: () => Promise<string[]>, why: string, cause: 'takeover' | 'restart'): Promise<void> {
     const started = performance.now();
     const restored = await this.restore(move, why);
     try {
@@ -219,8 +219,12 @@ export class Ownership {
     } finally {
       this.supervisor.armDeferredTimers(restored);
     }
+    if (restored.length === 0) return;
+    const seconds = (performance.now() - started) / 1000;
+    this.options.metrics.adoptionSeconds.observe({ cause }, seconds);
     // A takeover's end at the level of its start ('lease expired: adopting its runs'), with what it took.
-    if (restored.length > 0) this.options.log[level]({ why, runs: restored.length, ms: Math.round(performance.now() - started) }, 'restored runs are live: reattached, deadlines armed');
+    const level = cause === 'takeover' ? 'warn' : 'info';
+    this.options.log[level]({ why, runs: restored.length, ms: Math.round(seconds * 1000) }, 'restored runs are live: reattached, deadlines armed');
   }
 
   /** Until the moved runs' actors exist, `adopting` holds off the inbox (their events would be dropped). */

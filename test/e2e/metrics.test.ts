@@ -48,6 +48,7 @@ const FAMILIES = [
   'switchyard_timers_armed',
   'switchyard_outbox_pending',
   'switchyard_lease_takeovers_total',
+  'switchyard_adoption_seconds',
   'switchyard_log_bytes_stored_total',
 ];
 

@@ -39,7 +39,7 @@ class Leases implements OwnershipStore {
   }
 }
 
-function ownershipOver(store: Leases, clock: ManualClock): Ownership {
+function ownershipOver(store: Leases, clock: ManualClock, registry = new Registry()): Ownership {
   const supervisor = {
     restore: (rows: { runId: string }[]) => ({ restored: rows.map((row) => row.runId), refused: [] }),
     armDeferredTimers: () => undefined,
@@ -51,7 +51,7 @@ function ownershipOver(store: Leases, clock: ManualClock): Ownership {
     store,
     clock,
     log: pino({ level: 'silent' }),
-    metrics: createRuntimeMetrics(new Registry()),
+    metrics: createRuntimeMetrics(registry),
     onAdopted: () => Promise.resolve(),
     onFenced: () => undefined,
   });
@@ -62,13 +62,17 @@ it('adopts a dead peer the moment its lease ends, not at the renewal tick after'
   const store = new Leases();
   // The peer renewed at 50 and was killed right after: its lease ends at 1,050, between two of my ticks (1,000 and 1,200).
   store.peers.set('peer', { epoch: 3, leaseUntil: 50 + TTL_MS, runs: ['run-1', 'run-2'] });
-  const ownership = ownershipOver(store, clock);
+  const registry = new Registry();
+  const ownership = ownershipOver(store, clock, registry);
   try {
     await ownership.start();
     await clock.advance(1_050);
     assert.deepEqual(store.adoptions, [], 'not before the lease has ended');
     await clock.advance(1);
     assert.deepEqual(store.adoptions, [{ deadId: 'peer', at: 1_051 }]);
+    const adoptions = await registry.getSingleMetric('switchyard_adoption_seconds')?.get();
+    const count = adoptions?.values.find((v) => v.metricName === 'switchyard_adoption_seconds_count');
+    assert.deepEqual([count?.labels, count?.value], [{ cause: 'takeover' }, 1], 'the takeover is timed');
   } finally {
     await ownership.stop();
   }
