@@ -2,23 +2,40 @@ import type { Kysely } from 'kysely';
 import { Migrator, type MigrationProvider } from 'kysely';
 import type { Logger } from 'pino';
 import { MIGRATIONS } from '../../migrations/index.ts';
+import { coerceError } from '../../lib/errors.ts';
+import { isTransientDatabaseError } from './errors.ts';
 
 const provider: MigrationProvider = { getMigrations: () => Promise.resolve({ ...MIGRATIONS }) };
 
 /**
- * Applies every pending migration in `migrations/` (idempotent; concurrent callers serialise on
- * kysely's migration lock). `openDatabase` calls it; it is exported for tools and tests.
+ * Waits between attempts of a migration cut off by a transient database error (a connection
+ * terminated, Postgres restarting): about 16 s in all before a coordinator gives up starting.
  */
-export async function migrateToLatest<DB>(db: Kysely<DB>, log?: Logger): Promise<string[]> {
-  const migrator = new Migrator({ db, provider });
-  const { error, results = [] } = await migrator.migrateToLatest();
-  const applied = results.filter((r) => r.status === 'Success').map((r) => r.migrationName);
-  const failed = results.find((r) => r.status === 'Error');
-  if (error !== undefined) {
-    const where = failed === undefined ? '' : ` in ${failed.migrationName}`;
-    const reason = error instanceof Error ? error.message : JSON.stringify(error);
-    throw new Error(`Database migration failed${where}: ${reason}`, { cause: error });
+export const MIGRATION_RETRY_WAITS_MS: readonly number[] = [100, 250, 500, 1_000, 2_000, 4_000, 8_000];
+
+/**
+ * Applies every pending migration in `migrations/` (idempotent; concurrent callers serialise on
+ * kysely's migration lock). `openDatabase` calls it; it is exported for tools and tests. Postgres
+ * runs them in one transaction, so one cut off by a transient error left nothing and is tried again
+ * after each of `retryWaitsMs`; any other error, or the last, is thrown.
+ */
+export async function migrateToLatest<DB>(db: Kysely<DB>, log?: Logger, retryWaitsMs: readonly number[] = MIGRATION_RETRY_WAITS_MS): Promise<string[]> {
+  for (let attempt = 0; ; attempt++) {
+    const { error, results = [] } = await new Migrator({ db, provider }).migrateToLatest();
+    const applied = results.filter((r) => r.status === 'Success').map((r) => r.migrationName);
+    if (error === undefined) {
+      if (applied.length > 0) log?.info({ applied }, 'database migrated');
+      return applied;
+    }
+    const waitMs = retryWaitsMs[attempt];
+    if (waitMs === undefined || !isTransientDatabaseError(error)) throw migrationError(error, results.find((r) => r.status === 'Error')?.migrationName);
+    log?.warn({ err: coerceError(error), attempt: attempt + 1, retryInMs: waitMs }, 'database migration cut off; retrying');
+    await new Promise((resolve) => setTimeout(resolve, waitMs));
   }
-  if (applied.length > 0) log?.info({ applied }, 'database migrated');
-  return applied;
+}
+
+function migrationError(error: unknown, migrationName: string | undefined): Error {
+  const where = migrationName === undefined ? '' : ` in ${migrationName}`;
+  const reason = error instanceof Error ? error.message : JSON.stringify(error);
+  return new Error(`Database migration failed${where}: ${reason}`, { cause: error });
 }

@@ -104,6 +104,7 @@ export class FaultInjector {
           return Promise.resolve();
         });
       case 'Postgres connections reset':
+        this.log('Postgres connections reset (every backend of the database terminated)');
         return resetConnections(this.targets.databaseUrl);
       case 'garbage frame burst':
         return this.withHealthyCoordinator((c) => this.garbage(c), true);

@@ -71,7 +71,7 @@ it('adopts a dead peer the moment its lease ends, not at the renewal tick after'
     await clock.advance(1);
     assert.deepEqual(store.adoptions, [{ deadId: 'peer', at: 1_051 }]);
     const adoptions = await registry.getSingleMetric('switchyard_adoption_seconds')?.get();
-    const count = adoptions?.values.find((v) => v.metricName === 'switchyard_adoption_seconds_count');
+    const count = adoptions?.values.find((v) => (v as { metricName?: string }).metricName === 'switchyard_adoption_seconds_count');
     assert.deepEqual([count?.labels, count?.value], [{ cause: 'takeover' }, 1], 'the takeover is timed');
   } finally {
     await ownership.stop();
