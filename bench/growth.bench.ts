@@ -7,7 +7,8 @@
  * on first use are not counted), and the heap grown since the coordinator was ready ÷ live runs
  * (which counts them, and the probes of earlier levels), and, with 10 agents of
  * another label, create → `job.dispatch` and dispatch → ack committed for runs created through the
- * HTTP API one after another, plus one-job runs/s with 64 submitted at a time.
+ * HTTP API one after another, plus one-job runs/s with 64 submitted at a time, and how long a
+ * GET /metrics takes (a scrape walks every live job).
  *
  * The runs go to the agents in turn (each agent also carries its id as a label). Sent to whichever
  * agent `runsOnPick: deterministic` picked, the lowest id while it had a free slot, one socket carried
@@ -49,6 +50,8 @@ interface Level {
   createToDispatchMs: Percentiles;
   dispatchToAckCommittedMs: Percentiles;
   oneJobRunsPerSecond: number;
+  /** GET /metrics, median of 5: the coordinator's thread is held that long by each Prometheus scrape. */
+  metricsScrapeMs: number;
 }
 
 const gc = (globalThis as { gc?: () => void }).gc ?? (() => undefined);
@@ -81,6 +84,12 @@ async function measureLevel(coordinator: Coordinator, client: CoordinatorClient,
     createToDispatch.push(timeline.dispatched - started);
     dispatchToAck.push(timeline.ackCommitted - timeline.granted);
   }
+  const scrapes: number[] = [];
+  for (let i = 0; i < 5; i++) {
+    const scrapeStarted = performance.now();
+    await client.metrics();
+    scrapes.push(performance.now() - scrapeStarted);
+  }
   const burstStarted = performance.now();
   await pool(THROUGHPUT_RUNS, 64, async (i) => void (await watch.finished(await client.createRun(workflow(i)))));
   const seconds = (performance.now() - burstStarted) / 1000;
@@ -90,6 +99,7 @@ async function measureLevel(coordinator: Coordinator, client: CoordinatorClient,
     createToDispatchMs: percentiles(createToDispatch),
     dispatchToAckCommittedMs: percentiles(dispatchToAck),
     oneJobRunsPerSecond: Math.round((THROUGHPUT_RUNS / seconds) * 10) / 10,
+    metricsScrapeMs: percentiles(scrapes).p50,
   };
 }
 
@@ -169,7 +179,7 @@ async function main(): Promise<void> {
       const level = await measureLevel(coordinator, client, watch, live, heap);
       levels.push(level);
       const memory = `${level.heapBytesPerLiveRun} B heap per added run (${level.heapBytesPerLiveRunSinceStart} B per run since start)`;
-      console.log(`${String(live).padStart(6)} live runs: ${memory}; create → dispatch p50 ${level.createToDispatchMs.p50} ms (p99 ${level.createToDispatchMs.p99}); dispatch → ack committed p50 ${level.dispatchToAckCommittedMs.p50} ms; ${level.oneJobRunsPerSecond} one-job runs/s`);
+      console.log(`${String(live).padStart(6)} live runs: ${memory}; create → dispatch p50 ${level.createToDispatchMs.p50} ms (p99 ${level.createToDispatchMs.p99}); dispatch → ack committed p50 ${level.dispatchToAckCommittedMs.p50} ms; ${level.oneJobRunsPerSecond} one-job runs/s; /metrics ${level.metricsScrapeMs} ms`);
     }
     const setup = { agents: 10, samples: SAMPLES, throughputRuns: THROUGHPUT_RUNS, warmUpRuns: WARM_UP_RUNS };
     console.log(`results: ${(await writeResult('growth', flags, { setup, levels })).pathname}`);

@@ -160,6 +160,7 @@ function growthRows(growth: Source): Row[] {
       value(`heap per live run, at ${live} live runs`, 'B', growth, `${path}.heapBytesPerLiveRun`, undefined, 'heap after GC grown by the runs added to reach this level ÷ those runs'),
       latency(`  create run → job.dispatch, at ${live} live runs`, growth, `${path}.createToDispatchMs`),
       latency(`  dispatch → ack committed, at ${live} live runs`, growth, `${path}.dispatchToAckCommittedMs`),
+      value(`  GET /metrics, at ${live} live runs`, 'ms', growth, `${path}.metricsScrapeMs`, undefined, 'median of 5; a scrape walks every live job for switchyard_jobs_waiting'),
     ];
   }).flat();
 }
