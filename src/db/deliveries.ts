@@ -3,7 +3,7 @@ import type { Kysely } from 'kysely';
 import { Batcher } from '../../lib/batcher.ts';
 import { coerceError } from '../../lib/errors.ts';
 import { executePrepared } from './database.ts';
-import { isTransientDatabaseError } from './errors.ts';
+import { retryingTransient } from './errors.ts';
 import { toJson } from './json.ts';
 import type { Schema } from './schema.ts';
 
@@ -111,18 +111,6 @@ export function deliveryRecorder(db: Kysely<Schema>): (d: NewDelivery) => Promis
   return (d) => writer.add(d);
 }
 
-/** `attempt`, tried again after each wait while it fails with a transient database error. */
-async function retryingTransient<T>(attempt: () => Promise<T>, waitsMs: readonly number[]): Promise<T> {
-  for (const waitMs of waitsMs) {
-    try {
-      return await attempt();
-    } catch (thrown) {
-      if (!isTransientDatabaseError(thrown)) throw thrown;
-      await new Promise((resolve) => setTimeout(resolve, waitMs));
-    }
-  }
-  return attempt();
-}
 
 /** A delivery claimed by the worker that records it (the embedded queue with room to spare). */
 export interface IntakeClaim {

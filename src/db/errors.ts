@@ -43,6 +43,25 @@ export function isTransientDatabaseError(thrown: unknown): boolean {
 }
 
 /**
+ * Waits between attempts of a start-up statement cut off by a transient database error (a connection
+ * terminated, Postgres restarting): about 16 s in all before a coordinator gives up starting.
+ */
+export const START_RETRY_WAITS_MS: readonly number[] = [100, 250, 500, 1_000, 2_000, 4_000, 8_000];
+
+/** `attempt`, tried again after each wait while it fails with a transient database error; the last failure is thrown. */
+export async function retryingTransient<T>(attempt: () => Promise<T>, waitsMs: readonly number[]): Promise<T> {
+  for (const waitMs of waitsMs) {
+    try {
+      return await attempt();
+    } catch (thrown) {
+      if (!isTransientDatabaseError(thrown)) throw thrown;
+      await new Promise((resolve) => setTimeout(resolve, waitMs));
+    }
+  }
+  return attempt();
+}
+
+/**
  * The embedded Postgres data directory is in use by another live coordinator process. Stop that
  * coordinator, or give this one its own SWITCHYARD_DATA_DIR or a DATABASE_URL.
  */

@@ -3,23 +3,17 @@ import { Migrator, type MigrationProvider } from 'kysely';
 import type { Logger } from 'pino';
 import { MIGRATIONS } from '../../migrations/index.ts';
 import { coerceError } from '../../lib/errors.ts';
-import { isTransientDatabaseError } from './errors.ts';
+import { START_RETRY_WAITS_MS, isTransientDatabaseError } from './errors.ts';
 
 const provider: MigrationProvider = { getMigrations: () => Promise.resolve({ ...MIGRATIONS }) };
-
-/**
- * Waits between attempts of a migration cut off by a transient database error (a connection
- * terminated, Postgres restarting): about 16 s in all before a coordinator gives up starting.
- */
-export const MIGRATION_RETRY_WAITS_MS: readonly number[] = [100, 250, 500, 1_000, 2_000, 4_000, 8_000];
 
 /**
  * Applies every pending migration in `migrations/` (idempotent; concurrent callers serialise on
  * kysely's migration lock). `openDatabase` calls it; it is exported for tools and tests. Postgres
  * runs them in one transaction, so one cut off by a transient error left nothing and is tried again
- * after each of `retryWaitsMs`; any other error, or the last, is thrown.
+ * after each of `retryWaitsMs` (about 16 s in all by default); any other error, or the last, is thrown.
  */
-export async function migrateToLatest<DB>(db: Kysely<DB>, log?: Logger, retryWaitsMs: readonly number[] = MIGRATION_RETRY_WAITS_MS): Promise<string[]> {
+export async function migrateToLatest<DB>(db: Kysely<DB>, log?: Logger, retryWaitsMs: readonly number[] = START_RETRY_WAITS_MS): Promise<string[]> {
   for (let attempt = 0; ; attempt++) {
     const { error, results = [] } = await new Migrator({ db, provider }).migrateToLatest();
     const applied = results.filter((r) => r.status === 'Success').map((r) => r.migrationName);
@@ -29,7 +23,7 @@ export async function migrateToLatest<DB>(db: Kysely<DB>, log?: Logger, retryWai
     }
     const waitMs = retryWaitsMs[attempt];
     if (waitMs === undefined || !isTransientDatabaseError(error)) throw migrationError(error, results.find((r) => r.status === 'Error')?.migrationName);
-    log?.warn({ err: coerceError(error), attempt: attempt + 1, retryInMs: waitMs }, 'database migration cut off; retrying');
+    log?.warn({ err: coerceError(error), attempt: attempt + 1, retryInMs: waitMs }, 'migrating the database failed for a moment (Postgres unreachable, or the connection cut); retrying');
     await new Promise((resolve) => setTimeout(resolve, waitMs));
   }
 }

@@ -7,6 +7,7 @@ import { commitSerialized } from './commit-batch.ts';
 import { serializeEntry } from './commit-rows.ts';
 import { claimCoordinatorLease, releaseCoordinatorLease, renewCoordinatorLease } from './coordinator-lease.ts';
 import { markEffectsDone } from './effects.ts';
+import { START_RETRY_WAITS_MS, retryingTransient } from './errors.ts';
 import { failRuns } from './fail-runs.ts';
 import { reclaimOwnRuns } from './reclaim.ts';
 import { loadRunsForRestore } from './restore.ts';
@@ -25,11 +26,13 @@ export function createRunStore(db: Kysely<Schema>, identity: Identity, clock: Cl
     failRuns: (records) => failRuns(db, { coordinatorId: identity.coordinatorId, epoch: identity.epoch(), records }),
     markEffectsDone: (effectIds) => markEffectsDone(db, { effectIds, now: clock.now() }),
     loadRuns: (runIds) => loadRunsForRestore(db, runIds),
-    claimLease: (args) => claimCoordinatorLease(db, args),
+    // The start-up statements: one cut off by a transient error is tried again, not fatal (both are idempotent enough:
+    // a claim that committed unseen only bumped the epoch once more).
+    claimLease: (args) => retryingTransient(() => claimCoordinatorLease(db, args), START_RETRY_WAITS_MS),
     renewLease: (args) => renewCoordinatorLease(db, args),
     peerLeases: (args) => readPeerLeases(db, args),
     adoptRunsOf: (args) => adoptRunsOf(db, args),
-    reclaimOwnRuns: (args) => reclaimOwnRuns(db, args),
+    reclaimOwnRuns: (args) => retryingTransient(() => reclaimOwnRuns(db, args), START_RETRY_WAITS_MS),
     releaseLease: (args) => releaseCoordinatorLease(db, args),
   };
 }

@@ -5,10 +5,11 @@ import { join } from 'node:path';
 import { after, describe } from 'node:test';
 import pg from 'pg';
 import { pino, type Logger } from 'pino';
-import type { Kysely, RawBuilder } from 'kysely';
+import { Kysely, PostgresDialect, type RawBuilder } from 'kysely';
 import { connectDatabase, openDatabase, type Database, type DatabaseKind } from '../../src/db/database.ts';
 import { startEmbeddedPostgres, type EmbeddedServer } from '../../src/db/embedded-postgres.ts';
 import { migrateToLatest } from '../../src/db/migrate.ts';
+import type { Schema } from '../../src/db/schema.ts';
 
 /** Every DB test runs once per kind. */
 export const DATABASE_KINDS: readonly DatabaseKind[] = ['external', 'embedded'];
@@ -174,3 +175,48 @@ after(async () => {
   if (server !== undefined) await (await server).stop();
   for (const cleanup of cleanups.splice(0)) await cleanup();
 });
+
+/** A pool whose first connection has its backend terminated (as `pg_terminate_backend` does) before it is handed out. */
+class PoolWhoseFirstConnectionIsCut extends pg.Pool {
+  private cut = false;
+
+  override connect(): Promise<pg.PoolClient>;
+  override connect(callback: (err: Error | undefined, client: pg.PoolClient | undefined, done: (release?: unknown) => void) => void): void;
+  override connect(callback?: (err: Error | undefined, client: pg.PoolClient | undefined, done: (release?: unknown) => void) => void): Promise<pg.PoolClient> | void {
+    if (callback) return super.connect(callback);
+    return super.connect().then(async (client) => {
+      if (this.cut) return client;
+      this.cut = true;
+      client.on('error', () => undefined); // the socket's end after the cut, reported once its query has failed
+      const { rows } = await client.query<{ pid: number }>('SELECT pg_backend_pid() AS pid');
+      const admin = new pg.Client(externalAdminConfig());
+      await admin.connect();
+      await admin.query('SELECT pg_terminate_backend($1)', [rows[0]?.pid]).finally(() => admin.end());
+      return client;
+    });
+  }
+}
+
+/**
+ * Runs `fn` on a fresh database of the external Postgres through a pool whose first connection is cut
+ * (its backend terminated) before it is handed out: the first statement fails as it does when Postgres
+ * restarts, or when an operator terminates the backends. With `migrated`, the schema is there first.
+ */
+export async function withFirstConnectionCut(options: { migrated: boolean }, fn: (db: Kysely<Schema>) => Promise<void>): Promise<void> {
+  const name = `sy_test_${process.pid}_${randomBytes(4).toString('hex')}`;
+  await adminQuery(externalAdminConfig(), `CREATE DATABASE "${name}"`);
+  try {
+    if (options.migrated) {
+      const setup = await openDatabase({ databaseUrl: externalUrl(name), dataDir: tmpdir() }, testLog);
+      await setup.close();
+    }
+    const db = new Kysely<Schema>({ dialect: new PostgresDialect({ pool: new PoolWhoseFirstConnectionIsCut({ ...externalAdminConfig(name), max: 2 }) }) });
+    try {
+      await fn(db);
+    } finally {
+      await db.destroy();
+    }
+  } finally {
+    await adminQuery(externalAdminConfig(), `DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`);
+  }
+}

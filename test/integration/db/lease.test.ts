@@ -1,10 +1,12 @@
-import { it } from 'node:test';
+import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { adoptRunsOf } from '../../../src/db/adoption.ts';
 import { commitBatch } from '../../../src/db/commit-batch.ts';
 import { claimCoordinatorLease, releaseCoordinatorLease, renewCoordinatorLease } from '../../../src/db/coordinator-lease.ts';
 import { FencedError } from '../../../src/db/errors.ts';
-import { describeEachKind, withTestDatabase } from '../../support/database.ts';
+import { systemClock } from '../../../actors/clock.ts';
+import { createRunStore } from '../../../src/db/run-store.ts';
+import { describeEachKind, skipReason, withFirstConnectionCut, withTestDatabase } from '../../support/database.ts';
 import { entry, rowCounts } from './fixtures.ts';
 
 await describeEachKind('coordinator lease', (kind) => {
@@ -69,5 +71,20 @@ await describeEachKind('coordinator lease', (kind) => {
       assert.equal(await releaseCoordinatorLease(db, { id: 'a', epoch }), true);
       const row = await db.selectFrom('coordinators').select('lease_until').executeTakeFirstOrThrow();
       assert.equal(row.lease_until, 0);
+    }));
+});
+
+describe('the start-up statements of the run store', { skip: await skipReason('external') }, () => {
+  const identity = { coordinatorId: 'a', epoch: () => 1 };
+
+  it('claim the lease through a connection cut under them (a coordinator starting while Postgres terminated its backends)', () =>
+    withFirstConnectionCut({ migrated: true }, async (db) => {
+      const { epoch } = await createRunStore(db, identity, systemClock).claimLease({ id: 'a', ttlMs: 1000, now: 0 });
+      assert.equal(Number(epoch), 1, 'claimed (this pool reads int8 as text)');
+    }));
+
+  it('reclaim their own runs through a connection cut under them', () =>
+    withFirstConnectionCut({ migrated: true }, async (db) => {
+      assert.deepEqual(await createRunStore(db, identity, systemClock).reclaimOwnRuns({ me: 'a', myEpoch: 1 }), []);
     }));
 });

@@ -1,12 +1,10 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { randomBytes } from 'node:crypto';
 import { readdir } from 'node:fs/promises';
-import { Kysely, PostgresDialect, sql } from 'kysely';
-import pg from 'pg';
+import { sql } from 'kysely';
 import { MIGRATIONS } from '../../../migrations/index.ts';
 import { migrateToLatest } from '../../../src/db/migrate.ts';
-import { describeEachKind, externalAdminConfig, skipReason, testLog, withTestDatabase } from '../../support/database.ts';
+import { describeEachKind, skipReason, testLog, withFirstConnectionCut, withTestDatabase } from '../../support/database.ts';
 import { TABLES } from './fixtures.ts';
 
 describe('migration list', () => {
@@ -56,50 +54,14 @@ await describeEachKind('migrations', (kind) => {
     }));
 });
 
-/** A pool whose first connection has its backend terminated (as `pg_terminate_backend` does) before it is handed out. */
-class PoolWhoseFirstConnectionIsCut extends pg.Pool {
-  private cut = false;
-
-  override connect(): Promise<pg.PoolClient>;
-  override connect(callback: (err: Error | undefined, client: pg.PoolClient | undefined, done: (release?: unknown) => void) => void): void;
-  override connect(callback?: (err: Error | undefined, client: pg.PoolClient | undefined, done: (release?: unknown) => void) => void): Promise<pg.PoolClient> | void {
-    if (callback) return super.connect(callback);
-    return super.connect().then(async (client) => {
-      if (this.cut) return client;
-      this.cut = true;
-      client.on('error', () => undefined); // the socket's end after the cut, reported once its query has failed
-      const { rows } = await client.query<{ pid: number }>('SELECT pg_backend_pid() AS pid');
-      const admin = new pg.Client(externalAdminConfig());
-      await admin.connect();
-      await admin.query('SELECT pg_terminate_backend($1)', [rows[0]?.pid]).finally(() => admin.end());
-      return client;
-    });
-  }
-}
-
 describe('a migration cut off by a transient database error', { skip: await skipReason('external') }, () => {
-  async function withCutPool(fn: (db: Kysely<unknown>) => Promise<void>): Promise<void> {
-    const name = `sy_test_${process.pid}_${randomBytes(4).toString('hex')}`;
-    const admin = new pg.Client(externalAdminConfig());
-    await admin.connect();
-    await admin.query(`CREATE DATABASE "${name}"`);
-    const db = new Kysely<unknown>({ dialect: new PostgresDialect({ pool: new PoolWhoseFirstConnectionIsCut({ ...externalAdminConfig(name), max: 2 }) }) });
-    try {
-      await fn(db);
-    } finally {
-      await db.destroy();
-      await admin.query(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`);
-      await admin.end();
-    }
-  }
-
   it('is tried again, and applies every migration (a coordinator starting while Postgres cut its connection exited with 1)', () =>
-    withCutPool(async (db) => {
+    withFirstConnectionCut({ migrated: false }, async (db) => {
       assert.deepEqual(await migrateToLatest(db, testLog, [10]), Object.keys(MIGRATIONS));
     }));
 
   it('fails with the reason once the retries are spent', () =>
-    withCutPool(async (db) => {
+    withFirstConnectionCut({ migrated: false }, async (db) => {
       await assert.rejects(migrateToLatest(db, testLog, []), /^Error: Database migration failed: /);
     }));
 });
