@@ -111,7 +111,6 @@ export function deliveryRecorder(db: Kysely<Schema>): (d: NewDelivery) => Promis
   return (d) => writer.add(d);
 }
 
-
 /** A delivery claimed by the worker that records it (the embedded queue with room to spare). */
 export interface IntakeClaim {
   worker: string;
