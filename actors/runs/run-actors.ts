@@ -29,6 +29,18 @@ export function armedDeadlines(actor: Actor<RuntimeRunMachine>): Map<string, num
   return armed;
 }
 
+/**
+ * A deadline event for an earlier due time of a deadline armed again since (by an event ahead of it:
+ * an agent's reclaim after a takeover re-arms the job lease whose old due time the restore had just
+ * fired). The chart ignores it; its disarm would take the new deadline with it, and the job would
+ * wait for an agent that never reports, with no deadline left to end the wait (chaos seed 2047895894).
+ */
+export function rearmedSince(actor: Actor<RuntimeRunMachine>, deadlineId: string, event: object): boolean {
+  const firedFor = (event as { dueAt?: unknown }).dueAt;
+  const armedFor = armedDeadlines(actor).get(deadlineId);
+  return typeof firedFor === 'number' && armedFor !== undefined && armedFor !== firedFor;
+}
+
 /** Calls `visit` for each job of the run still open (its actor active), in spawn order. */
 export function visitOpenJobs(handle: { actor: Actor<RuntimeRunMachine> }, visit: (jobKey: string, context: JobContext) => void): void {
   const children = handle.actor.getSnapshot().children;

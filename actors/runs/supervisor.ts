@@ -22,7 +22,7 @@ import { TimerService } from './timer-service.ts';
 import { deliverDeadline } from './deadline-delivery.ts';
 import { CommitObservers } from './commit-observers.ts';
 import type { CommittedUpdate } from './commit-observers.ts';
-import { CrashObserver, RunActorHost, armedDeadlines, changedJobs, deferredState, liveStateSummary, persistedOf, sameRefs, stateRefsOf, visitOpenJobs } from './run-actors.ts';
+import { CrashObserver, RunActorHost, armedDeadlines, changedJobs, rearmedSince, deferredState, liveStateSummary, persistedOf, sameRefs, stateRefsOf, visitOpenJobs } from './run-actors.ts';
 import type { RestoreReport, RunHandle, SupervisorOptions } from './supervisor.types.ts';
 
 export type { CommittedUpdate } from './commit-observers.ts';
@@ -394,7 +394,8 @@ export class Supervisor {
     const deferSnapshot = !creation.isNewRun && !done && !handle.closing && tail < SNAPSHOT_EVERY_EVENTS;
     if (!deferSnapshot) handle.storedSeq = seq;
     const state = deferSnapshot ? deferredState(handle.actor, handle.written) : storedState(persistedOf(handle.actor), changedJobs(handle.actor, handle.written));
-    const parts = { runId, seq, event, intents, state, machineVersion: SNAPSHOT_VERSION, firedDeadlineId: timerEvent, followUps, firstStateAfter };
+    const firedDeadlineId = timerEvent !== null && !rearmedSince(handle.actor, timerEvent, event) ? timerEvent : null;
+    const parts = { runId, seq, event, intents, state, machineVersion: SNAPSHOT_VERSION, firedDeadlineId, followUps, firstStateAfter };
     return { entry: buildCommitEntry({ ...parts, ...creation }), done };
   }
 
