@@ -152,10 +152,13 @@ export async function claimPlacementRequest(db: Kysely<Schema>, args: { runId: s
 
 /**
  * The owner takes its own request back to grant the job on one of its agents: claim and withdrawal
- * in one write, won unless a peer holds a live claim on it (or it is not there).
+ * in one write, won unless a peer holds a live claim on it (or it is not there). Only a request it
+ * owns: a coordinator fenced while it was stopped, whose runs were adopted, otherwise took back the
+ * request its run's new owner had published, granted nothing (fenced), and left the new owner
+ * holding back a job whose request was gone, for ever (chaos seeds 590879079, 826703318).
  */
 export async function reclaimPlacementRequest(db: Kysely<Schema>, args: { runId: string; jobKey: string; attempt: number; me: string; now: number }): Promise<boolean> {
-  const result = await sql`DELETE FROM placement_requests WHERE ${claimable(args)}`.execute(db);
+  const result = await sql`DELETE FROM placement_requests WHERE ${claimable(args)} AND owner_id = ${args.me}`.execute(db);
   return (result.numAffectedRows ?? 0n) > 0n;
 }
 

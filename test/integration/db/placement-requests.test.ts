@@ -19,6 +19,15 @@ await describeEachKind('placement requests shared by coordinators', (kind) => {
       assert.equal(await reclaimPlacementRequest(db, { ...job, me: 'owner', now: 300 }), false, 'a request that is not there is not won');
     }));
 
+  it("a coordinator takes back only a request it owns: a fenced one whose run moved leaves the new owner's request be", () =>
+    withTestDatabase(kind, async ({ db }) => {
+      await publishPlacementRequests(db, { ownerId: 'coord-a', now: 0, requests: [job] });
+      await publishPlacementRequests(db, { ownerId: 'coord-b', now: 10, requests: [job] }); // coord-b adopted the run and asks again
+      assert.equal(await reclaimPlacementRequest(db, { ...job, me: 'coord-a', now: 20 }), false, 'the fenced coord-a does not take it');
+      assert.deepEqual(await db.selectFrom('placement_requests').select('owner_id').execute(), [{ owner_id: 'coord-b' }], 'the request stays');
+      assert.equal(await reclaimPlacementRequest(db, { ...job, me: 'coord-b', now: 30 }), true, 'its owner takes it back');
+    }));
+
   it('withdrawals made together are written together: a whole run, one job, one attempt go; a later attempt and other runs stay', () =>
     withTestDatabase(kind, async ({ db }) => {
       const store = placementStoreOf(db, 'owner', () => 5);
