@@ -48,13 +48,17 @@ export function isTransientDatabaseError(thrown: unknown): boolean {
  */
 export const START_RETRY_WAITS_MS: readonly number[] = [100, 250, 500, 1_000, 2_000, 4_000, 8_000];
 
+/** Told of each failure that will be tried again: the error, the attempt that failed (from 1), the wait before the next. */
+export type OnRetry = (error: unknown, attempt: number, waitMs: number) => void;
+
 /** `attempt`, tried again after each wait while it fails with a transient database error; the last failure is thrown. */
-export async function retryingTransient<T>(attempt: () => Promise<T>, waitsMs: readonly number[]): Promise<T> {
-  for (const waitMs of waitsMs) {
+export async function retryingTransient<T>(attempt: () => Promise<T>, waitsMs: readonly number[], onRetry?: OnRetry): Promise<T> {
+  for (const [index, waitMs] of waitsMs.entries()) {
     try {
       return await attempt();
     } catch (thrown) {
       if (!isTransientDatabaseError(thrown)) throw thrown;
+      onRetry?.(thrown, index + 1, waitMs);
       await new Promise((resolve) => setTimeout(resolve, waitMs));
     }
   }

@@ -3,7 +3,7 @@ import { Migrator, type MigrationProvider } from 'kysely';
 import type { Logger } from 'pino';
 import { MIGRATIONS } from '../../migrations/index.ts';
 import { coerceError } from '../../lib/errors.ts';
-import { START_RETRY_WAITS_MS, isTransientDatabaseError } from './errors.ts';
+import { START_RETRY_WAITS_MS, retryingTransient, type OnRetry } from './errors.ts';
 
 const provider: MigrationProvider = { getMigrations: () => Promise.resolve({ ...MIGRATIONS }) };
 
@@ -14,17 +14,21 @@ const provider: MigrationProvider = { getMigrations: () => Promise.resolve({ ...
  * after each of `retryWaitsMs` (about 16 s in all by default); any other error, or the last, is thrown.
  */
 export async function migrateToLatest<DB>(db: Kysely<DB>, log?: Logger, retryWaitsMs: readonly number[] = START_RETRY_WAITS_MS): Promise<string[]> {
-  for (let attempt = 0; ; attempt++) {
+  let failedMigration: string | undefined;
+  const migrate = async (): Promise<string[]> => {
     const { error, results = [] } = await new Migrator({ db, provider }).migrateToLatest();
-    const applied = results.filter((r) => r.status === 'Success').map((r) => r.migrationName);
-    if (error === undefined) {
-      if (applied.length > 0) log?.info({ applied }, 'database migrated');
-      return applied;
-    }
-    const waitMs = retryWaitsMs[attempt];
-    if (waitMs === undefined || !isTransientDatabaseError(error)) throw migrationError(error, results.find((r) => r.status === 'Error')?.migrationName);
-    log?.warn({ err: coerceError(error), attempt: attempt + 1, retryInMs: waitMs }, 'migrating the database failed for a moment (Postgres unreachable, or the connection cut); retrying');
-    await new Promise((resolve) => setTimeout(resolve, waitMs));
+    failedMigration = results.find((r) => r.status === 'Error')?.migrationName;
+    if (error !== undefined) throw coerceError(error);
+    return results.filter((r) => r.status === 'Success').map((r) => r.migrationName);
+  };
+  const warn: OnRetry = (error, attempt, retryInMs) =>
+    log?.warn({ err: coerceError(error), attempt, retryInMs }, 'migrating the database failed for a moment (Postgres unreachable, or the connection cut); retrying');
+  try {
+    const applied = await retryingTransient(migrate, retryWaitsMs, warn);
+    if (applied.length > 0) log?.info({ applied }, 'database migrated');
+    return applied;
+  } catch (error) {
+    throw migrationError(error, failedMigration);
   }
 }
 
