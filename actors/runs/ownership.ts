@@ -1,5 +1,5 @@
 import type { Logger } from 'pino';
-import { FencedError } from './errors.ts';
+import { FencedError, TransientStoreError } from './errors.ts';
 import { coerceError } from '../../lib/errors.ts';
 import type { RuntimeMetrics } from './metrics.ts';
 import type { StoredRun } from './ports.ts';
@@ -25,6 +25,7 @@ export interface OwnershipStore {
   reclaimOwnRuns(args: { me: string; myEpoch: number }): Promise<string[]>;
   /** Ends the lease now (a clean shutdown); false if it was taken over already. */
   releaseLease(args: { id: string; epoch: number }): Promise<boolean>;
+  /** The runs' stored state; a database out of reach for a moment throws TransientStoreError. */
   loadRuns(runIds: string[]): Promise<StoredRun[]>;
 }
 
@@ -58,6 +59,11 @@ export class Ownership {
   private stopped = false;
   private scanning = false;
   private restoring = 0;
+  /**
+   * Runs moved here whose snapshots could not be read (a transient database error): they are owned
+   * here with no actor, so each scan tries to restore them again, and their inbox waits meanwhile.
+   */
+  private readonly unrestored = new Map<string, { why: string; cause: AdoptionCause }>();
 
   constructor(
     private readonly supervisor: Supervisor,
@@ -74,7 +80,7 @@ export class Ownership {
 
   /** Runs are being moved here and not all actors exist yet. */
   get adopting(): boolean {
-    return this.restoring > 0;
+    return this.restoring > 0 || this.unrestored.size > 0;
   }
 
   async start(): Promise<void> {
@@ -88,11 +94,12 @@ export class Ownership {
     this.schedule();
     try {
       await this.alone(() => this.adopt(() => store.reclaimOwnRuns({ me: coordinatorId, myEpoch: epoch }), 'reclaimed from an earlier start', 'restart'));
-      await this.scan();
     } catch (thrown) {
       await this.stop();
       throw thrown;
     }
+    // A first scan that fails is tried again at the next tick, as every scan is.
+    await this.scanned();
   }
 
   async stop(options: { release?: boolean } = {}): Promise<void> {
@@ -174,6 +181,7 @@ export class Ownership {
 
   private async scan(): Promise<void> {
     await this.alone(async () => {
+      await this.restoreUnrestored();
       const { store, coordinatorId, clock } = this.options;
       const { expired, nextEnd } = await store.peerLeases({ now: clock.now(), me: coordinatorId });
       this.watchLeaseEnd(nextEnd);
@@ -209,9 +217,9 @@ export class Ownership {
   }
 
   /** Moves runs here, restores their actors, then reattaches their jobs before arming any restored deadline. */
-  private async adopt(move: () => Promise<string[]>, why: string, cause: 'takeover' | 'restart'): Promise<void> {
+  private async adopt(move: () => Promise<string[]>, why: string, cause: AdoptionCause): Promise<void> {
     const started = performance.now();
-    const restored = await this.restore(move, why);
+    const restored = await this.restore(move, why, cause);
     try {
       if (restored.length > 0) await this.options.onAdopted(restored);
     } catch (thrown) {
@@ -228,13 +236,15 @@ export class Ownership {
   }
 
   /** Until the moved runs' actors exist, `adopting` holds off the inbox (their events would be dropped). */
-  private async restore(move: () => Promise<string[]>, why: string): Promise<string[]> {
+  private async restore(move: () => Promise<string[]>, why: string, cause: AdoptionCause): Promise<string[]> {
     this.restoring += 1;
     try {
       const runIds = await move();
       if (runIds.length === 0) return [];
       const started = performance.now();
-      const report = this.supervisor.restore(await this.options.store.loadRuns(runIds), { deferTimers: true });
+      const stored = await this.load(runIds, why, cause);
+      if (stored.length === 0) return [];
+      const report = this.supervisor.restore(stored, { deferTimers: true });
       const ms = Math.round(performance.now() - started);
       this.options.log.info({ why, restored: report.restored.length, refused: report.refused.length, ms }, 'runs restored');
       return report.restored;
@@ -242,4 +252,33 @@ export class Ownership {
       this.restoring -= 1;
     }
   }
+
+  /**
+   * The moved runs' snapshots. The runs are owned here already, so a read cut off by a transient
+   * error must not leave them with no actor for ever (their events dropped, their deadlines never
+   * armed): they are kept for the next scan to restore. Any other error is thrown, as before.
+   */
+  private async load(runIds: string[], why: string, cause: AdoptionCause): Promise<StoredRun[]> {
+    try {
+      return await this.options.store.loadRuns(runIds);
+    } catch (thrown) {
+      if (!(thrown instanceof TransientStoreError)) throw thrown;
+      for (const runId of runIds) this.unrestored.set(runId, { why, cause });
+      this.options.log.error({ err: coerceError(thrown), runs: runIds.length, why }, 'reading moved runs failed; they are owned here, and restored at the next scan');
+      return [];
+    }
+  }
+
+  /** Restores the runs whose load failed, with the cause they were moved for. */
+  private async restoreUnrestored(): Promise<void> {
+    for (const cause of ['restart', 'takeover'] as const) {
+      const runIds = [...this.unrestored].filter(([, moved]) => moved.cause === cause).map(([runId]) => runId);
+      if (runIds.length === 0) continue;
+      const why = `${this.unrestored.get(runIds[0] as string)?.why ?? ''}; read again`;
+      for (const runId of runIds) this.unrestored.delete(runId);
+      await this.adopt(() => Promise.resolve(runIds), why, cause);
+    }
+  }
 }
+
+type AdoptionCause = 'takeover' | 'restart';

@@ -7,7 +7,7 @@ import { commitSerialized } from './commit-batch.ts';
 import { serializeEntry } from './commit-rows.ts';
 import { claimCoordinatorLease, releaseCoordinatorLease, renewCoordinatorLease } from './coordinator-lease.ts';
 import { markEffectsDone } from './effects.ts';
-import { START_RETRY_WAITS_MS, retryingTransient } from './errors.ts';
+import { START_RETRY_WAITS_MS, classifyDatabaseError, retryingTransient } from './errors.ts';
 import { failRuns } from './fail-runs.ts';
 import { reclaimOwnRuns } from './reclaim.ts';
 import { loadRunsForRestore } from './restore.ts';
@@ -25,7 +25,13 @@ export function createRunStore(db: Kysely<Schema>, identity: Identity, clock: Cl
     commit: (entries) => commitSerialized(db, { coordinatorId: identity.coordinatorId, epoch: identity.epoch(), now: clock.now(), entries }),
     failRuns: (records) => failRuns(db, { coordinatorId: identity.coordinatorId, epoch: identity.epoch(), records }),
     markEffectsDone: (effectIds) => markEffectsDone(db, { effectIds, now: clock.now() }),
-    loadRuns: (runIds) => loadRunsForRestore(db, runIds),
+    loadRuns: async (runIds) => {
+      try {
+        return await loadRunsForRestore(db, runIds);
+      } catch (thrown) {
+        throw classifyDatabaseError(thrown);
+      }
+    },
     // The start-up statements: one cut off by a transient error is tried again, not fatal (both are idempotent enough:
     // a claim that committed unseen only bumped the epoch once more).
     claimLease: (args) => retryingTransient(() => claimCoordinatorLease(db, args), START_RETRY_WAITS_MS),

@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { adoptRunsOf } from '../../../src/db/adoption.ts';
 import { commitBatch } from '../../../src/db/commit-batch.ts';
 import { claimCoordinatorLease, releaseCoordinatorLease, renewCoordinatorLease } from '../../../src/db/coordinator-lease.ts';
-import { FencedError } from '../../../src/db/errors.ts';
+import { FencedError, TransientStoreError } from '../../../src/db/errors.ts';
 import { systemClock } from '../../../actors/clock.ts';
 import { createRunStore } from '../../../src/db/run-store.ts';
 import { describeEachKind, skipReason, withFirstConnectionCut, withTestDatabase } from '../../support/database.ts';
@@ -86,5 +86,10 @@ describe('the start-up statements of the run store', { skip: await skipReason('e
   it('reclaim their own runs through a connection cut under them', () =>
     withFirstConnectionCut({ migrated: true }, async (db) => {
       assert.deepEqual(await createRunStore(db, identity, systemClock).reclaimOwnRuns({ me: 'a', myEpoch: 1 }), []);
+    }));
+
+  it('say a read of runs cut under them is transient (ownership reads the moved runs again at its next scan)', () =>
+    withFirstConnectionCut({ migrated: true }, async (db) => {
+      await assert.rejects(createRunStore(db, identity, systemClock).loadRuns(['run-1']), TransientStoreError);
     }));
 });

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { it } from 'node:test';
 import { pino } from 'pino';
 import { Registry } from 'prom-client';
+import { TransientStoreError } from '../../../actors/runs/errors.ts';
 import { createRuntimeMetrics } from '../../../actors/runs/metrics.ts';
 import { Ownership, type OwnershipStore, type PeerLeases } from '../../../actors/runs/ownership.ts';
 import type { Supervisor } from '../../../actors/runs/supervisor.ts';
@@ -39,9 +40,13 @@ class Leases implements OwnershipStore {
   }
 }
 
-function ownershipOver(store: Leases, clock: ManualClock, registry = new Registry()): Ownership {
+/** `restores` gets the run ids of each restore the supervisor is asked for. */
+function ownershipOver(store: Leases, clock: ManualClock, registry = new Registry(), restores: string[][] = []): Ownership {
   const supervisor = {
-    restore: (rows: { runId: string }[]) => ({ restored: rows.map((row) => row.runId), refused: [] }),
+    restore: (rows: { runId: string }[]) => {
+      restores.push(rows.map((row) => row.runId));
+      return { restored: rows.map((row) => row.runId), refused: [] };
+    },
     armDeferredTimers: () => undefined,
   } as unknown as Supervisor;
   return new Ownership(supervisor, {
@@ -109,6 +114,50 @@ it("a peer lease that ends far ahead (its clock ahead of mine) is left to the ti
     assert.equal(clock.timers, 1, 'the renewal tick alone');
     await clock.advance(1_000);
     assert.equal(store.peerScans, 1 + 1_000 / RENEW_MS, 'one peer scan at start, then one per tick');
+  } finally {
+    await ownership.stop();
+  }
+});
+
+/** The error a read cut off by Postgres (an admin shutdown of its backend) is classified as. */
+function connectionCut(): TransientStoreError {
+  return new TransientStoreError('57P01', new Error('terminating connection due to administrator command'));
+}
+
+it('runs moved here whose read is cut off are held, with their inbox, and restored at the next scan', async () => {
+  const clock = new ManualClock();
+  const store = new Leases();
+  store.peers.set('peer', { epoch: 3, leaseUntil: -1, runs: ['run-1', 'run-2'] });
+  let cuts = 1;
+  store.loadRuns = (runIds) => (cuts-- > 0 ? Promise.reject(connectionCut()) : Promise.resolve(runIds.map((runId) => ({ runId }) as never)));
+  const restores: string[][] = [];
+  const ownership = ownershipOver(store, clock, new Registry(), restores);
+  try {
+    await ownership.start();
+    assert.deepEqual(store.adoptions, [{ deadId: 'peer', at: 0 }], 'the runs moved here at the first scan');
+    assert.deepEqual(restores, [], 'their read was cut off');
+    assert.equal(ownership.adopting, true, 'the inbox waits: events of runs with no actor would be dropped');
+    await clock.advance(RENEW_MS);
+    assert.deepEqual(restores, [['run-1', 'run-2']], 'the next scan reads and restores them');
+    assert.equal(ownership.adopting, false);
+  } finally {
+    await ownership.stop();
+  }
+});
+
+it('a first scan cut off does not stop the start: the next tick scans again', async () => {
+  const clock = new ManualClock();
+  const store = new Leases();
+  store.peers.set('peer', { epoch: 3, leaseUntil: -1, runs: ['run-1'] });
+  const scan = store.peerLeases.bind(store);
+  let cuts = 1;
+  store.peerLeases = (args) => (cuts-- > 0 ? Promise.reject(connectionCut()) : scan(args));
+  const ownership = ownershipOver(store, clock);
+  try {
+    await ownership.start();
+    assert.deepEqual(store.adoptions, []);
+    await clock.advance(RENEW_MS);
+    assert.deepEqual(store.adoptions, [{ deadId: 'peer', at: RENEW_MS }]);
   } finally {
     await ownership.stop();
   }
