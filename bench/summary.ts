@@ -160,7 +160,8 @@ function growthRows(growth: Source): Row[] {
       value(`heap per live run, at ${live} live runs`, 'B', growth, `${path}.heapBytesPerLiveRun`, undefined, 'heap after GC grown by the runs added to reach this level ÷ those runs'),
       latency(`  create run → job.dispatch, at ${live} live runs`, growth, `${path}.createToDispatchMs`),
       latency(`  dispatch → ack committed, at ${live} live runs`, growth, `${path}.dispatchToAckCommittedMs`),
-      value(`  GET /metrics, at ${live} live runs`, 'ms', growth, `${path}.metricsScrapeMs`, undefined, 'median of 5; a scrape walks every live job for switchyard_jobs_waiting'),
+      value(`  GET /metrics, at ${live} live runs`, 'ms', growth, `${path}.metricsScrapeMs`, undefined, 'median of 5; a scrape counts waiting jobs again only for the runs that changed since the last'),
+      value(`  first GET /metrics after reaching ${live}`, 'ms', growth, `${path}.metricsFirstScrapeMs`, undefined, 'every run created to reach the level changed since the scrape before'),
     ];
   }).flat();
 }

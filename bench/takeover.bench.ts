@@ -5,8 +5,9 @@
  * - kill → all live: B's "restored runs are live" log line, written once every adopted run has been
  *   told `run.restored` and every deadline re-armed. B's /metrics is read once that line is out, and
  *   must show every run actor alive and every deadline armed. It is not polled meanwhile: polled every
- *   20 ms, as it was, the scrapes (each walks every live job for `switchyard_jobs_waiting`, 10–15 ms
- *   with 10,000 runs) took 9% of B's thread while it reattached the runs;
+ *   20 ms, as it was, the scrapes (each then walked every live job for `switchyard_jobs_waiting`, 10–15 ms
+ *   with 10,000 runs; now each counts again the runs changed since the last, every adopted one
+ *   changing) took 9% of B's thread while it reattached the runs;
  * - split: lease left at the kill (A's `lease_until`, bounded by the TTL) → owners moved (B's
  *   "lease expired: adopting its runs" log line, written once its run_owner UPDATE committed; the
  *   run_owner rows polled as a cross-check) → all live (snapshots loaded, actors restored).

@@ -169,6 +169,13 @@ export function crashFailureOf(crash: LostRun & { error: unknown }, failedAt: nu
   return lostRunFailureOf(crash, `its run actor crashed: ${message}`, failedAt);
 }
 
+/** The failure of a stored run of this build's version that its chart cannot restore. */
+export function unrestorableFailureOf(row: StoredRun, error: Error, failedAt: number): RunFailureRecord {
+  const context = (row.snapshot as { context?: Partial<RunContext> } | null)?.context;
+  const lost = { runId: row.runId, seq: journalHeadOf(row), machineVersion: row.machineVersion, context, newRun: undefined };
+  return lostRunFailureOf(lost, `its stored state could not be restored: ${error.message}`, failedAt);
+}
+
 /** The seq of a stored run's last journaled event: its snapshot's, or its tail's last one. */
 export function journalHeadOf(row: Pick<StoredRun, 'seq' | 'tail'>): number {
   return row.tail?.at(-1)?.seq ?? row.seq;

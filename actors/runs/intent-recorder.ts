@@ -14,6 +14,9 @@ export type { Intent };
 export class IntentRecorder {
   private open: { runId: string; intents: Intent[] } | null = null;
 
+  /** `onEnd` hears of every run whose step ended: its state may have changed. */
+  constructor(private readonly onEnd: (runId: string) => void = () => {}) {}
+
   begin(runId: string): void {
     if (this.open) throw new Error(`intent recorder already open for run ${this.open.runId}`);
     this.open = { runId, intents: [] };
@@ -28,6 +31,7 @@ export class IntentRecorder {
 
   end(): Intent[] {
     const intents = this.open?.intents ?? [];
+    if (this.open) this.onEnd(this.open.runId);
     this.open = null;
     return intents;
   }

@@ -7,8 +7,8 @@ import type { CommitEntry } from './ports.ts';
 export interface LiveRuns {
   /** Runs owned here that have not finished. */
   activeCount(): number;
-  /** The waiting reason kind of every job owned here that waits (placement, capacity, concurrency, gates). */
-  waitingKinds(): string[];
+  /** Jobs owned here that wait, by the kind of their waiting reason (placement, capacity, concurrency, gates). */
+  waitingCounts(): ReadonlyMap<string, number>;
 }
 
 interface SeenJob {
@@ -80,9 +80,7 @@ export class LifecycleMetrics {
       registers,
       collect() {
         this.reset();
-        const counts = new Map<string, number>();
-        for (const kind of live.waitingKinds()) counts.set(kind, (counts.get(kind) ?? 0) + 1);
-        for (const [reason, count] of counts) this.set({ reason }, count);
+        for (const [reason, count] of live.waitingCounts()) this.set({ reason }, count);
       },
     });
   }

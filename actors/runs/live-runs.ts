@@ -6,13 +6,7 @@ import type { Supervisor } from './supervisor.ts';
 export function liveRunsOf(supervisor: Supervisor): LiveRuns {
   return {
     activeCount: () => supervisor.size,
-    waitingKinds: () => {
-      const kinds: string[] = [];
-      supervisor.forEachOpenJob((_runId, _jobKey, context) => {
-        if (context.waiting) kinds.push(context.waiting.kind);
-      });
-      return kinds;
-    },
+    waitingCounts: () => supervisor.waitingCounts(),
   };
 }
 

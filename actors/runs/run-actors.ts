@@ -50,6 +50,16 @@ export function visitOpenJobs(handle: { actor: Actor<RuntimeRunMachine> }, visit
   }
 }
 
+/** The waiting reason kind of each open job of the run that waits; undefined for a run not in memory. */
+export function waitingKindsOf(handle: { actor: Actor<RuntimeRunMachine> } | undefined): string[] | undefined {
+  if (handle === undefined) return undefined;
+  const kinds: string[] = [];
+  visitOpenJobs(handle, (_jobKey, context) => {
+    if (context.waiting) kinds.push(context.waiting.kind);
+  });
+  return kinds;
+}
+
 /**
  * The snapshot objects a run's state is made of: the run's, then each job's key and snapshot. xstate
  * snapshots are immutable and a transition that changes nothing keeps them, so equal lists mean the
@@ -105,12 +115,16 @@ export class RunActorHost {
   // Not a machine: a state node caches its transitions per event type, and each run's done event has a type of its own.
   private readonly parent: AnyActorRef = createActor(fromTransition((state: null) => state, null)).start();
 
+  /** `watch` hears of each run actor restored, and of each stopped. */
+  constructor(private readonly watch: { restored(runId: string): void; stopped(runId: string): void } = { restored: () => {}, stopped: () => {} }) {}
+
   create(machine: RuntimeRunMachine, input: RunInput, runId: string): Actor<RuntimeRunMachine> {
     return createActor(machine, { input, id: runId, parent: this.parent });
   }
 
   /** Input is only read on creation; a restored actor takes everything from its snapshot. */
   restore(machine: RuntimeRunMachine, snapshot: unknown, runId: string): Actor<RuntimeRunMachine> {
+    this.watch.restored(runId);
     return createActor(machine, { snapshot: snapshot as never, input: undefined, id: runId, parent: this.parent });
   }
 
@@ -121,6 +135,7 @@ export class RunActorHost {
    */
   stop(actor: Actor<RuntimeRunMachine>): void {
     (actor as unknown as { _stop(): void })._stop();
+    this.watch.stopped(actor.id);
   }
 }
 

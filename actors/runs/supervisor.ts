@@ -14,7 +14,7 @@ import { IntentRecorder, runtimeRunMachine } from './intent-recorder.ts';
 import type { Intent, RuntimeRunMachine } from './intent-recorder.ts';
 import type { FencedError } from './errors.ts';
 import type { CommitEntry, Effect, NewRun, RunCommit, SerializedEntry, StoredRun } from './ports.ts';
-import { buildCommitEntry, crashFailureOf, lostRunFailureOf, journalHeadOf, restoredWorkOf, runFailureOf, storedState, unchangedEntry } from './commit-entry.ts';
+import { buildCommitEntry, crashFailureOf, journalHeadOf, restoredWorkOf, runFailureOf, storedState, unchangedEntry, unrestorableFailureOf } from './commit-entry.ts';
 import type { ArmedTimer } from './timer-service.ts';
 import { answerPlacements } from './inline-placement.ts';
 import type { InlineGrants } from './inline-placement.ts';
@@ -22,7 +22,8 @@ import { TimerService } from './timer-service.ts';
 import { deliverDeadline } from './deadline-delivery.ts';
 import { CommitObservers } from './commit-observers.ts';
 import type { CommittedUpdate } from './commit-observers.ts';
-import { CrashObserver, RunActorHost, armedDeadlines, changedJobs, rearmedSince, deferredState, liveStateSummary, persistedOf, sameRefs, stateRefsOf, visitOpenJobs } from './run-actors.ts';
+import { CrashObserver, RunActorHost, armedDeadlines, changedJobs, rearmedSince, deferredState, liveStateSummary, persistedOf, sameRefs, stateRefsOf, visitOpenJobs, waitingKindsOf } from './run-actors.ts';
+import { WaitingTally } from './waiting-tally.ts';
 import type { RestoreReport, RunHandle, SupervisorOptions } from './supervisor.types.ts';
 
 export type { CommittedUpdate } from './commit-observers.ts';
@@ -59,7 +60,6 @@ export class Supervisor {
   private readonly runs = new Map<string, RunHandle>();
   /** Runs whose creating entry is not durable yet: a second `createRun` of one waits for the first. */
   private readonly creating = new Map<string, Promise<void>>();
-  private readonly recorder = new IntentRecorder();
   private readonly machine: RuntimeRunMachine;
   private readonly timers: TimerService;
   private readonly committer: GroupCommitter;
@@ -71,7 +71,9 @@ export class Supervisor {
   /** Runs released after the database refused their writes: restored here after the next commit that succeeds. */
   private readonly released = new Set<string>();
   private readonly crashes = new CrashObserver(() => this.dropCrashed());
-  private readonly actors = new RunActorHost();
+  private readonly actors = new RunActorHost({ restored: (runId) => this.waiting.touch(runId), stopped: (runId) => this.waiting.gone(runId) });
+  private readonly waiting = new WaitingTally((runId) => waitingKindsOf(this.runs.get(runId)));
+  private readonly recorder = new IntentRecorder((runId) => this.waiting.touch(runId));
 
   constructor(private readonly options: SupervisorOptions) {
     this.machine = runtimeRunMachine(this.recorder.sink);
@@ -144,9 +146,9 @@ export class Supervisor {
     return jobs;
   }
 
-  /** Visits every open job of the runs owned here, building no lists: a metrics scrape looks at every one. */
-  forEachOpenJob(visit: (runId: string, jobKey: string, context: JobContext) => void): void {
-    for (const [runId, handle] of this.runs) visitOpenJobs(handle, (jobKey, context) => visit(runId, jobKey, context));
+  /** Jobs of the runs owned here that wait, by the kind of their waiting reason (a metrics scrape reads it). */
+  waitingCounts(): ReadonlyMap<string, number> {
+    return this.waiting.counts();
   }
 
   /**
@@ -266,9 +268,7 @@ export class Supervisor {
    * of another version is left as stored for the build that reads it.)
    */
   private failUnrestorable(row: StoredRun, error: Error): void {
-    const context = (row.snapshot as { context?: Partial<RunContext> } | null)?.context;
-    const lost = { runId: row.runId, seq: journalHeadOf(row), machineVersion: row.machineVersion, context, newRun: undefined };
-    const failure = lostRunFailureOf(lost, `its stored state could not be restored: ${error.message}`, this.options.clock.now());
+    const failure = unrestorableFailureOf(row, error, this.options.clock.now());
     // Rejects with RunNotStorableError once the failure is durable; the give-up is logged where it is handled.
     this.committer.failRun(failure).catch(() => undefined);
   }
@@ -301,6 +301,7 @@ export class Supervisor {
       if (snapshot.status !== 'error') continue;
       this.logOf(runId).error({ err: coerceError(snapshot.error) }, 'run actor crashed; it is stopped and left as last committed');
       this.runs.delete(runId);
+      this.waiting.gone(runId);
       this.timers.disarmRun(runId);
     }
   }

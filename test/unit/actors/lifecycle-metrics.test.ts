@@ -24,8 +24,8 @@ async function value(registry: Registry, name: string, labels: Record<string, st
 describe('run and dispatch metrics from committed entries', () => {
   it('counts finished runs, requeues by cause, ack timeouts, recoveries, stale jobs and pickup time, once each', async () => {
     const registry = new Registry();
-    const waiting = ['capacity', 'capacity', 'needs'];
-    const metrics = new LifecycleMetrics(registry, { activeCount: () => 2, waitingKinds: () => waiting });
+    const waiting = new Map([['capacity', 2], ['needs', 1]]);
+    const metrics = new LifecycleMetrics(registry, { activeCount: () => 2, waitingCounts: () => waiting });
     metrics.observe(entry('r1', 'running', [{ jobKey: 'a', status: 'queued' }], [{ type: 'run.created' }], 1_000));
     metrics.observe(entry('r1', 'running', [{ jobKey: 'a', status: 'queued', dispatchId: 'd1' }], [{ type: 'placement.granted', jobKey: 'a' }], 1_100));
     metrics.observe(entry('r1', 'running', [{ jobKey: 'a', status: 'queued', dispatchId: null }], [{ type: 'timer.ack.expired', jobKey: 'a' }], 1_200));
@@ -54,7 +54,7 @@ describe('run and dispatch metrics from committed entries', () => {
 
   it('init failures by category, and attempts exhausted', async () => {
     const registry = new Registry();
-    const metrics = new LifecycleMetrics(registry, { activeCount: () => 0, waitingKinds: () => [] });
+    const metrics = new LifecycleMetrics(registry, { activeCount: () => 0, waitingCounts: () => new Map() });
     metrics.observe(entry('r3', 'running', [{ jobKey: 'c', status: 'failed', initFailure: { scope: 'job', category: 'dynamic_eval', message: 'x' } }], [{ type: 'job.init.failed', jobKey: 'c' }], 1));
     metrics.observe(entry('r4', 'running', [{ jobKey: 'd', status: 'queued', dispatchId: 'd9' }], [{ type: 'placement.granted', jobKey: 'd' }], 1));
     metrics.observe(entry('r4', 'failed', [{ jobKey: 'd', status: 'failed', dispatchId: null, outcome: 're-dispatch attempts exhausted after 5 attempts' }], [{ type: 'timer.ack.expired', jobKey: 'd' }], 2));
