@@ -36,6 +36,7 @@ import { countDeadDeliveries, deliveryRecorder } from './db/deliveries.ts';
 import type { ClaimedDelivery } from './db/deliveries.ts';
 import { genericSourceRepository } from './db/generic-sources.ts';
 import { getEnvironment } from './db/environments.ts';
+import { START_RETRY_WAITS_MS, retryingTransient } from './db/errors.ts';
 import { runInboxOf } from './db/inbox.ts';
 import { PLACEMENT_CHANNEL, coordinatorChannel, listenForPeers } from './db/peer-bus.ts';
 import { RepositoryCache, listRepositories } from './db/repositories.ts';
@@ -285,7 +286,8 @@ function createSharing(
     },
     heldJobs: () => heldJobsOf(supervisor),
     agentLost: disconnectJob,
-    clearOwnSessions: () => clearSessionsOf(db, me),
+    // At start, a statement cut off by Postgres is tried again, as the lease's claim is (a stop does not wait).
+    clearOwnSessions: (when) => (when === 'start' ? retryingTransient(() => clearSessionsOf(db, me), START_RETRY_WAITS_MS) : clearSessionsOf(db, me)),
   });
   const holdAckExpiry = ackExpiryHold({
     ...{ agentOf: (runId, jobKey) => supervisor.jobContext(runId, jobKey)?.assignment?.agentId ?? null, isLocal: (agentId) => registry.get(agentId) !== undefined },

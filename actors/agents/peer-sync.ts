@@ -32,8 +32,8 @@ export interface PeerSyncPorts {
   wakeInbox(): void;
   /** Stored secrets or repositories may have changed (a peer's signal; 'all' on a reconnect or the poll): what was read of them is stale. */
   forgetReads(what: 'secrets' | 'repositories' | 'all'): void;
-  /** Sessions this coordinator recorded before a restart under the same id. */
-  clearOwnSessions(): Promise<void>;
+  /** Sessions this coordinator recorded before a restart under the same id; at `start`, a transient database error is tried again. */
+  clearOwnSessions(when: 'start' | 'stop'): Promise<void>;
   /** How often peers' tables are read without a signal. */
   pollMs: number;
   clock: Clock;
@@ -53,7 +53,7 @@ export class PeerSync {
 
   /** A restart under the same id first forgets its old sessions, so restored jobs see their agents gone. */
   async start(listen?: ListenForPeers): Promise<void> {
-    await this.ports.clearOwnSessions();
+    await this.ports.clearOwnSessions('start');
     this.subscription = listen ? listen((payload) => this.onSignal(payload)) : null;
     this.schedule();
   }
@@ -62,7 +62,7 @@ export class PeerSync {
     if (this.timer !== null) this.ports.clock.clearTimeout(this.timer);
     this.timer = null;
     await this.subscription?.close();
-    await this.ports.clearOwnSessions().catch(() => undefined);
+    await this.ports.clearOwnSessions('stop').catch(() => undefined);
   }
 
   private onSignal(payload: string): void {
