@@ -85,7 +85,7 @@ export const jobMachine = jobSetup.createMachine({
           },
         },
         concurrency: {
-          entry: [{ type: 'enter', params: { status: 'concurrency' } }, 'askForConcurrency'],
+          entry: [{ type: 'enter', params: { status: 'concurrency' } }, 'awaitConcurrency', 'askForConcurrency'],
           on: {
             'concurrency.granted': { target: '#job.admitted', actions: 'holdConcurrency' },
             'concurrency.queued': { actions: 'wait' },

@@ -360,6 +360,10 @@ export const jobSetup = jobBase.extend({
       enqueue({ type: 'armDeadline', params: { id, kind: 'jobTimeout', at, jobKey: context.jobKey } });
     }),
     holdConcurrency: assign({ holdsConcurrency: true, waiting: null }),
+    /** Entering `waiting.concurrency`: until its group answers, the job says it asked (G-5). */
+    awaitConcurrency: assign(({ context }) =>
+      context.concurrency ? { waiting: { kind: 'concurrency' as const, message: `waiting for concurrency group ${context.concurrency.key}: asked for a slot` } } : {},
+    ),
     /** Entering `waiting.approval`: the gate opens, its deadline is armed and its record written. */
     openApprovalGate: compose(({ context, event, enqueue }) => {
       if (!context.hold) return;

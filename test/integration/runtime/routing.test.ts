@@ -45,7 +45,8 @@ for (const kind of DATABASE_KINDS) {
         await runtime.supervisor.createRun({ input: planFor(first, workflow), repository: null });
         await jobIs(db, first, (j) => j.waiting_reason !== null && (j.waiting_reason as { kind: string }).kind === 'no_matching_agent');
         await runtime.supervisor.createRun({ input: planFor(second, workflow), repository: null });
-        const waiting = await jobIs(db, second, (j) => (j.waiting_reason as { kind?: string } | null)?.kind === 'concurrency');
+        // Until its group answers, the job says it asked (G-5); then it says where it stands.
+        const waiting = await jobIs(db, second, (j) => /position/.test((j.waiting_reason as { message?: string } | null)?.message ?? ''));
         assert.deepEqual(waiting.waiting_reason, { kind: 'concurrency', message: 'waiting for concurrency group acme/app::prod (position 1)' });
         await runtime.supervisor.send(first, { type: 'run.cancel', reason: 'done with it', force: false, by: 'test' });
         await jobIs(db, second, (j) => (j.waiting_reason as { kind?: string } | null)?.kind === 'no_matching_agent');

@@ -110,6 +110,18 @@ describe('path coverage: job machine', () => {
     assert.deepEqual(missing, []);
   });
 
+  it('G-5: a job that is pending, whatever it waits for (upstreams, an approval, its concurrency group, an agent), names its reason', () => {
+    const silent = new Set<string>();
+    for (const input of Object.values(JOB_INPUTS)) {
+      for (const { state, event } of adjacencyMapToArray(getAdjacencyMap<JobSnapshot, JobEvent, JobInput>(jobMachine, options(input)))) {
+        for (const snapshot of [state, ...getMicrosteps(jobMachine, state, event).map(([next]) => next)]) {
+          if (snapshot.hasTag('status:pending') && snapshot.context.waiting === null) silent.add(JSON.stringify(snapshot.value));
+        }
+      }
+    }
+    assert.deepEqual([...silent], []);
+  });
+
   it('every resting state node is the end of some shortest path', () => {
     const transient = ['job.created', 'job.admitted', 'job.queueExpired', 'job.requeued', 'job.requeueing'];
     const missing = allStateIds(jobMachine).filter((id) => id !== 'job' && !transient.includes(id) && !reached.has(id));
