@@ -20,7 +20,10 @@ export interface OwnershipStore {
   renewLease(args: { id: string; epoch: number; ttlMs: number; now: number }): Promise<boolean>;
   /** The peers (all coordinators but `me`) that own live runs: whose lease ran out, and the next lease to end. */
   peerLeases(args: { now: number; me: string }): Promise<PeerLeases>;
+  /** Moves a dead peer's live runs here; a database out of reach for a moment throws TransientStoreError (the move may have committed unseen). */
   adoptRunsOf(args: { deadId: string; deadEpoch: number; me: string; myEpoch: number; now: number }): Promise<string[]>;
+  /** The live runs owned here under `myEpoch`, as the database has them. */
+  ownedLiveRuns(args: { me: string; myEpoch: number }): Promise<string[]>;
   /** Runs this coordinator id owned under an earlier epoch (a restart with the same id). */
   reclaimOwnRuns(args: { me: string; myEpoch: number }): Promise<string[]>;
   /** Ends the lease now (a clean shutdown); false if it was taken over already. */
@@ -64,6 +67,8 @@ export class Ownership {
    * here with no actor, so each scan tries to restore them again, and their inbox waits meanwhile.
    */
   private readonly unrestored = new Map<string, { why: string; cause: AdoptionCause }>();
+  /** An adoption failed with a transient error: it may have committed unseen, leaving runs owned here with no actor. */
+  private adoptionUnsure = false;
 
   constructor(
     private readonly supervisor: Supervisor,
@@ -182,13 +187,17 @@ export class Ownership {
   private async scan(): Promise<void> {
     await this.alone(async () => {
       await this.restoreUnrestored();
+      await this.findStranded();
       const { store, coordinatorId, clock } = this.options;
       const { expired, nextEnd } = await store.peerLeases({ now: clock.now(), me: coordinatorId });
       this.watchLeaseEnd(nextEnd);
       for (const dead of expired) {
         const args = { deadId: dead.id, deadEpoch: dead.epoch, me: coordinatorId, myEpoch: this.epochValue, now: clock.now() };
         await this.adopt(async () => {
-          const runIds = await store.adoptRunsOf(args);
+          const runIds = await store.adoptRunsOf(args).catch((thrown: unknown) => {
+            if (thrown instanceof TransientStoreError) this.adoptionUnsure = true;
+            throw thrown;
+          });
           this.options.metrics.takeovers.inc();
           this.options.log.warn({ dead: dead.id, runs: runIds.length }, 'lease expired: adopting its runs');
           return runIds;
@@ -267,6 +276,21 @@ export class Ownership {
       this.options.log.error({ err: coerceError(thrown), runs: runIds.length, why }, 'reading moved runs failed; they are owned here, and restored at the next scan');
       return [];
     }
+  }
+
+  /**
+   * After an adoption whose answer was lost: the runs owned here under this epoch that have no actor
+   * are restored (the dead peer owns nothing any more, so no scan would find them again). A run whose
+   * actor crashed here is among them, and is restored as a restart would.
+   */
+  private async findStranded(): Promise<void> {
+    if (!this.adoptionUnsure) return;
+    const owned = await this.options.store.ownedLiveRuns({ me: this.options.coordinatorId, myEpoch: this.epochValue });
+    this.adoptionUnsure = false;
+    const stranded = owned.filter((runId) => !this.supervisor.owns(runId) && !this.unrestored.has(runId));
+    if (stranded.length === 0) return;
+    this.options.log.warn({ runs: stranded.length }, 'runs owned here with no actor (an adoption whose answer was lost): restoring them');
+    await this.adopt(() => Promise.resolve(stranded), 'moved here by an adoption whose answer was lost', 'takeover');
   }
 
   /** Restores the runs whose load failed, with the cause they were moved for. */

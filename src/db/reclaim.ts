@@ -19,3 +19,16 @@ export async function reclaimOwnRuns(db: Kysely<Schema>, { me, myEpoch }: { me: 
      ORDER BY moved.run_id`.execute(db);
   return rows.map((row) => row.run_id);
 }
+
+/**
+ * The live runs this coordinator owns under its current epoch, as the database has them: after an
+ * adoption whose answer was lost, the runs it moved here are among them with no actor yet.
+ */
+export async function ownedLiveRuns(db: Kysely<Schema>, { me, myEpoch }: { me: string; myEpoch: number }): Promise<string[]> {
+  const { rows } = await sql<{ run_id: string }>`
+    SELECT o.run_id FROM run_owner o LEFT JOIN run_snapshots s USING (run_id)
+     WHERE o.coordinator_id = ${me} AND o.epoch = ${myEpoch} AND o.live
+       AND (s.status IS NULL OR s.status <> ALL(${TERMINAL_RUN_STATUSES}::text[]))
+     ORDER BY o.run_id`.execute(db);
+  return rows.map((row) => row.run_id);
+}

@@ -9,7 +9,7 @@ import { claimCoordinatorLease, releaseCoordinatorLease, renewCoordinatorLease }
 import { markEffectsDone } from './effects.ts';
 import { START_RETRY_WAITS_MS, classifyDatabaseError, retryingTransient } from './errors.ts';
 import { failRuns } from './fail-runs.ts';
-import { reclaimOwnRuns } from './reclaim.ts';
+import { ownedLiveRuns, reclaimOwnRuns } from './reclaim.ts';
 import { loadRunsForRestore } from './restore.ts';
 import type { Schema } from './schema.ts';
 
@@ -25,20 +25,24 @@ export function createRunStore(db: Kysely<Schema>, identity: Identity, clock: Cl
     commit: (entries) => commitSerialized(db, { coordinatorId: identity.coordinatorId, epoch: identity.epoch(), now: clock.now(), entries }),
     failRuns: (records) => failRuns(db, { coordinatorId: identity.coordinatorId, epoch: identity.epoch(), records }),
     markEffectsDone: (effectIds) => markEffectsDone(db, { effectIds, now: clock.now() }),
-    loadRuns: async (runIds) => {
-      try {
-        return await loadRunsForRestore(db, runIds);
-      } catch (thrown) {
-        throw classifyDatabaseError(thrown);
-      }
-    },
+    loadRuns: (runIds) => classifyingErrors(() => loadRunsForRestore(db, runIds)),
     // The start-up statements: one cut off by a transient error is tried again, not fatal (both are idempotent enough:
     // a claim that committed unseen only bumped the epoch once more).
     claimLease: (args) => retryingTransient(() => claimCoordinatorLease(db, args), START_RETRY_WAITS_MS),
     renewLease: (args) => renewCoordinatorLease(db, args),
     peerLeases: (args) => readPeerLeases(db, args),
-    adoptRunsOf: (args) => adoptRunsOf(db, args),
+    adoptRunsOf: (args) => classifyingErrors(() => adoptRunsOf(db, args)),
+    ownedLiveRuns: (args) => ownedLiveRuns(db, args),
     reclaimOwnRuns: (args) => retryingTransient(() => reclaimOwnRuns(db, args), START_RETRY_WAITS_MS),
     releaseLease: (args) => releaseCoordinatorLease(db, args),
   };
+}
+
+/** `query`'s result; a database error is thrown as TransientStoreError or PermanentStoreError, which ownership tells apart. */
+async function classifyingErrors<T>(query: () => Promise<T>): Promise<T> {
+  try {
+    return await query();
+  } catch (thrown) {
+    throw classifyDatabaseError(thrown);
+  }
 }

@@ -5,6 +5,7 @@ import { adoptRunsOf, readPeerLeases } from '../../../src/db/adoption.ts';
 import { commitBatch } from '../../../src/db/commit-batch.ts';
 import { claimCoordinatorLease, renewCoordinatorLease } from '../../../src/db/coordinator-lease.ts';
 import { FencedError } from '../../../src/db/errors.ts';
+import { ownedLiveRuns } from '../../../src/db/reclaim.ts';
 import { publishPlacementRequests } from '../../../src/db/shared-agents.ts';
 import type { Schema } from '../../../src/db/schema.ts';
 import { describeEachKind, withTestDatabase } from '../../support/database.ts';
@@ -47,6 +48,16 @@ await describeEachKind('adoption', (kind) => {
       assert.deepEqual(await readPeerLeases(db, { now: 1_001, me: 'me' }), { expired: [{ id: 'dead', epoch: 1 }], nextEnd: 60_000 });
       assert.deepEqual(await readPeerLeases(db, { now: 1_001 }), { expired: [{ id: 'dead', epoch: 1 }], nextEnd: 5_000 });
       assert.deepEqual(await readPeerLeases(db, { now: 60_001, me: 'me' }), { expired: [{ id: 'dead', epoch: 1 }, { id: 'alive', epoch: 1 }], nextEnd: null });
+    }));
+
+  it('lists the live runs a coordinator owns under its epoch: the ones an adoption moved, with or without its answer', () =>
+    withTestDatabase(kind, async ({ db }) => {
+      const deadEpoch = await coordinatorWithRuns(db, 'dead', 1_000, ['r1', 'r2', 'r3-done']);
+      const myEpoch = await coordinatorWithRuns(db, 'me', 60_000, ['r4', 'r4-done']);
+      assert.deepEqual(await ownedLiveRuns(db, { me: 'me', myEpoch }), ['r4']);
+      await adoptRunsOf(db, { deadId: 'dead', deadEpoch, me: 'me', myEpoch, now: 2_000 });
+      assert.deepEqual(await ownedLiveRuns(db, { me: 'me', myEpoch }), ['r1', 'r2', 'r4']);
+      assert.deepEqual(await ownedLiveRuns(db, { me: 'me', myEpoch: myEpoch + 1 }), [], 'only under the epoch asked for');
     }));
 
   it('moves the owner rows of the live runs, returns them and fences the dead coordinator; finished runs keep theirs', () =>

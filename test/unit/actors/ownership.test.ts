@@ -15,6 +15,8 @@ const TTL_MS = 1_000;
 class Leases implements OwnershipStore {
   readonly peers = new Map<string, { epoch: number; leaseUntil: number; runs: string[] }>();
   readonly adoptions: { deadId: string; at: number }[] = [];
+  /** The live runs moved to me, as the database has them. */
+  readonly mine: string[] = [];
   peerScans = 0;
 
   claimLease = () => Promise.resolve({ epoch: 1 });
@@ -36,8 +38,11 @@ class Leases implements OwnershipStore {
     this.adoptions.push({ deadId, at: now });
     const runs = dead.runs;
     dead.runs = [];
+    this.mine.push(...runs);
     return Promise.resolve(runs);
   }
+
+  ownedLiveRuns = () => Promise.resolve([...this.mine]);
 }
 
 /** `restores` gets the run ids of each restore the supervisor is asked for. */
@@ -47,6 +52,7 @@ function ownershipOver(store: Leases, clock: ManualClock, registry = new Registr
       restores.push(rows.map((row) => row.runId));
       return { restored: rows.map((row) => row.runId), refused: [] };
     },
+    owns: (runId: string) => restores.flat().includes(runId),
     armDeferredTimers: () => undefined,
   } as unknown as Supervisor;
   return new Ownership(supervisor, {
@@ -158,6 +164,33 @@ it('a first scan cut off does not stop the start: the next tick scans again', as
     assert.deepEqual(store.adoptions, []);
     await clock.advance(RENEW_MS);
     assert.deepEqual(store.adoptions, [{ deadId: 'peer', at: RENEW_MS }]);
+  } finally {
+    await ownership.stop();
+  }
+});
+
+it('runs moved by an adoption whose answer was lost are found owned here with no actor, and restored at the next scan', async () => {
+  const clock = new ManualClock();
+  const store = new Leases();
+  store.peers.set('peer', { epoch: 3, leaseUntil: -1, runs: ['run-1', 'run-2'] });
+  store.peers.set('other', { epoch: 1, leaseUntil: -1, runs: ['run-3'] });
+  const move = store.adoptRunsOf.bind(store);
+  // The move of peer's runs commits, and its answer is cut off on the way back.
+  store.adoptRunsOf = async (args) => {
+    const moved = await move(args);
+    if (args.deadId === 'peer') throw connectionCut();
+    return moved;
+  };
+  const restores: string[][] = [];
+  const ownership = ownershipOver(store, clock, new Registry(), restores);
+  try {
+    await ownership.start();
+    assert.deepEqual(store.mine, ['run-1', 'run-2'], 'moved, unseen');
+    assert.deepEqual(restores, [], 'no actor for them yet; the scan stopped there');
+    await clock.advance(RENEW_MS);
+    assert.deepEqual(restores, [['run-1', 'run-2'], ['run-3']], 'the next scan finds the stranded runs first, then adopts as usual');
+    await clock.advance(RENEW_MS);
+    assert.equal(restores.length, 2, 'found once: the runs restored since are not restored again');
   } finally {
     await ownership.stop();
   }
