@@ -13,7 +13,8 @@ export type WaitingReasonKind =
   | 'no_matching_agent'
   | 'capacity'
   | 'scaler_spawning'
-  | 'scaler_failed';
+  | 'scaler_failed'
+  | 'previous_attempt';
 
 export interface WaitingReason {
   kind: WaitingReasonKind;

@@ -25,7 +25,7 @@ export interface EffectHandlerDeps {
   log: Logger;
 }
 
-export type EffectHandlerParts = Pick<AgentEffectsDeps, 'registry' | 'shared' | 'deliver'> & { sources: RunSources; dispatcher: Dispatcher; secrets?: Secrets; repositories?: RepositoryCache };
+export type EffectHandlerParts = Pick<AgentEffectsDeps, 'registry' | 'shared' | 'deliver' | 'fence'> & { sources: RunSources; dispatcher: Dispatcher; secrets?: Secrets; repositories?: RepositoryCache };
 
 /**
  * Every effect kind and who carries it out: a kind without a handler here does not compile. The agent
@@ -82,5 +82,6 @@ function createAgentEffects(deps: EffectHandlerDeps, parts: EffectHandlerParts):
       },
     },
     ...(parts.secrets && { sealForPeer: parts.secrets.sealForPeer }),
+    ...(parts.fence && { fence: parts.fence }),
   });
 }

@@ -18,6 +18,7 @@ import type { FencedError } from '../actors/runs/errors.ts';
 import { EventRouter } from '../actors/runs/event-router.ts';
 import { LifecycleMetrics } from '../actors/runs/lifecycle-metrics.ts';
 import { heldJobsOf, liveRunsOf } from '../actors/runs/live-runs.ts';
+import { CancelFence } from '../actors/agents/cancel-fence.ts';
 import { createRuntimeMetrics } from '../actors/runs/metrics.ts';
 import type { RuntimeMetrics } from '../actors/runs/metrics.ts';
 import { Ownership } from '../actors/runs/ownership.ts';
@@ -206,7 +207,7 @@ export function createRuntime(deps: RuntimeDeps) {
     if (['success', 'failed', 'cancelled'].includes(update.status)) dispatcher.forgetRun(update.runId);
   });
   const sources = new RunSources((runIds) => readRunInputSummaries(db, runIds));
-  const { handlers, agents } = effectHandlers(deps, { dispatcher, registry, shared: sharing.shared, deliver, sources, secrets, repositories });
+  const { handlers, agents } = effectHandlers(deps, { dispatcher, registry, shared: sharing.shared, deliver, sources, secrets, repositories, fence: sharing.fence });
   const executor = new EffectExecutor({ handlers, markDone: (ids) => store.markEffectsDone(ids), clock, log, metrics });
   const ownership = createOwnership(deps, { store, metrics, supervisor, router, reattach: { supervisor, deliver, shared: sharing.shared, registry, log } });
   return {
@@ -228,7 +229,7 @@ export function createRuntime(deps: RuntimeDeps) {
     /** Stops writing; with `release`, gives the lease up so a peer adopts the runs at once, not after the TTL. */
     async stop(options: { release?: boolean } = {}) {
       router.stop();
-      await sharing.peers.stop();
+      await sharing.stop();
       supervisor.stopAll();
       executor.stop();
       await ownership.stop(options);
@@ -275,6 +276,9 @@ function createSharing(
   const shared = new SharedAgents(me, sharedAgentStoreOf(db, me, now), registry, log.child({ component: 'shared-agents' }), config.dispatchAckTimeoutMs, parts.secrets.openFromPeer);
   const exchange = new PlacementExchange(placementStoreOf(db, me, now), registry, (job) => dispatcher.findFor(job), deliver, log.child({ component: 'exchange' }));
   dispatcher.attachExchange(exchange, (runId, jobKey) => supervisor.jobHasTag(runId, jobKey, 'waits-for-agent'));
+  // Until a peer passes on the cancel of a job's attempt, the job is not granted to another agent (B7).
+  const fence = new CancelFence({ commandWaiting: (id) => shared.commandWaiting(id), onLifted: () => void dispatcher.offer(), clock, ...{ pollMs: config.leaseRenewMs, maxHoldMs: 3 * config.leaseTtlMs, log: log.child({ component: 'cancel-fence' }) } });
+  dispatcher.attachCancelFence(fence);
   /** The job's agent lost its socket (`connectionId`, when known), by default with that socket's coordinator: the job waits for a reclaim (FO-2). */
   const disconnectJob = async (job: HeldJob, connectionId?: string, cause: 'agent' | 'coordinator' = 'coordinator') =>
     void (await deliver(job.runId, { type: 'agent.disconnected', jobKey: job.jobKey, agentId: job.agentId, cause, ...(connectionId === undefined ? {} : { connectionId }) }));
@@ -295,7 +299,12 @@ function createSharing(
     agentLost: (runId, jobKey, agentId, cause) => disconnectJob({ runId, jobKey, agentId }, undefined, cause),
     ...{ holderLease: (agentId) => agentHolderLease(db, agentId), now, leaseTtlMs: config.leaseTtlMs, leaseRenewMs: config.leaseRenewMs, log },
   });
-  return { shared, exchange, peers, holdAckExpiry };
+  /** Peers are no longer read, and no cancel is waited for. */
+  const stop = async () => {
+    await peers.stop();
+    fence.stop();
+  };
+  return { shared, exchange, peers, holdAckExpiry, fence, stop };
 }
 
 // ---- intake: durable deliveries, their queue and the pipeline behind it ----

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { AgentRequirements, LabelMatcher, WaitingReason } from '../../machines/types.ts';
 import { agentCanTake, labelsFit } from './match.ts';
+import type { CancelFence } from './cancel-fence.ts';
 import type { PlacementExchange } from './placement-exchange.ts';
 import { WaitingQueue, type WaitingKind } from './waiting-queue.ts';
 import type { AgentRegistry } from './registry.ts';
@@ -57,6 +58,7 @@ export class Dispatcher {
   private scaler: ScalerPort | null = null;
   private exchange: { exchange: PlacementExchange; stillWaiting: (runId: string, jobKey: string) => boolean } | null = null;
   private paused = false;
+  private fence: CancelFence | null = null;
 
   constructor(
     private readonly registry: AgentRegistry,
@@ -72,6 +74,11 @@ export class Dispatcher {
 
   attachScaler(scaler: ScalerPort): void {
     this.scaler = scaler;
+  }
+
+  /** Jobs whose last attempt's cancel waits on another coordinator are not granted again until it goes out. */
+  attachCancelFence(fence: CancelFence): void {
+    this.fence = fence;
   }
 
   /** Jobs no agent here can take are offered to peers' agents; `stillWaiting` tells a job granted elsewhere. */
@@ -112,7 +119,7 @@ export class Dispatcher {
    * (`heldReason`, as `requestPlacement` keeps it). Null leaves the request to the queue.
    */
   placeNow(runId: string, request: Omit<PlacementRequest, 'runId'> & { heldReason?: string }): PlacementAnswer | null {
-    if (this.paused) return null;
+    if (this.paused || this.fence?.holds(runId, request.jobKey)) return null;
     const found = this.findAgent({ runId, ...request });
     if ('none' in found) {
       if (this.scaler) return null;
@@ -223,6 +230,8 @@ export class Dispatcher {
       this.waiting.delete(key);
       return;
     }
+    const fenced = this.fence?.holds(request.runId, request.jobKey);
+    if (fenced) return this.tell(request, previousAttemptReason(fenced));
     const found = looked ?? this.findAgent(request);
     if ('none' in found) {
       const own = this.reasonHere(request.requirements, found);
@@ -230,10 +239,7 @@ export class Dispatcher {
       // Busy matching agents are a better reason than a scaler's "none connected and no backend".
       const reason = scaled && !(found.none === 'capacity' && scaled.kind === 'no_matching_agent') ? scaled : own;
       this.publish(request);
-      if (request.reason === reason.message) return;
-      request.reason = reason.message;
-      await this.sendToRun(request.runId, { type: 'placement.none', jobKey: request.jobKey, reason });
-      return;
+      return this.tell(request, reason);
     }
     const { session } = found;
     const dispatchId = randomUUID();
@@ -265,6 +271,13 @@ export class Dispatcher {
     });
     // Dropped: the run ended (or moved away and ended) between its request and this grant, and no one reads it.
     if (route === 'not stored' || route === 'dropped') this.registry.release(session.agentId, dispatchId);
+  }
+
+  /** The job is told why it waits, once per change of the reason. */
+  private async tell(request: WaitingRequest, reason: WaitingReason): Promise<void> {
+    if (request.reason === reason.message) return;
+    request.reason = reason.message;
+    await this.sendToRun(request.runId, { type: 'placement.none', jobKey: request.jobKey, reason });
   }
 
   /**
@@ -342,6 +355,10 @@ export function noAgentReason(requirements: AgentRequirements, labelsFitSome = f
     }
   })();
   return { kind: 'no_matching_agent', message };
+}
+
+function previousAttemptReason(fenced: { agentId: string; coordinatorId: string }): WaitingReason {
+  return { kind: 'previous_attempt', message: `waiting for coordinator ${fenced.coordinatorId} to pass on the cancel of the previous attempt to agent ${fenced.agentId}` };
 }
 
 function capacityReason(matching: number): WaitingReason {

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { DispatchedJob } from '../../machines/intents.ts';
 import type { AgentRegistry } from './registry.ts';
+import type { CancelFence } from './cancel-fence.ts';
 import type { SharedAgents, SharedSession } from './shared-agents.ts';
 import type { Effect } from '../runs/ports.ts';
 import type { IncomingRunEvent } from '../runs/supervisor.ts';
@@ -43,6 +44,8 @@ export interface AgentEffectsDeps {
   log: Logger;
   /** A dispatch bound for a peer's agent crosses the database: its secret fields are sealed for the trip. */
   sealForPeer?: (frame: object) => object;
+  /** A cancel left for a peer's agent holds its job back from a new grant until the peer passes it on. */
+  fence?: CancelFence;
 }
 
 /**
@@ -145,7 +148,9 @@ export class AgentEffects {
     const session = this.deps.registry.get(agentId);
     if (!session) {
       const remote = await this.deps.shared?.remoteSession(agentId);
-      if (remote) await this.deps.shared?.send(remote, { kind: 'frame', frame: message, dispatchId: null });
+      if (!remote || !this.deps.shared) return;
+      const commandId = await this.deps.shared.send(remote, { kind: 'frame', frame: message, dispatchId: null });
+      this.deps.fence?.raise(effect.runId, jobKey, { agentId, coordinatorId: remote.coordinatorId, commandId });
       return;
     }
     session.link.send(message);

@@ -32,7 +32,10 @@ export interface SharedAgentStore {
   forget(agentId: string, connectionId: string): Promise<void>;
   /** The agent's session on a live coordinator, wherever it is. */
   sessionOf(agentId: string): Promise<SharedSession | null>;
-  send(coordinatorId: string, agentId: string, command: AgentCommand): Promise<void>;
+  /** Leaves the command for the coordinator holding the agent's socket; returns its id. */
+  send(coordinatorId: string, agentId: string, command: AgentCommand): Promise<number>;
+  /** Whether the command still waits to be carried out by a live coordinator. */
+  commandWaiting(id: number): Promise<boolean>;
   peekCommands(limit: number): Promise<QueuedAgentCommand[]>;
   removeCommands(ids: number[]): Promise<void>;
   /** Sessions of coordinators whose lease ran out, removed; their agents' sockets are gone. */
@@ -85,8 +88,14 @@ export class SharedAgents {
     return this.registry.get(agentId) !== undefined || (await this.store.sessionOf(agentId)) !== null;
   }
 
-  send(session: SharedSession, command: AgentCommand): Promise<void> {
+  /** Returns the command's id (`commandWaiting` tells when it has been carried out). */
+  send(session: SharedSession, command: AgentCommand): Promise<number> {
     return this.store.send(session.coordinatorId, session.agentId, command);
+  }
+
+  /** Whether a command sent with `send` still waits for a live coordinator to carry it out. */
+  commandWaiting(id: number): Promise<boolean> {
+    return this.store.commandWaiting(id);
   }
 
   /** A slot reserved here is freed here; one a peer reserved (for a grant it gave) is freed by that peer. */

@@ -63,8 +63,10 @@ export function answerInline(args: PlacingRun & { intents: Intent[]; placement: 
   const followUps: FollowUpEvent[] = [];
   const grants: PlacementGrant[] = [];
   let firstStateAfter: unknown;
+  // A job whose attempt this entry cancels is placed once the cancel has gone out, never in the same entry (cancel-fence.ts).
+  const cancelled = new Set(args.intents.flatMap((intent) => (intent.type === 'sendCancel' ? [intent.params.jobKey] : [])));
   for (const intent of args.intents) {
-    const answer = intent.type === 'requestPlacement' ? args.placement.place(args.runId, intent.params) : null;
+    const answer = intent.type === 'requestPlacement' && !cancelled.has(intent.params.jobKey) ? args.placement.place(args.runId, intent.params) : null;
     if (answer === null || intent.type !== 'requestPlacement') {
       intents.push(intent);
       continue;

@@ -68,14 +68,27 @@ export async function clearSessionsOf(db: Kysely<Schema>, coordinatorId: string)
 }
 
 
-/** Leaves a command for the coordinator holding the agent's socket, and wakes it. */
-export async function sendAgentCommand(db: Kysely<Schema>, args: { coordinatorId: string; agentId: string; command: AgentCommand; now: number }): Promise<void> {
-  await sql`
+/** Leaves a command for the coordinator holding the agent's socket, and wakes it; returns the command's id. */
+export async function sendAgentCommand(db: Kysely<Schema>, args: { coordinatorId: string; agentId: string; command: AgentCommand; now: number }): Promise<number> {
+  const { rows } = await sql<{ id: string }>`
     WITH queued AS (
       INSERT INTO agent_outbox (coordinator_id, agent_id, kind, payload, created_at)
       VALUES (${args.coordinatorId}, ${args.agentId}, ${args.command.kind}, ${toJson(args.command)}::jsonb, ${args.now})
-      RETURNING coordinator_id)
-    SELECT pg_notify(${coordinatorChannelSql(sql`coordinator_id`)}, 'agents') FROM queued`.execute(db);
+      RETURNING id, coordinator_id)
+    SELECT id, pg_notify(${coordinatorChannelSql(sql`coordinator_id`)}, 'agents') FROM queued`.execute(db);
+  return Number(rows[0]?.id);
+}
+
+/**
+ * Whether a command still waits for its coordinator to carry it out: false once carried out (its row
+ * is deleted then), or once that coordinator's lease has run out (the agent's socket went with it).
+ */
+export async function agentCommandWaiting(db: Kysely<Schema>, args: { id: number; now: number }): Promise<boolean> {
+  const { rows } = await sql<{ waiting: boolean }>`
+    SELECT EXISTS (
+      SELECT 1 FROM agent_outbox o JOIN coordinators c ON c.id = o.coordinator_id
+       WHERE o.id = ${args.id}::int8 AND c.lease_until >= ${args.now}) AS waiting`.execute(db);
+  return rows[0]?.waiting === true;
 }
 
 /** The oldest commands for this coordinator's agents; deleted once carried out. */
@@ -198,6 +211,7 @@ export function sharedAgentStoreOf(db: Kysely<Schema>, me: string, now: () => nu
     forget: (agentId, connectionId) => removeAgentSession(db, agentId, connectionId),
     sessionOf: (agentId) => liveAgentSession(db, agentId, now()),
     send: (coordinatorId, agentId, command) => sendAgentCommand(db, { coordinatorId, agentId, command, now: now() }),
+    commandWaiting: (id) => agentCommandWaiting(db, { id, now: now() }),
     peekCommands: (limit) => peekAgentCommands(db, me, limit),
     removeCommands: (ids) => deleteAgentCommands(db, ids),
     clearDeadSessions: () => clearDeadSessions(db, now()),

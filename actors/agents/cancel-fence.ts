@@ -1,0 +1,85 @@
+import type { Logger } from 'pino';
+import { coerceError } from '../../lib/errors.ts';
+import type { Clock } from '../clock.ts';
+
+export interface CancelFencePorts {
+  /** Whether the command still waits for a live coordinator to carry it out. */
+  commandWaiting(id: number): Promise<boolean>;
+  /** A job's fence came down: waiting jobs may be placed again. */
+  onLifted(): void;
+  clock: Clock;
+  /** How often a raised fence asks whether its cancel went out. */
+  pollMs: number;
+  /** A fence comes down after this long whatever the answers (a database that does not answer must not hold a job for ever). */
+  maxHoldMs: number;
+  log: Logger;
+}
+
+interface Fence {
+  agentId: string;
+  coordinatorId: string;
+  commandId: number;
+  raisedAt: number;
+}
+
+/**
+ * A job whose attempt was cancelled on an agent whose socket is on another coordinator is not placed
+ * again until that coordinator has passed the cancel on (its command row is gone), or has died (its
+ * lease ran out, and the agent's socket with it). A peer frozen right after it let an ack deadline
+ * through held the cancel while the job was granted to a second agent, and both ran it (B7, chaos
+ * seed 824801636). The job's own cancel effect raises the fence before its run's next effect (the
+ * request for an agent) runs: a run's effects run in order.
+ */
+export class CancelFence {
+  private readonly fences = new Map<string, Fence>();
+  private timer: unknown = null;
+
+  constructor(private readonly ports: CancelFencePorts) {}
+
+  raise(runId: string, jobKey: string, fence: Omit<Fence, 'raisedAt'>): void {
+    this.fences.set(keyOf(runId, jobKey), { ...fence, raisedAt: this.ports.clock.now() });
+    this.schedule();
+  }
+
+  /** The cancel of the job's last attempt is still on its way to an agent on another coordinator. */
+  holds(runId: string, jobKey: string): { agentId: string; coordinatorId: string } | null {
+    return this.fences.get(keyOf(runId, jobKey)) ?? null;
+  }
+
+  stop(): void {
+    if (this.timer !== null) this.ports.clock.clearTimeout(this.timer);
+    this.timer = null;
+    this.fences.clear();
+  }
+
+  private schedule(): void {
+    if (this.timer !== null || this.fences.size === 0) return;
+    this.timer = this.ports.clock.setTimeout(() => {
+      this.timer = null;
+      void this.check().finally(() => this.schedule());
+    }, this.ports.pollMs);
+  }
+
+  private async check(): Promise<void> {
+    let lifted = false;
+    const now = this.ports.clock.now();
+    await Promise.all(
+      [...this.fences].map(async ([key, fence]) => {
+        const waiting = now - fence.raisedAt >= this.ports.maxHoldMs ? false : await this.ports.commandWaiting(fence.commandId).catch((thrown: unknown) => this.stillWaiting(thrown));
+        if (waiting || this.fences.get(key) !== fence) return;
+        this.fences.delete(key);
+        lifted = true;
+      }),
+    );
+    if (lifted) this.ports.onLifted();
+  }
+
+  private stillWaiting(thrown: unknown): boolean {
+    this.ports.log.warn({ err: coerceError(thrown) }, 'cannot tell whether a cancel on another coordinator went out; asking again');
+    return true;
+  }
+}
+
+function keyOf(runId: string, jobKey: string): string {
+  return `${runId}\u0000${jobKey}`;
+}

@@ -1,0 +1,23 @@
+import assert from 'node:assert/strict';
+import { it } from 'node:test';
+import { claimCoordinatorLease } from '../../../src/db/coordinator-lease.ts';
+import { agentCommandWaiting, deleteAgentCommands, peekAgentCommands, sendAgentCommand } from '../../../src/db/shared-agents.ts';
+import { describeEachKind, withTestDatabase } from '../../support/database.ts';
+
+const cancel = { kind: 'frame' as const, frame: { type: 'job.cancel', runId: 'r1', jobId: 'd-1', reason: 'dispatch ack timeout', force: true }, dispatchId: null };
+
+await describeEachKind('commands left for the coordinator holding an agent', (kind) => {
+  it('a command waits until its coordinator carries it out, or until that coordinator’s lease runs out', () =>
+    withTestDatabase(kind, async ({ db }) => {
+      await claimCoordinatorLease(db, { id: 'coord-b', ttlMs: 1_000, now: 0 });
+      const first = await sendAgentCommand(db, { coordinatorId: 'coord-b', agentId: 'agent-1', command: cancel, now: 10 });
+      const second = await sendAgentCommand(db, { coordinatorId: 'coord-b', agentId: 'agent-1', command: cancel, now: 20 });
+      assert.ok(second > first, 'each send names its own row');
+      assert.deepEqual((await peekAgentCommands(db, 'coord-b', 10)).map((c) => c.id), [first, second]);
+      assert.equal(await agentCommandWaiting(db, { id: first, now: 500 }), true);
+      await deleteAgentCommands(db, [first]);
+      assert.equal(await agentCommandWaiting(db, { id: first, now: 500 }), false, 'carried out');
+      assert.equal(await agentCommandWaiting(db, { id: second, now: 1_000 }), true, 'the lease ends once now has passed it');
+      assert.equal(await agentCommandWaiting(db, { id: second, now: 1_001 }), false, 'its coordinator is dead: the agent’s socket went with it');
+    }));
+});

@@ -1,0 +1,94 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { pino } from 'pino';
+import { CancelFence } from '../../../actors/agents/cancel-fence.ts';
+import { Dispatcher } from '../../../actors/agents/dispatcher.ts';
+import { AgentRegistry } from '../../../actors/agents/registry.ts';
+import type { AgentSession } from '../../../actors/agents/registry.ts';
+import type { IncomingRunEvent } from '../../../actors/runs/supervisor.ts';
+import { answerInline } from '../../../actors/runs/inline-placement.ts';
+import type { Intent } from '../../../machines/intents.ts';
+import type { AgentRequirements } from '../../../machines/types.ts';
+import { ManualClock } from '../../support/manual-clock.ts';
+
+const log = pino({ level: 'silent' });
+const POLL_MS = 200;
+const MAX_HOLD_MS = 3_000;
+const LINUX: AgentRequirements = { runsOn: [{ kind: 'exact', value: 'linux' }], excludeLabels: [], runsOnPick: 'deterministic', executor: 'any' };
+
+function session(agentId: string): AgentSession {
+  return {
+    ...{ agentId, labels: ['linux'], taints: [], properties: { 'switchyard.runSteps': true }, connectionId: `c-${agentId}`, tokenId: null },
+    ...{ maxConcurrency: 1, scalerManaged: false, unusable: null, lastFrameAt: 0, slots: new Map(), sent: new Set<string>() },
+    link: { send: () => undefined, close: () => undefined },
+  };
+}
+
+/** A dispatcher with one free agent here, and a fence whose commands are carried out when `waiting` says so. */
+function setup() {
+  const clock = new ManualClock();
+  const registry = new AgentRegistry(() => clock.now());
+  const told: IncomingRunEvent[] = [];
+  const dispatcher = new Dispatcher(registry, (_runId, event) => Promise.resolve(void told.push(event)), log);
+  const commands = new Map<number, boolean>();
+  const fence = new CancelFence({
+    commandWaiting: (id) => Promise.resolve(commands.get(id) ?? false),
+    onLifted: () => void dispatcher.offer(),
+    ...{ clock, pollMs: POLL_MS, maxHoldMs: MAX_HOLD_MS, log },
+  });
+  dispatcher.attachCancelFence(fence);
+  registry.add(session('agent-here'));
+  const request = () => dispatcher.requestPlacement({ runId: 'run-1', kind: 'requestPlacement', effectId: 'run-1:3:0', payload: { jobKey: 'build', requirements: LINUX, attempt: 2 } });
+  const grants = () => told.filter((event) => event.type === 'placement.granted');
+  return { clock, dispatcher, fence, commands, told, request, grants };
+}
+
+describe('B7: a job whose cancel waits on another coordinator is not granted again', () => {
+  it('waits with the reason until the peer has passed the cancel on, then takes the free agent', async () => {
+    const { clock, dispatcher, fence, commands, told, request, grants } = setup();
+    commands.set(41, true);
+    fence.raise('run-1', 'build', { agentId: 'agent-on-b', coordinatorId: 'coord-b', commandId: 41 });
+    await request();
+    assert.deepEqual(grants(), [], 'an agent is free here, and the job is not granted');
+    assert.deepEqual(told.map((event) => event.type === 'placement.none' && event.reason), [
+      { kind: 'previous_attempt', message: 'waiting for coordinator coord-b to pass on the cancel of the previous attempt to agent agent-on-b' },
+    ]);
+    assert.equal(dispatcher.placeNow('run-1', { jobKey: 'build', requirements: LINUX, attempt: 2 }), null, 'nor granted in the entry that asks');
+    await clock.advance(5 * POLL_MS);
+    assert.deepEqual(grants(), [], 'still waiting while the command is');
+    commands.set(41, false);
+    await clock.advance(POLL_MS);
+    assert.equal(grants().length, 1, 'granted once the command is carried out');
+    fence.stop();
+  });
+
+  it('comes down after its longest hold, and goes on asking while the database does not answer', async () => {
+    const { clock, fence, request, grants } = setup();
+    const failing = { asked: 0 };
+    (fence as unknown as { ports: { commandWaiting: () => Promise<boolean> } }).ports.commandWaiting = () => {
+      failing.asked += 1;
+      return Promise.reject(new Error('connection terminated'));
+    };
+    fence.raise('run-1', 'build', { agentId: 'agent-on-b', coordinatorId: 'coord-b', commandId: 7 });
+    await request();
+    await clock.advance(MAX_HOLD_MS - POLL_MS);
+    assert.deepEqual(grants(), [], 'a failed question keeps the fence up');
+    assert.ok(failing.asked >= 10);
+    await clock.advance(2 * POLL_MS);
+    assert.equal(grants().length, 1, 'but not for ever');
+    fence.stop();
+  });
+
+  it('the entry that cancels a job’s attempt does not place the job in the same entry', () => {
+    const placed: string[] = [];
+    const placement = { place: (_runId: string, request: { jobKey: string }) => (placed.push(request.jobKey), null), undo: () => undefined };
+    const intents = [
+      { type: 'sendCancel', params: { jobKey: 'build', agentId: 'agent-on-b', dispatchId: 'd-1', force: true, reason: 'dispatch ack timeout' } },
+      { type: 'requestPlacement', params: { jobKey: 'build', requirements: LINUX, attempt: 2 } },
+      { type: 'requestPlacement', params: { jobKey: 'test', requirements: LINUX, attempt: 1 } },
+    ] as unknown as Intent[];
+    const answered = answerInline({ runId: 'run-1', closing: false, send: () => [], nextSeq: () => 1, stateAfter: () => null, intents, placement, at: 0 });
+    assert.deepEqual(placed, ['test'], 'only the job whose attempt was not cancelled is placed inline');
+    assert.equal(answered.intents.filter((intent) => intent.type === 'requestPlacement').length, 2, 'both requests stay for the queue');
+  });
+});
