@@ -3,8 +3,8 @@ import { coerceError } from '../../lib/errors.ts';
 import type { Clock } from '../clock.ts';
 
 export interface CancelFencePorts {
-  /** Whether the command still waits for a live coordinator to carry it out. */
-  commandWaiting(id: number): Promise<boolean>;
+  /** Of these commands, those still waiting for a live coordinator to carry them out (one question for all). */
+  commandsWaiting(ids: readonly number[]): Promise<Set<number>>;
   /** A job's fence came down: waiting jobs may be placed again. */
   onLifted(): void;
   clock: Clock;
@@ -61,22 +61,24 @@ export class CancelFence {
   }
 
   private async check(): Promise<void> {
-    let lifted = false;
     const now = this.ports.clock.now();
-    await Promise.all(
-      [...this.fences].map(async ([key, fence]) => {
-        const waiting = now - fence.raisedAt >= this.ports.maxHoldMs ? false : await this.ports.commandWaiting(fence.commandId).catch((thrown: unknown) => this.stillWaiting(thrown));
-        if (waiting || this.fences.get(key) !== fence) return;
-        this.fences.delete(key);
-        lifted = true;
-      }),
-    );
+    const fences = [...this.fences];
+    const asked = fences.filter(([, fence]) => now - fence.raisedAt < this.ports.maxHoldMs).map(([, fence]) => fence.commandId);
+    const waiting = await this.ports.commandsWaiting(asked).catch((thrown: unknown) => this.stillWaiting(thrown, asked));
+    let lifted = false;
+    for (const [key, fence] of fences) {
+      const holds = now - fence.raisedAt < this.ports.maxHoldMs && waiting.has(fence.commandId);
+      if (holds || this.fences.get(key) !== fence) continue;
+      this.fences.delete(key);
+      lifted = true;
+    }
     if (lifted) this.ports.onLifted();
   }
 
-  private stillWaiting(thrown: unknown): boolean {
+  /** A question that failed leaves every fence it asked about up. */
+  private stillWaiting(thrown: unknown, asked: number[]): Set<number> {
     this.ports.log.warn({ err: coerceError(thrown) }, 'cannot tell whether a cancel on another coordinator went out; asking again');
-    return true;
+    return new Set(asked);
   }
 }
 

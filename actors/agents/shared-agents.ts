@@ -34,8 +34,8 @@ export interface SharedAgentStore {
   sessionOf(agentId: string): Promise<SharedSession | null>;
   /** Leaves the command for the coordinator holding the agent's socket; returns its id. */
   send(coordinatorId: string, agentId: string, command: AgentCommand): Promise<number>;
-  /** Whether the command still waits to be carried out by a live coordinator. */
-  commandWaiting(id: number): Promise<boolean>;
+  /** Of these commands, those still waiting to be carried out by a live coordinator. */
+  commandsWaiting(ids: readonly number[]): Promise<Set<number>>;
   peekCommands(limit: number): Promise<QueuedAgentCommand[]>;
   removeCommands(ids: number[]): Promise<void>;
   /** Sessions of coordinators whose lease ran out, removed; their agents' sockets are gone. */
@@ -88,14 +88,14 @@ export class SharedAgents {
     return this.registry.get(agentId) !== undefined || (await this.store.sessionOf(agentId)) !== null;
   }
 
-  /** Returns the command's id (`commandWaiting` tells when it has been carried out). */
+  /** Returns the command's id (`commandsWaiting` tells when it has been carried out). */
   send(session: SharedSession, command: AgentCommand): Promise<number> {
     return this.store.send(session.coordinatorId, session.agentId, command);
   }
 
-  /** Whether a command sent with `send` still waits for a live coordinator to carry it out. */
-  commandWaiting(id: number): Promise<boolean> {
-    return this.store.commandWaiting(id);
+  /** Of the commands sent with `send`, those still waiting for a live coordinator to carry them out. */
+  commandsWaiting(ids: readonly number[]): Promise<Set<number>> {
+    return this.store.commandsWaiting(ids);
   }
 
   /** A slot reserved here is freed here; one a peer reserved (for a grant it gave) is freed by that peer. */

@@ -80,15 +80,16 @@ export async function sendAgentCommand(db: Kysely<Schema>, args: { coordinatorId
 }
 
 /**
- * Whether a command still waits for its coordinator to carry it out: false once carried out (its row
- * is deleted then), or once that coordinator's lease has run out (the agent's socket went with it).
+ * Of these commands, those still waiting for their coordinator to carry them out: not once carried
+ * out (their rows are deleted then), nor once that coordinator's lease has run out (the agent's
+ * socket went with it).
  */
-export async function agentCommandWaiting(db: Kysely<Schema>, args: { id: number; now: number }): Promise<boolean> {
-  const { rows } = await sql<{ waiting: boolean }>`
-    SELECT EXISTS (
-      SELECT 1 FROM agent_outbox o JOIN coordinators c ON c.id = o.coordinator_id
-       WHERE o.id = ${args.id}::int8 AND c.lease_until >= ${args.now}) AS waiting`.execute(db);
-  return rows[0]?.waiting === true;
+export async function agentCommandsWaiting(db: Kysely<Schema>, args: { ids: readonly number[]; now: number }): Promise<Set<number>> {
+  if (args.ids.length === 0) return new Set();
+  const { rows } = await sql<{ id: string }>`
+    SELECT o.id FROM agent_outbox o JOIN coordinators c ON c.id = o.coordinator_id
+     WHERE o.id = ANY(${[...args.ids]}::int8[]) AND c.lease_until >= ${args.now}`.execute(db);
+  return new Set(rows.map((row) => Number(row.id)));
 }
 
 /** The oldest commands for this coordinator's agents; deleted once carried out. */
@@ -211,7 +212,7 @@ export function sharedAgentStoreOf(db: Kysely<Schema>, me: string, now: () => nu
     forget: (agentId, connectionId) => removeAgentSession(db, agentId, connectionId),
     sessionOf: (agentId) => liveAgentSession(db, agentId, now()),
     send: (coordinatorId, agentId, command) => sendAgentCommand(db, { coordinatorId, agentId, command, now: now() }),
-    commandWaiting: (id) => agentCommandWaiting(db, { id, now: now() }),
+    commandsWaiting: (ids) => agentCommandsWaiting(db, { ids, now: now() }),
     peekCommands: (limit) => peekAgentCommands(db, me, limit),
     removeCommands: (ids) => deleteAgentCommands(db, ids),
     clearDeadSessions: () => clearDeadSessions(db, now()),

@@ -32,7 +32,7 @@ function setup() {
   const dispatcher = new Dispatcher(registry, (_runId, event) => Promise.resolve(void told.push(event)), log);
   const commands = new Map<number, boolean>();
   const fence = new CancelFence({
-    commandWaiting: (id) => Promise.resolve(commands.get(id) ?? false),
+    commandsWaiting: (ids) => Promise.resolve(new Set(ids.filter((id) => commands.get(id) === true))),
     onLifted: () => void dispatcher.offer(),
     ...{ clock, pollMs: POLL_MS, maxHoldMs: MAX_HOLD_MS, log },
   });
@@ -65,7 +65,7 @@ describe('B7: a job whose cancel waits on another coordinator is not granted aga
   it('comes down after its longest hold, and goes on asking while the database does not answer', async () => {
     const { clock, fence, request, grants } = setup();
     const failing = { asked: 0 };
-    (fence as unknown as { ports: { commandWaiting: () => Promise<boolean> } }).ports.commandWaiting = () => {
+    (fence as unknown as { ports: { commandsWaiting: () => Promise<Set<number>> } }).ports.commandsWaiting = () => {
       failing.asked += 1;
       return Promise.reject(new Error('connection terminated'));
     };
