@@ -7,6 +7,7 @@ import type { PlacementExchange } from './placement-exchange.ts';
 import { WaitingQueue, type WaitingKind } from './waiting-queue.ts';
 import type { AgentRegistry } from './registry.ts';
 import { coerceError } from '../../lib/errors.ts';
+import { jobKeyOf } from '../../lib/job-key.ts';
 import type { Effect } from '../runs/ports.ts';
 import { findHonouringScaler } from '../scaler/placement.ts';
 import type { IncomingRunEvent } from '../runs/supervisor.ts';
@@ -98,12 +99,12 @@ export class Dispatcher {
   }
 
   isWaiting(runId: string, jobKey: string): boolean {
-    return this.waiting.has(keyOf(runId, jobKey));
+    return this.waiting.has(jobKeyOf(runId, jobKey));
   }
 
   async requestPlacement(effect: Effect<'requestPlacement'>): Promise<void> {
     const { jobKey, requirements, attempt, heldReason } = effect.payload;
-    const key = keyOf(effect.runId, jobKey);
+    const key = jobKeyOf(effect.runId, jobKey);
     // A job asking again (restored here) already shows its reason: the same answer is not sent twice.
     // Written out, not spread: a spread here gave each waiting job a hidden class of its own (0.2 KB).
     this.waiting.set(key, { runId: effect.runId, jobKey, requirements, attempt, reason: heldReason ?? null });
@@ -332,9 +333,6 @@ export class Dispatcher {
   }
 }
 
-function keyOf(runId: string, jobKey: string): string {
-  return `${runId}\u0000${jobKey}`;
-}
 
 export function describeMatcher(matcher: LabelMatcher): string {
   return matcher.kind === 'exact' ? matcher.value : `/${matcher.source}/${matcher.flags}`;

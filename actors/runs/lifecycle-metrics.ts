@@ -2,6 +2,7 @@ import { Counter, Gauge, Histogram } from 'prom-client';
 import type { Registry } from 'prom-client';
 import { isTerminalJobStatus, isTerminalRunStatus } from '../../machines/status.ts';
 import type { CommitEntry } from './ports.ts';
+import { jobKeyOf } from '../../lib/job-key.ts';
 
 /** What the metrics read of the runs owned here when they are scraped. */
 export interface LiveRuns {
@@ -90,7 +91,7 @@ export class LifecycleMetrics {
     const last = entry.events[entry.events.length - 1];
     const at = last?.receivedAt ?? Date.now();
     for (const job of entry.jobs) this.observeJob(entry, job, at);
-    for (const jobKey of entry.removedJobs) this.jobs.delete(keyOf(entry.runId, jobKey));
+    for (const jobKey of entry.removedJobs) this.jobs.delete(jobKeyOf(entry.runId, jobKey));
     this.observeRun(entry);
   }
 
@@ -103,11 +104,11 @@ export class LifecycleMetrics {
     if (run.finishedAt !== null) this.runDuration.observe(Math.max(0, run.finishedAt - run.createdAt) / 1000);
     const failure = run.initFailure as { category?: string } | null;
     if (failure?.category) this.initFailures.inc({ category: failure.category });
-    for (const job of entry.jobs) this.jobs.delete(keyOf(runId, job.jobKey));
+    for (const job of entry.jobs) this.jobs.delete(jobKeyOf(runId, job.jobKey));
   }
 
   private observeJob(entry: Entry, job: Entry['jobs'][number], at: number): void {
-    const key = keyOf(entry.runId, job.jobKey);
+    const key = jobKeyOf(entry.runId, job.jobKey);
     const before = this.jobs.get(key);
     // A run's own init failure is copied onto its jobs; it is counted once, with the run.
     const initFailure = job.initFailure as { category?: string; scope?: string } | null;
@@ -154,6 +155,3 @@ function causeOf(entry: Entry, jobKey: string): string {
   return 'other';
 }
 
-function keyOf(runId: string, jobKey: string): string {
-  return `${runId}\u0000${jobKey}`;
-}

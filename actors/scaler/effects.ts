@@ -6,6 +6,7 @@ import type { ScalerMetrics } from './metrics.ts';
 import { coerceError } from '../../lib/errors.ts';
 import type { IncomingRunEvent } from '../runs/supervisor.ts';
 import type { Clock } from '../clock.ts';
+import { jobKeyOf } from '../../lib/job-key.ts';
 
 /** A token minted for exactly one agent id and label set (docs/protocol.md#tokens). */
 export interface MintedToken {
@@ -143,7 +144,7 @@ export class ScalerEffects {
     const { runId, jobKey } = failure.bound;
     const message = `scaler ${failure.backend} could not provide an agent: ${failure.message}`;
     await this.deps.deliver(runId, { type: 'provision.failed', jobKey, message });
-    const key = `${runId}\u0000${jobKey}`;
+    const key = jobKeyOf(runId, jobKey);
     const failures = (this.failuresByJob.get(key) ?? 0) + 1;
     this.failuresByJob.set(key, failures);
     if (this.failuresByJob.size > 10_000) this.failuresByJob.delete(this.failuresByJob.keys().next().value as string);

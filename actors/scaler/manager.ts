@@ -19,6 +19,7 @@ import type { MintedToken, ScalerJobs } from './effects.ts';
 import { candidatesFor, wrongExecutorBackends } from './placement.ts';
 import { reapOrphans, releaseAbandoned } from './reaper.ts';
 import type { ScalerStore } from './reaper.ts';
+import { jobKeyOf } from '../../lib/job-key.ts';
 
 export interface ScalerManagerOptions {
   backends: ScalerBackend[];
@@ -200,7 +201,7 @@ export class ScalerManager implements ScalerPort {
   }
 
   private outcome(request: PlacementRequest, refusal: string | null, reason: WaitingReason): WaitingReason {
-    const key = `${request.runId}\u0000${request.jobKey}`;
+    const key = jobKeyOf(request.runId, request.jobKey);
     if (refusal && this.lastOutcome.get(key) !== reason.message) this.options.metrics.refusals.inc({ reason: refusal });
     this.lastOutcome.set(key, reason.message);
     if (this.lastOutcome.size > 10_000) this.lastOutcome.delete(this.lastOutcome.keys().next().value as string);
