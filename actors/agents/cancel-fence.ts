@@ -1,5 +1,6 @@
 import type { Logger } from 'pino';
 import { coerceError } from '../../lib/errors.ts';
+import { jobKeyOf } from '../../lib/job-key.ts';
 import type { Clock } from '../clock.ts';
 
 export interface CancelFencePorts {
@@ -37,13 +38,13 @@ export class CancelFence {
   constructor(private readonly ports: CancelFencePorts) {}
 
   raise(runId: string, jobKey: string, fence: Omit<Fence, 'raisedAt'>): void {
-    this.fences.set(keyOf(runId, jobKey), { ...fence, raisedAt: this.ports.clock.now() });
+    this.fences.set(jobKeyOf(runId, jobKey), { ...fence, raisedAt: this.ports.clock.now() });
     this.schedule();
   }
 
   /** The cancel of the job's last attempt is still on its way to an agent on another coordinator. */
   holds(runId: string, jobKey: string): { agentId: string; coordinatorId: string } | null {
-    return this.fences.get(keyOf(runId, jobKey)) ?? null;
+    return this.fences.get(jobKeyOf(runId, jobKey)) ?? null;
   }
 
   stop(): void {
@@ -63,12 +64,12 @@ export class CancelFence {
   private async check(): Promise<void> {
     const now = this.ports.clock.now();
     const fences = [...this.fences];
+    // A fence past its longest hold is not asked about, and so comes down below.
     const asked = fences.filter(([, fence]) => now - fence.raisedAt < this.ports.maxHoldMs).map(([, fence]) => fence.commandId);
     const waiting = await this.ports.commandsWaiting(asked).catch((thrown: unknown) => this.stillWaiting(thrown, asked));
     let lifted = false;
     for (const [key, fence] of fences) {
-      const holds = now - fence.raisedAt < this.ports.maxHoldMs && waiting.has(fence.commandId);
-      if (holds || this.fences.get(key) !== fence) continue;
+      if (waiting.has(fence.commandId) || this.fences.get(key) !== fence) continue;
       this.fences.delete(key);
       lifted = true;
     }
@@ -82,6 +83,3 @@ export class CancelFence {
   }
 }
 
-function keyOf(runId: string, jobKey: string): string {
-  return `${runId}\u0000${jobKey}`;
-}
