@@ -209,7 +209,7 @@ export function createRuntime(deps: RuntimeDeps) {
   const sources = new RunSources((runIds) => readRunInputSummaries(db, runIds));
   const { handlers, agents } = effectHandlers(deps, { dispatcher, registry, shared: sharing.shared, deliver, sources, secrets, repositories, fence: sharing.fence });
   const executor = new EffectExecutor({ handlers, markDone: (ids) => store.markEffectsDone(ids), clock, log, metrics });
-  const ownership = createOwnership(deps, { store, metrics, supervisor, router, reattach: { supervisor, deliver, shared: sharing.shared, registry, log } });
+  const ownership = createOwnership(deps, { store, metrics, supervisor, router, fence: sharing.fence, reattach: { supervisor, deliver, shared: sharing.shared, registry, log } });
   return {
     ...{ supervisor, router, dispatcher, registry, deliver, executor, ownership, shared: sharing.shared, secrets, repositories },
     /** Creates a run here; its source is kept for its dispatches. */
@@ -240,7 +240,10 @@ export function createRuntime(deps: RuntimeDeps) {
 export type Runtime = ReturnType<typeof createRuntime>;
 
 /** This coordinator's lease: adopted runs are reattached to their agents, and a fenced one stops writing. */
-function createOwnership(deps: RuntimeDeps, parts: { store: OwnershipStore; metrics: RuntimeMetrics; supervisor: Supervisor; router: EventRouter; reattach: Parameters<typeof reattachRuns>[0] }) {
+function createOwnership(
+  deps: RuntimeDeps,
+  parts: { store: OwnershipStore; metrics: RuntimeMetrics; supervisor: Supervisor; router: EventRouter; fence: CancelFence; reattach: Parameters<typeof reattachRuns>[0] },
+) {
   const { config, clock, log } = deps;
   const { supervisor, router } = parts;
   return new Ownership(supervisor, {
@@ -250,6 +253,8 @@ function createOwnership(deps: RuntimeDeps, parts: { store: OwnershipStore; metr
       await reattachRuns(parts.reattach, runIds);
       router.wake();
     },
+    // The previous owner's fences: an adopted job whose cancel still waits on a peer is not placed at once (B7).
+    beforeRestore: (runIds) => parts.fence.raiseStored(runIds),
     onFenced: (error) => {
       supervisor.stopAll();
       deps.onFenced(error);
@@ -277,7 +282,7 @@ function createSharing(
   const exchange = new PlacementExchange(placementStoreOf(db, me, now), registry, (job) => dispatcher.findFor(job), deliver, log.child({ component: 'exchange' }));
   dispatcher.attachExchange(exchange, (runId, jobKey) => supervisor.jobHasTag(runId, jobKey, 'waits-for-agent'));
   // Until a peer passes on the cancel of a job's attempt, the job is not granted to another agent (B7).
-  const fence = new CancelFence({ commandsWaiting: (ids) => shared.commandsWaiting(ids), onLifted: () => void dispatcher.offer(), clock, ...{ pollMs: config.leaseRenewMs, maxHoldMs: 3 * config.leaseTtlMs, log: log.child({ component: 'cancel-fence' }) } });
+  const fence = new CancelFence({ commandsWaiting: (ids) => shared.commandsWaiting(ids), cancelsWaitingFor: (runIds) => shared.cancelsWaitingFor(runIds), onLifted: () => void dispatcher.offer(), clock, ...{ pollMs: config.leaseRenewMs, maxHoldMs: 3 * config.leaseTtlMs, log: log.child({ component: 'cancel-fence' }) } });
   dispatcher.attachCancelFence(fence);
   /** The job's agent lost its socket (`connectionId`, when known), by default with that socket's coordinator: the job waits for a reclaim (FO-2). */
   const disconnectJob = async (job: HeldJob, connectionId?: string, cause: 'agent' | 'coordinator' = 'coordinator') =>

@@ -2,10 +2,13 @@ import type { Logger } from 'pino';
 import { coerceError } from '../../lib/errors.ts';
 import { jobKeyOf } from '../../lib/job-key.ts';
 import type { Clock } from '../clock.ts';
+import type { WaitingCancel } from './shared-agents.ts';
 
 export interface CancelFencePorts {
   /** Of these commands, those still waiting for a live coordinator to carry them out (one question for all). */
   commandsWaiting(ids: readonly number[]): Promise<Set<number>>;
+  /** The cancels of these runs' jobs still waiting for a live coordinator other than this one. */
+  cancelsWaitingFor(runIds: readonly string[]): Promise<WaitingCancel[]>;
   /** A job's fence came down: waiting jobs may be placed again. */
   onLifted(): void;
   clock: Clock;
@@ -39,6 +42,27 @@ export class CancelFence {
 
   raise(runId: string, jobKey: string, fence: Omit<Fence, 'raisedAt'>): void {
     this.fences.set(jobKeyOf(runId, jobKey), { ...fence, raisedAt: this.ports.clock.now() });
+    this.schedule();
+  }
+
+  /**
+   * Runs about to be restored here (a takeover, a restart): the fences their previous owner raised
+   * and whose cancel still waits are raised again, before any of their jobs can be placed. Their
+   * longest hold counts from when the cancel was left. A question that fails is logged, and the jobs
+   * are placed as if no cancel waited: holding the takeover back would hold every run.
+   */
+  async raiseStored(runIds: readonly string[]): Promise<void> {
+    if (runIds.length === 0) return;
+    const waiting = await this.ports.cancelsWaitingFor(runIds).catch((thrown: unknown) => {
+      this.ports.log.warn({ err: coerceError(thrown), runs: runIds.length }, 'cannot tell whether the restored runs have cancels waiting on other coordinators; their jobs are placed at once');
+      return [];
+    });
+    const now = this.ports.clock.now();
+    for (const cancel of waiting) {
+      const fence = { agentId: cancel.agentId, coordinatorId: cancel.coordinatorId, commandId: cancel.commandId, raisedAt: Math.min(cancel.sentAt, now) };
+      this.fences.set(jobKeyOf(cancel.runId, cancel.jobKey), fence);
+    }
+    if (waiting.length > 0) this.ports.log.info({ fences: waiting.length }, 'restored runs: cancels still waiting on other coordinators; their jobs wait for them');
     this.schedule();
   }
 

@@ -149,7 +149,7 @@ export class AgentEffects {
     if (!session) {
       const remote = await this.deps.shared?.remoteSession(agentId);
       if (!remote || !this.deps.shared) return;
-      const commandId = await this.deps.shared.send(remote, { kind: 'frame', frame: message, dispatchId: null });
+      const commandId = await this.deps.shared.send(remote, { kind: 'frame', frame: message, dispatchId: null, cancels: { runId: effect.runId, jobKey } });
       this.deps.fence?.raise(effect.runId, jobKey, { agentId, coordinatorId: remote.coordinatorId, commandId });
       return;
     }

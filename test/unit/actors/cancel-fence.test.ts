@@ -5,6 +5,7 @@ import { CancelFence } from '../../../actors/agents/cancel-fence.ts';
 import { Dispatcher } from '../../../actors/agents/dispatcher.ts';
 import { AgentRegistry } from '../../../actors/agents/registry.ts';
 import type { AgentSession } from '../../../actors/agents/registry.ts';
+import type { WaitingCancel } from '../../../actors/agents/shared-agents.ts';
 import type { IncomingRunEvent } from '../../../actors/runs/supervisor.ts';
 import { answerInline } from '../../../actors/runs/inline-placement.ts';
 import type { Intent } from '../../../machines/intents.ts';
@@ -31,8 +32,11 @@ function setup() {
   const told: IncomingRunEvent[] = [];
   const dispatcher = new Dispatcher(registry, (_runId, event) => Promise.resolve(void told.push(event)), log);
   const commands = new Map<number, boolean>();
+  /** Cancels left by the previous owner of restored runs. */
+  const stored: WaitingCancel[] = [];
   const fence = new CancelFence({
     commandsWaiting: (ids) => Promise.resolve(new Set(ids.filter((id) => commands.get(id) === true))),
+    cancelsWaitingFor: (runIds) => Promise.resolve(stored.filter((cancel) => runIds.includes(cancel.runId) && commands.get(cancel.commandId) === true)),
     onLifted: () => void dispatcher.offer(),
     ...{ clock, pollMs: POLL_MS, maxHoldMs: MAX_HOLD_MS, log },
   });
@@ -40,7 +44,7 @@ function setup() {
   registry.add(session('agent-here'));
   const request = () => dispatcher.requestPlacement({ runId: 'run-1', kind: 'requestPlacement', effectId: 'run-1:3:0', payload: { jobKey: 'build', requirements: LINUX, attempt: 2 } });
   const grants = () => told.filter((event) => event.type === 'placement.granted');
-  return { clock, dispatcher, fence, commands, told, request, grants };
+  return { clock, dispatcher, fence, commands, stored, told, request, grants };
 }
 
 describe('B7: a job whose cancel waits on another coordinator is not granted again', () => {
@@ -59,6 +63,37 @@ describe('B7: a job whose cancel waits on another coordinator is not granted aga
     commands.set(41, false);
     await clock.advance(POLL_MS);
     assert.equal(grants().length, 1, 'granted once the command is carried out');
+    fence.stop();
+  });
+
+  it('a run restored here (a takeover) raises again the fence its previous owner raised: its job waits for the same cancel', async () => {
+    const { clock, dispatcher, fence, commands, stored, told, request, grants } = setup();
+    commands.set(41, true);
+    stored.push({ commandId: 41, coordinatorId: 'coord-b', agentId: 'agent-on-b', runId: 'run-1', jobKey: 'build', sentAt: clock.now() - 100 });
+    await fence.raiseStored(['run-1', 'run-2']);
+    await request();
+    assert.deepEqual(grants(), [], 'the adopted job is not granted while its previous attempt’s cancel waits');
+    const last = told.at(-1);
+    assert.equal(last?.type === 'placement.none' && last.reason.kind, 'previous_attempt');
+    assert.equal(dispatcher.placeNow('run-1', { jobKey: 'build', requirements: LINUX, attempt: 2 }), null);
+    commands.set(41, false);
+    await clock.advance(POLL_MS);
+    assert.equal(grants().length, 1, 'granted once the peer has passed the cancel on');
+    fence.stop();
+  });
+
+  it('a restored fence keeps its longest hold from when the cancel was left, and a failed question raises none', async () => {
+    const { clock, fence, commands, stored, request, grants } = setup();
+    commands.set(41, true);
+    stored.push({ commandId: 41, coordinatorId: 'coord-b', agentId: 'agent-on-b', runId: 'run-1', jobKey: 'build', sentAt: clock.now() - (MAX_HOLD_MS - 2 * POLL_MS) });
+    await fence.raiseStored(['run-1']);
+    await request();
+    assert.deepEqual(grants(), []);
+    await clock.advance(3 * POLL_MS);
+    assert.equal(grants().length, 1, 'down at the cancel’s own longest hold, though the command still waits');
+    (fence as unknown as { ports: { cancelsWaitingFor: () => Promise<never> } }).ports.cancelsWaitingFor = () => Promise.reject(new Error('connection terminated'));
+    await fence.raiseStored(['run-1']);
+    assert.equal(fence.holds('run-1', 'build'), null);
     fence.stop();
   });
 

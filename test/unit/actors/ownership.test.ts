@@ -46,7 +46,7 @@ class Leases implements OwnershipStore {
 }
 
 /** `restores` gets the run ids of each restore the supervisor is asked for. */
-function ownershipOver(store: Leases, clock: ManualClock, registry = new Registry(), restores: string[][] = []): Ownership {
+function ownershipOver(store: Leases, clock: ManualClock, registry = new Registry(), restores: string[][] = [], beforeRestore?: (runIds: string[]) => Promise<void>): Ownership {
   const supervisor = {
     restore: (rows: { runId: string }[]) => {
       restores.push(rows.map((row) => row.runId));
@@ -65,8 +65,31 @@ function ownershipOver(store: Leases, clock: ManualClock, registry = new Registr
     metrics: createRuntimeMetrics(registry),
     onAdopted: () => Promise.resolve(),
     onFenced: () => undefined,
+    ...(beforeRestore && { beforeRestore }),
   });
 }
+
+it('runs moved here are announced (the previous owner’s cancel fences) before their actors are restored', async () => {
+  const clock = new ManualClock();
+  const store = new Leases();
+  store.peers.set('peer', { epoch: 3, leaseUntil: 50, runs: ['run-1', 'run-2'] });
+  const restores: string[][] = [];
+  const announced: { runIds: string[]; restoredBefore: number }[] = [];
+  const beforeRestore = async (runIds: string[]) => {
+    await new Promise((resolve) => setImmediate(resolve));
+    announced.push({ runIds, restoredBefore: restores.length });
+  };
+  const ownership = ownershipOver(store, clock, new Registry(), restores, beforeRestore);
+  try {
+    await ownership.start();
+    await clock.advance(RENEW_MS);
+    await new Promise((resolve) => setImmediate(resolve));
+    assert.deepEqual(announced, [{ runIds: ['run-1', 'run-2'], restoredBefore: 0 }], 'announced once, and awaited before any actor is restored');
+    assert.deepEqual(restores, [['run-1', 'run-2']]);
+  } finally {
+    await ownership.stop();
+  }
+});
 
 it('adopts a dead peer the moment its lease ends, not at the renewal tick after', async () => {
   const clock = new ManualClock();
