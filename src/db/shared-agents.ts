@@ -2,6 +2,7 @@ import { sql, type Kysely, type RawBuilder } from 'kysely';
 import type { OfferedJob, PlacementExchangeStore } from '../../actors/agents/placement-exchange.ts';
 import type { AgentCommand, DeadSession, QueuedAgentCommand, SharedAgentStore, SharedSession, WaitingCancel } from '../../actors/agents/shared-agents.ts';
 import { Batcher } from '../../lib/batcher.ts';
+import { jobKeyOf } from '../../lib/job-key.ts';
 import { toJson } from './json.ts';
 import { PEER_JOINED, PLACEMENT_CHANNEL, coordinatorChannelSql, notifyEveryCoordinator } from './peer-bus.ts';
 import type { Schema } from './schema.ts';
@@ -142,7 +143,7 @@ export interface PlacementRequestRow {
  * coordinator, in one statement and with one notification; a job given twice keeps its last request.
  */
 export async function publishPlacementRequests(db: Kysely<Schema>, args: { ownerId: string; now: number; requests: readonly Omit<PlacementRequestRow, 'ownerId'>[] }): Promise<void> {
-  const latest = new Map(args.requests.map((r) => [`${r.runId}\u0000${r.jobKey}`, r]));
+  const latest = new Map(args.requests.map((r) => [jobKeyOf(r.runId, r.jobKey), r]));
   const rows = toJson([...latest.values()].map((r) => ({ run_id: r.runId, job_key: r.jobKey, attempt: r.attempt, requirements: r.requirements })));
   await sql`
     WITH offered AS (
