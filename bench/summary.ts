@@ -79,6 +79,9 @@ function webhookRows(webhook: Source): Row[] {
   return [
     ...levels.map((c) => latency(`webhook 202 latency, ${c} concurrent`, webhook, `results.concurrency_${c}.acceptMs`)),
     ...levels.map((c) => latency(`webhook → job.dispatch, ${c} concurrent`, webhook, `results.concurrency_${c}.webhookToDispatchMs`, WEBHOOK_TO_DISPATCH_TARGETS[c])),
+    latency('webhook 202 latency, sequential', webhook, 'results.sequential.acceptMs'),
+    latency('webhook → job.dispatch, sequential', webhook, 'results.sequential.webhookToDispatchMs', WEBHOOK_TO_DISPATCH_TARGETS[1],
+      'one at a time, each once the previous run has finished, as the issue measured; "1 concurrent" sends the next at the dispatch'),
   ];
 }
 

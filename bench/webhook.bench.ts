@@ -5,10 +5,13 @@
  * of its own (bench/coordinator-thread.ts), so the client's and agents' work is not counted as its
  * own; `--one-thread` puts it back on the thread of the client and agents, as earlier figures were
  * taken, and writes webhook.one-thread.json.
+ * Then `sequential`: one delivery at a time, each once the previous run has finished (the issue's
+ * "sequential warm deliveries"); `concurrency_1` sends the next one as soon as the previous is dispatched.
  * Run: node --no-node-snapshot --import tsx bench/webhook.bench.ts [--quick] [--commit-batching off] [--one-thread]
  */
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { join } from 'node:path';
 import { sign } from '@octokit/webhooks-methods';
 import { runIdFor } from '../src/pipeline/run-id.ts';
@@ -24,6 +27,8 @@ const AGENTS = 20;
 const LABEL = 'linux';
 /** Rounds per concurrency level: every round sends `concurrency` deliveries at once. */
 const ROUNDS: Record<number, number> = flags.quick ? { 1: 40, 10: 10, 100: 2 } : { 1: 300, 10: 60, 100: 10 };
+/** Deliveries of the sequential phase, each sent once the previous run has finished. */
+const SEQUENTIAL = flags.quick ? 20 : 100;
 
 /** When each run's first `job.dispatch` reached an agent, and who waits for it. */
 class Dispatches {
@@ -76,6 +81,40 @@ async function deliver(coordinator: BenchCoordinator, dispatches: Dispatches, sh
   return [accepted, (await dispatches.when(runIdFor('github', deliveryId, 'bench'))) - started];
 }
 
+/** Resolves once the run has finished (the agents answer every job at once). */
+async function finished(coordinator: BenchCoordinator, runId: string): Promise<void> {
+  const deadline = performance.now() + 30_000;
+  while (performance.now() < deadline) {
+    const res = await fetch(`${coordinator.url}/api/v1/runs/${runId}`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } });
+    const status = res.ok ? ((await res.json()) as { run?: { status?: string } }).run?.status : undefined;
+    if (status === 'success') return;
+    if (status === 'failed' || status === 'cancelled') throw new Error(`run ${runId} ended ${status}`);
+    await sleep(2);
+  }
+  throw new Error(`run ${runId} did not finish within 30 s`);
+}
+
+/**
+ * One delivery at a time, each once the previous run has finished and the coordinator has had 20 ms
+ * of quiet: the issue's "sequential warm deliveries" (each of its runs ran to the end before the next
+ * push). `concurrency_1` sends the next delivery the moment the previous one is dispatched, while
+ * that run's ack, statuses and end are still being handled.
+ */
+async function measureSequential(coordinator: BenchCoordinator, dispatches: Dispatches, sha: string) {
+  const accept: number[] = [];
+  const toDispatch: number[] = [];
+  for (let n = 0; n < SEQUENTIAL; n++) {
+    const deliveryId = `bench-sequential-${n}`;
+    const [a, d] = await deliver(coordinator, dispatches, sha, deliveryId);
+    accept.push(a);
+    toDispatch.push(d);
+    await finished(coordinator, runIdFor('github', deliveryId, 'bench'));
+    await sleep(20);
+  }
+  if (toDispatch.some(Number.isNaN)) throw new Error('a sequential delivery never reached an agent');
+  return { deliveries: accept.length, acceptMs: percentiles(accept), webhookToDispatchMs: percentiles(toDispatch) };
+}
+
 async function measure(coordinator: BenchCoordinator, dispatches: Dispatches, sha: string) {
   const results: Record<string, { deliveries: number; acceptMs: ReturnType<typeof percentiles>; webhookToDispatchMs: ReturnType<typeof percentiles> }> = {};
   let counter = 0;
@@ -120,6 +159,7 @@ async function main(): Promise<void> {
     const res = await fetch(`${coordinator.url}/api/v1/repositories`, { method: 'POST', body, headers: { authorization: `Bearer ${ADMIN_TOKEN}` } });
     if (!res.ok) throw new Error(`registering the repository: ${res.status} ${await res.text()}`);
     const results = await measure(coordinator, dispatches, sha);
+    results['sequential'] = await measureSequential(coordinator, dispatches, sha);
     report(results);
     const name = flags.oneThread ? 'webhook.one-thread' : 'webhook';
     console.log(`results: ${(await writeResult(name, flags, { agents: AGENTS, coordinator: coordinator.placement, ...results })).pathname}`);
