@@ -49,15 +49,26 @@ const { workerData } = require('node:worker_threads');
 import('tsx/esm/api').then((tsx) => { tsx.register(); return import(workerData.entry); });
 `;
 
-export async function startBenchCoordinator(env: Record<string, string>, onCommitted: (mark: CommittedMark) => void, ownThread: boolean): Promise<BenchCoordinator> {
+/**
+ * The committed events a benchmark reads: a grant, an ack, a run's end. Only those cross to the
+ * benchmark's thread: the others (run created, statuses) cost the coordinator thread a mark and a
+ * structured clone each, for nothing.
+ */
+export function isReadMark(update: CommittedUpdate): boolean {
+  const { type } = update.event as { type: string };
+  return type === 'placement.granted' || type === 'agent.job.ack' || ['success', 'failed', 'cancelled'].includes(update.status);
+}
+
+/** `onCommitted` null: the benchmark reads no committed event, and none is sent. */
+export async function startBenchCoordinator(env: Record<string, string>, onCommitted: ((mark: CommittedMark) => void) | null, ownThread: boolean): Promise<BenchCoordinator> {
   if (!ownThread) {
     const coordinator = await startCoordinator(loadConfig(env), pino({ level: 'silent' }));
-    coordinator.runtime.supervisor.observe((update) => onCommitted(markOf(update, wallNow())));
+    if (onCommitted) coordinator.runtime.supervisor.observe((update) => isReadMark(update) && onCommitted(markOf(update, wallNow())));
     return { url: coordinator.url, placement: 'shared', utilization: (since) => performance.eventLoopUtilization(since), close: () => coordinator.close() };
   }
   const worker = new Worker(WORKER_BOOT, {
     eval: true,
-    workerData: { env, entry: new URL('./coordinator-thread.worker.ts', import.meta.url).href },
+    workerData: { env, marks: onCommitted !== null, entry: new URL('./coordinator-thread.worker.ts', import.meta.url).href },
     // The young generation `npm start` gives a coordinator (--max-semi-space-size=64): two semi-spaces and V8's large-object share.
     resourceLimits: { maxYoungGenerationSizeMb: 3 * 64 },
   });
@@ -65,7 +76,7 @@ export async function startBenchCoordinator(env: Record<string, string>, onCommi
   const url = await new Promise<string>((resolve, reject) => {
     worker.on('message', (message: { ready?: string; marks?: CommittedMark[] }) => {
       if (message.ready !== undefined) resolve(message.ready);
-      for (const mark of message.marks ?? []) onCommitted(mark);
+      for (const mark of message.marks ?? []) onCommitted?.(mark);
     });
     worker.once('error', reject);
     worker.once('exit', (code) => reject(new Error(`the coordinator thread exited (${code}) before it was ready`)));

@@ -151,7 +151,7 @@ async function main(): Promise<void> {
     SWITCHYARD_COMMIT_BATCHING: flags.commitBatching,
     LOG_LEVEL: 'silent',
   };
-  const coordinator = await startBenchCoordinator(env, () => undefined, !flags.oneThread);
+  const coordinator = await startBenchCoordinator(env, null, !flags.oneThread);
   const dispatches = new Dispatches();
   const agents = await connectAgents(coordinator, dispatches);
   try {
