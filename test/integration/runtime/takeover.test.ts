@@ -28,22 +28,28 @@ for (const kind of DATABASE_KINDS) {
         await first.supervisor.send(runId, { type: 'agent.job.status', state: 'running', ...attempt });
         await first.stop();
         const second = await startTestRuntime(db, 'coord-b');
-        await eventually(() => second.supervisor.jobContext(runId, 'build') !== null, 5000, 'adoption');
-        const recovering = await eventually(
-          () => db.selectFrom('jobs').selectAll().where('run_id', '=', runId).where('status', '=', 'recovering').executeTakeFirst(),
-          5000,
-          'the job of an agent with no session to be recovering (FO-2)',
-        );
-        assert.equal(recovering.agent_id, 'agent-7', 'the owner is the real agent id, never "unknown"');
-        await second.supervisor.send(runId, { type: 'agent.job.reclaim', ...attempt });
-        assert.equal(second.supervisor.jobContext(runId, 'build')?.assignment?.agentId, 'agent-7');
-        const running = await eventually(
-          () => db.selectFrom('jobs').selectAll().where('run_id', '=', runId).where('status', '=', 'running').executeTakeFirst(),
-          5000,
-          'running again after the reclaim',
-        );
-        assert.equal(running.dispatch_id, attempt.dispatchId);
-        await second.stop();
+        try {
+          await eventually(() => second.supervisor.jobContext(runId, 'build') !== null, 5000, 'adoption');
+          // The reclaim goes after coord-b's run.restored: sent before it (the job may show recovering
+          // already, from coord-a), it was undone by run.restored, which names agent-7 connected nowhere.
+          await eventually(async () => (await readJournal(db, runId)).some((e) => (e.event as { type: string }).type === 'run.restored'), 5000, 'run.restored journaled');
+          const recovering = await eventually(
+            () => db.selectFrom('jobs').selectAll().where('run_id', '=', runId).where('status', '=', 'recovering').executeTakeFirst(),
+            5000,
+            'the job of an agent with no session to be recovering (FO-2)',
+          );
+          assert.equal(recovering.agent_id, 'agent-7', 'the owner is the real agent id, never "unknown"');
+          await second.supervisor.send(runId, { type: 'agent.job.reclaim', ...attempt });
+          assert.equal(second.supervisor.jobContext(runId, 'build')?.assignment?.agentId, 'agent-7');
+          const running = await eventually(
+            () => db.selectFrom('jobs').selectAll().where('run_id', '=', runId).where('status', '=', 'running').executeTakeFirst(),
+            5000,
+            'running again after the reclaim',
+          );
+          assert.equal(running.dispatch_id, attempt.dispatchId);
+        } finally {
+          await second.stop();
+        }
       });
     });
 
