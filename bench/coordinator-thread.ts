@@ -14,6 +14,7 @@ import { pino } from 'pino';
 import { loadConfig } from '../src/config/index.ts';
 import { startCoordinator } from '../src/main.ts';
 import type { CommittedUpdate } from '../actors/runs/commit-observers.ts';
+import { isTerminalRunStatus } from '../machines/status.ts';
 
 /** What a benchmark reads of a committed event. */
 export interface CommittedMark {
@@ -56,7 +57,7 @@ import('tsx/esm/api').then((tsx) => { tsx.register(); return import(workerData.e
  */
 export function isReadMark(update: CommittedUpdate): boolean {
   const { type } = update.event as { type: string };
-  return type === 'placement.granted' || type === 'agent.job.ack' || ['success', 'failed', 'cancelled'].includes(update.status);
+  return type === 'placement.granted' || type === 'agent.job.ack' || isTerminalRunStatus(update.status);
 }
 
 /** `onCommitted` null: the benchmark reads no committed event, and none is sent. */

@@ -31,6 +31,7 @@ import { randomBytes } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { isTerminalRunStatus } from '../machines/status.ts';
 import { startBenchCoordinator, wallNow, type BenchCoordinator, type CommittedMark } from './coordinator-thread.ts';
 import { CoordinatorClient, FakeAgent, runStepsWorkflow, type JobDispatchFrame } from '../test/support/fake-agent.ts';
 import { benchFlags, freshDatabase, percentiles, pool, writeResult, type Percentiles } from './support.ts';
@@ -89,7 +90,7 @@ function observe(timeline: Timeline): (mark: CommittedMark) => void {
   return (mark) => {
     if (mark.type === 'placement.granted' && mark.dispatchId) timeline.granted.set(mark.dispatchId, mark.at);
     if (mark.type === 'agent.job.ack' && mark.dispatchId) timeline.ackCommitted.set(mark.dispatchId, mark.at);
-    if (['success', 'failed', 'cancelled'].includes(mark.status)) timeline.finish(mark.runId, mark.status, mark.at);
+    if (isTerminalRunStatus(mark.status)) timeline.finish(mark.runId, mark.status, mark.at);
   };
 }
 

@@ -27,6 +27,7 @@ import type { NewRun } from '../actors/runs/ports.ts';
 import type { InlinePlacement } from '../actors/runs/inline-placement.ts';
 import { reattachRuns } from '../actors/runs/reattach.ts';
 import { Supervisor } from '../actors/runs/supervisor.ts';
+import { isTerminalRunStatus } from '../machines/status.ts';
 import type { CompiledConfig } from './config/index.ts';
 import { jobTimeoutsOf } from './config/timeouts.ts';
 import { reachableAddress } from './config/coordinator-target.ts';
@@ -204,7 +205,7 @@ export function createRuntime(deps: RuntimeDeps) {
   const repositories = new RepositoryCache(db, () => clock.now());
   const sharing = createSharing(deps, { supervisor, registry, dispatcher, deliver, wakeInbox: () => router.wake(), pollMs, secrets, repositories });
   supervisor.observe((update) => {
-    if (['success', 'failed', 'cancelled'].includes(update.status)) dispatcher.forgetRun(update.runId);
+    if (isTerminalRunStatus(update.status)) dispatcher.forgetRun(update.runId);
   });
   const sources = new RunSources((runIds) => readRunInputSummaries(db, runIds));
   const { handlers, agents } = effectHandlers(deps, { dispatcher, registry, shared: sharing.shared, deliver, sources, secrets, repositories, fence: sharing.fence });

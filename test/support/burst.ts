@@ -8,12 +8,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
+import { isTerminalRunStatus } from '../../machines/status.ts';
 import { createLockRepo, lockFileWith, pushWorkflow, runJob } from './lock-repo.ts';
 import { githubHeaders, pushPayload } from './webhooks.ts';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 export const BURST_WORKFLOW = 'burst';
-const TERMINAL = ['success', 'failed', 'cancelled'];
 
 /** A repository whose lock file runs one short `run:` job on every push to main. */
 export async function burstRepository() {
@@ -114,7 +114,7 @@ async function readBurst(db: pg.Client): Promise<BurstOutcome> {
   const { rows } = await db.query<{ status: string; n: string }>('select status, count(*) as n from runs where workflow_name = $1 group by status', [BURST_WORKFLOW]);
   const statuses = Object.fromEntries(rows.map((r) => [r.status, Number(r.n)]));
   const runs = rows.reduce((sum, r) => sum + Number(r.n), 0);
-  const terminal = rows.filter((r) => TERMINAL.includes(r.status)).reduce((sum, r) => sum + Number(r.n), 0);
+  const terminal = rows.filter((r) => isTerminalRunStatus(r.status)).reduce((sum, r) => sum + Number(r.n), 0);
   const span = await db.query<{ elapsed: string | null }>(
     'select (select max(updated_at) from runs where workflow_name = $1) - (select min(received_at) from deliveries) as elapsed',
     [BURST_WORKFLOW],
