@@ -87,7 +87,7 @@ async function useDatabase<T>(database: Database, fn: (database: Database) => Pr
   }
 }
 
-async function adminQuery(config: pg.ClientConfig, statement: string): Promise<void> {
+export async function adminQuery(config: pg.ClientConfig, statement: string): Promise<void> {
   const client = new pg.Client(config);
   await client.connect();
   try {

@@ -2,11 +2,10 @@ import { spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
-import pg from 'pg';
 import { startEmbeddedPostgres } from '../../src/db/embedded-postgres.ts';
 import { findFreePort } from '../../src/db/free-port.ts';
 import type { DatabaseKind } from '../../src/db/database.ts';
-import { externalAdminConfig, externalUrl, tempDir, testLog } from './database.ts';
+import { adminQuery, externalAdminConfig, externalUrl, tempDir, testLog } from './database.ts';
 import { eventually } from './runtime.ts';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
@@ -20,14 +19,26 @@ export interface CoordinatorProcess {
   api: (path: string, init?: RequestInit) => Promise<Response>;
 }
 
+/**
+ * The external databases made by `sharedDatabaseUrl`, dropped once the test file is done: when its
+ * event loop is empty, every process it started has exited (a test file's cleanups stop them in
+ * orders of their own, so a drop among them could cut a coordinator that is still running).
+ */
+const externalDatabases: string[] = [];
+process.on('beforeExit', () => {
+  const names = externalDatabases.splice(0);
+  if (names.length === 0) return;
+  void Promise.all(names.map((name) => adminQuery(externalAdminConfig(), `DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`))).catch((error: unknown) => {
+    process.stderr.write(`dropping the test databases ${names.join(', ')} failed: ${String(error)}\n`);
+  });
+});
+
 /** A database URL other processes can connect to: a fresh database on the kind's server. */
 export async function sharedDatabaseUrl(kind: DatabaseKind): Promise<string> {
   const name = `sy_e2e_${process.pid}_${randomBytes(4).toString('hex')}`;
   if (kind === 'external') {
-    const client = new pg.Client(externalAdminConfig());
-    await client.connect();
-    await client.query(`CREATE DATABASE "${name}"`);
-    await client.end();
+    await adminQuery(externalAdminConfig(), `CREATE DATABASE "${name}"`);
+    externalDatabases.push(name);
     return externalUrl(name);
   }
   const server = await startEmbeddedPostgres(await tempDir('sy-e2e-pg-'), testLog);
