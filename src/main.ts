@@ -283,7 +283,11 @@ function createSharing(
   const exchange = new PlacementExchange(placementStoreOf(db, me, now), registry, (job) => dispatcher.findFor(job), deliver, log.child({ component: 'exchange' }));
   dispatcher.attachExchange(exchange, (runId, jobKey) => supervisor.jobHasTag(runId, jobKey, 'waits-for-agent'));
   // Until a peer passes on the cancel of a job's attempt, the job is not granted to another agent (B7).
-  const fence = new CancelFence({ commandsWaiting: (ids) => shared.commandsWaiting(ids), cancelsWaitingFor: (runIds) => shared.cancelsWaitingFor(runIds), onLifted: () => void dispatcher.offer(), clock, ...{ pollMs: config.leaseRenewMs, maxHoldMs: 3 * config.leaseTtlMs, log: log.child({ component: 'cancel-fence' }) } });
+  const fence = new CancelFence({
+    ...{ commandsWaiting: (ids) => shared.commandsWaiting(ids), cancelsWaitingFor: (runIds) => shared.cancelsWaitingFor(runIds), onLifted: () => void dispatcher.offer(), clock },
+    agentReachable: async (agentId) => registry.get(agentId) !== undefined || (await shared.remoteSession(agentId)) !== null,
+    ...{ pollMs: config.leaseRenewMs, maxHoldMs: 3 * config.leaseTtlMs, unreachableHoldMs: config.recoveryWindowMs, log: log.child({ component: 'cancel-fence' }) },
+  });
   dispatcher.attachCancelFence(fence);
   /** The job's agent lost its socket (`connectionId`, when known), by default with that socket's coordinator: the job waits for a reclaim (FO-2). */
   const disconnectJob = async (job: HeldJob, connectionId?: string, cause: 'agent' | 'coordinator' = 'coordinator') =>

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { AgentRequirements, LabelMatcher, WaitingReason } from '../../machines/types.ts';
 import { agentCanTake, labelsFit } from './match.ts';
-import type { CancelFence } from './cancel-fence.ts';
+import type { CancelFence, FenceHold } from './cancel-fence.ts';
 import type { PlacementExchange } from './placement-exchange.ts';
 import { WaitingQueue, type WaitingKind } from './waiting-queue.ts';
 import type { AgentRegistry } from './registry.ts';
@@ -355,8 +355,12 @@ export function noAgentReason(requirements: AgentRequirements, labelsFitSome = f
   return { kind: 'no_matching_agent', message };
 }
 
-function previousAttemptReason(fenced: { agentId: string; coordinatorId: string }): WaitingReason {
-  return { kind: 'previous_attempt', message: `waiting for coordinator ${fenced.coordinatorId} to pass on the cancel of the previous attempt to agent ${fenced.agentId}` };
+function previousAttemptReason(fenced: FenceHold): WaitingReason {
+  const message =
+    fenced.coordinatorId === null
+      ? `waiting for agent ${fenced.agentId}, which lost its socket before the previous attempt's cancel reached it, to reconnect (the attempt is then cancelled) or for its recovery window to pass`
+      : `waiting for coordinator ${fenced.coordinatorId} to pass on the cancel of the previous attempt to agent ${fenced.agentId}`;
+  return { kind: 'previous_attempt', message };
 }
 
 function capacityReason(matching: number): WaitingReason {

@@ -148,7 +148,8 @@ export class AgentEffects {
     const session = this.deps.registry.get(agentId);
     if (!session) {
       const remote = await this.deps.shared?.remoteSession(agentId);
-      if (!remote || !this.deps.shared) return;
+      // No socket anywhere: the agent may still run the attempt, and hears of the cancel when it is back (B7).
+      if (!remote || !this.deps.shared) return this.deps.fence?.raiseUnreachable(effect.runId, jobKey, agentId);
       const commandId = await this.deps.shared.send(remote, { kind: 'frame', frame: message, dispatchId: null, cancels: { runId: effect.runId, jobKey } });
       this.deps.fence?.raise(effect.runId, jobKey, { agentId, coordinatorId: remote.coordinatorId, commandId });
       return;

@@ -3,6 +3,7 @@ import { describe, it } from 'node:test';
 import { pino } from 'pino';
 import { CancelFence } from '../../../actors/agents/cancel-fence.ts';
 import { Dispatcher } from '../../../actors/agents/dispatcher.ts';
+import { AgentEffects } from '../../../actors/agents/effects.ts';
 import { AgentRegistry } from '../../../actors/agents/registry.ts';
 import type { AgentSession } from '../../../actors/agents/registry.ts';
 import type { WaitingCancel } from '../../../actors/agents/shared-agents.ts';
@@ -15,6 +16,7 @@ import { ManualClock } from '../../support/manual-clock.ts';
 const log = pino({ level: 'silent' });
 const POLL_MS = 200;
 const MAX_HOLD_MS = 3_000;
+const RECOVERY_MS = 10_000;
 const LINUX: AgentRequirements = { runsOn: [{ kind: 'exact', value: 'linux' }], excludeLabels: [], runsOnPick: 'deterministic', executor: 'any' };
 
 function session(agentId: string): AgentSession {
@@ -34,17 +36,23 @@ function setup() {
   const commands = new Map<number, boolean>();
   /** Cancels left by the previous owner of restored runs. */
   const stored: WaitingCancel[] = [];
+  /** Agents with a socket somewhere; an Error: the question fails. */
+  const reachable = new Map<string, boolean | Error>();
   const fence = new CancelFence({
     commandsWaiting: (ids) => Promise.resolve(new Set(ids.filter((id) => commands.get(id) === true))),
     cancelsWaitingFor: (runIds) => Promise.resolve(stored.filter((cancel) => runIds.includes(cancel.runId) && commands.get(cancel.commandId) === true)),
+    agentReachable: (agentId) => {
+      const answer = reachable.get(agentId) ?? false;
+      return answer instanceof Error ? Promise.reject(answer) : Promise.resolve(answer);
+    },
     onLifted: () => void dispatcher.offer(),
-    ...{ clock, pollMs: POLL_MS, maxHoldMs: MAX_HOLD_MS, log },
+    ...{ clock, pollMs: POLL_MS, maxHoldMs: MAX_HOLD_MS, unreachableHoldMs: RECOVERY_MS, log },
   });
   dispatcher.attachCancelFence(fence);
   registry.add(session('agent-here'));
   const request = () => dispatcher.requestPlacement({ runId: 'run-1', kind: 'requestPlacement', effectId: 'run-1:3:0', payload: { jobKey: 'build', requirements: LINUX, attempt: 2 } });
   const grants = () => told.filter((event) => event.type === 'placement.granted');
-  return { clock, dispatcher, fence, commands, stored, told, request, grants };
+  return { clock, dispatcher, registry, fence, commands, stored, reachable, told, request, grants };
 }
 
 describe('B7: a job whose cancel waits on another coordinator is not granted again', () => {
@@ -111,6 +119,39 @@ describe('B7: a job whose cancel waits on another coordinator is not granted aga
     assert.ok(failing.asked >= 10);
     await clock.advance(2 * POLL_MS);
     assert.equal(grants().length, 1, 'but not for ever');
+    fence.stop();
+  });
+
+  it('a cancel that finds no socket of its agent anywhere holds the job until the agent is back', async () => {
+    const { clock, dispatcher, registry, fence, reachable, told, request, grants } = setup();
+    const effects = new AgentEffects({
+      ...{ registry, deliver: () => Promise.resolve(), shared: null, aliveWindowMs: 1_000, now: () => clock.now(), log, fence },
+      buildDispatch: { build: () => Promise.reject(new Error('no dispatch here')), complete: () => Promise.reject(new Error('no dispatch here')) },
+    });
+    // agent-gone's socket was cut between the ack hold's look and this cancel: no session of it anywhere.
+    await effects.sendCancel({ effectId: 'run-1:2:0', runId: 'run-1', kind: 'sendCancel', payload: { jobKey: 'build', agentId: 'agent-gone', dispatchId: 'd-1', force: true, reason: 'dispatch ack timeout' } });
+    await request();
+    assert.deepEqual(grants(), [], 'an agent is free here, and the requeued attempt is not granted while the first may still run');
+    const last = told.at(-1);
+    assert.equal(last?.type === 'placement.none' && last.reason.message, "waiting for agent agent-gone, which lost its socket before the previous attempt's cancel reached it, to reconnect (the attempt is then cancelled) or for its recovery window to pass");
+    assert.equal(dispatcher.placeNow('run-1', { jobKey: 'build', requirements: LINUX, attempt: 2 }), null);
+    await clock.advance(5 * POLL_MS);
+    assert.deepEqual(grants(), []);
+    reachable.set('agent-gone', true);
+    await clock.advance(POLL_MS);
+    assert.equal(grants().length, 1, 'granted once the agent is back (its reclaim of the old attempt is refused and cancelled)');
+    fence.stop();
+  });
+
+  it('an unreachable agent’s fence comes down after its recovery window, and stays up meanwhile when the question fails', async () => {
+    const { clock, fence, reachable, request, grants } = setup();
+    reachable.set('agent-gone', new Error('connection terminated'));
+    fence.raiseUnreachable('run-1', 'build', 'agent-gone');
+    await request();
+    await clock.advance(RECOVERY_MS - POLL_MS);
+    assert.deepEqual(grants(), [], 'a failed question keeps the fence up');
+    await clock.advance(2 * POLL_MS);
+    assert.equal(grants().length, 1, 'but not past the recovery window');
     fence.stop();
   });
 
