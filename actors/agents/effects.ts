@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { DispatchedJob } from '../../machines/intents.ts';
-import type { AgentRegistry } from './registry.ts';
+import type { AgentRegistry, AgentSession } from './registry.ts';
 import type { CancelFence } from './cancel-fence.ts';
 import type { SharedAgents, SharedSession } from './shared-agents.ts';
 import type { Effect } from '../runs/ports.ts';
@@ -145,16 +145,24 @@ export class AgentEffects {
   async sendCancel(effect: Effect<'sendCancel'>): Promise<void> {
     const { jobKey, agentId, dispatchId, force, reason } = effect.payload;
     const message = { type: 'job.cancel', messageId: randomUUID(), runId: effect.runId, jobId: dispatchId, reason, force };
-    const session = this.deps.registry.get(agentId);
-    if (!session) {
-      const remote = await this.deps.shared?.remoteSession(agentId);
-      // No socket anywhere: the agent may still run the attempt, and hears of the cancel when it is back (B7).
-      if (!remote || !this.deps.shared) return this.deps.fence?.raiseUnreachable(effect.runId, jobKey, agentId);
+    const here = this.deps.registry.get(agentId);
+    if (here) return this.cancelHere(here, message, effect);
+    const remote = await this.deps.shared?.remoteSession(agentId);
+    if (remote && this.deps.shared) {
       const commandId = await this.deps.shared.send(remote, { kind: 'frame', frame: message, dispatchId: null, cancels: { runId: effect.runId, jobKey } });
       this.deps.fence?.raise(effect.runId, jobKey, { agentId, coordinatorId: remote.coordinatorId, commandId });
       return;
     }
+    // The agent registered here while its session was looked up.
+    const arrived = this.deps.registry.get(agentId);
+    if (arrived) return this.cancelHere(arrived, message, effect);
+    // No socket anywhere: the agent may still run the attempt, and hears of the cancel when it is back (B7).
+    this.deps.fence?.raiseUnreachable(effect.runId, jobKey, agentId);
+  }
+
+  private cancelHere(session: AgentSession, message: object, effect: Effect<'sendCancel'>): void {
     session.link.send(message);
+    const { jobKey, agentId, force, reason } = effect.payload;
     this.deps.log.info({ runId: effect.runId, jobKey, agentId, force, reason }, 'job.cancel sent');
   }
 

@@ -6,7 +6,7 @@ import { Dispatcher } from '../../../actors/agents/dispatcher.ts';
 import { AgentEffects } from '../../../actors/agents/effects.ts';
 import { AgentRegistry } from '../../../actors/agents/registry.ts';
 import type { AgentSession } from '../../../actors/agents/registry.ts';
-import type { WaitingCancel } from '../../../actors/agents/shared-agents.ts';
+import type { SharedAgents, WaitingCancel } from '../../../actors/agents/shared-agents.ts';
 import type { IncomingRunEvent } from '../../../actors/runs/supervisor.ts';
 import { answerInline } from '../../../actors/runs/inline-placement.ts';
 import type { Intent } from '../../../machines/intents.ts';
@@ -140,6 +140,25 @@ describe('B7: a job whose cancel waits on another coordinator is not granted aga
     reachable.set('agent-gone', true);
     await clock.advance(POLL_MS);
     assert.equal(grants().length, 1, 'granted once the agent is back (its reclaim of the old attempt is refused and cancelled)');
+    fence.stop();
+  });
+
+  it('a cancel whose agent registers here while its session is looked up goes on the new socket, and holds nothing', async () => {
+    const { clock, registry, fence } = setup();
+    const sent: object[] = [];
+    const shared = {
+      remoteSession: () => {
+        registry.add({ ...session('agent-back'), link: { send: (frame: object) => void sent.push(frame), close: () => undefined } });
+        return Promise.resolve(null);
+      },
+    } as unknown as SharedAgents;
+    const effects = new AgentEffects({
+      ...{ registry, deliver: () => Promise.resolve(), shared, aliveWindowMs: 1_000, now: () => clock.now(), log, fence },
+      buildDispatch: { build: () => Promise.reject(new Error('no dispatch here')), complete: () => Promise.reject(new Error('no dispatch here')) },
+    });
+    await effects.sendCancel({ effectId: 'run-1:2:0', runId: 'run-1', kind: 'sendCancel', payload: { jobKey: 'build', agentId: 'agent-back', dispatchId: 'd-1', force: true, reason: 'dispatch ack timeout' } });
+    assert.deepEqual(sent.map((frame) => (frame as { type: string; jobId: string }).jobId), ['d-1']);
+    assert.equal(fence.holds('run-1', 'build'), null);
     fence.stop();
   });
 
