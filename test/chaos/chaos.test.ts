@@ -45,7 +45,7 @@ describe('chaos: two coordinators, six agents (two reaching only B), a burst, 20
     it(name, () => {
       const result = report.invariants.find((i) => i.name === name);
       assert.ok(result, `the report checks "${name}"`);
-      assert.ok(result.ok, `${result.checked}:\n${result.violations.join('\n')}\n(seed ${report.seed}, logs in ${report.logDir})`);
+      assert.ok(result.ok, `${result.checked}:\n${result.violations.join('\n')}\n(seed ${report.seed}, logs in ${report.logDir}, database ${report.databaseUrl})`);
     });
   }
 });

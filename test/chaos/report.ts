@@ -23,6 +23,8 @@ export interface ChaosReport {
   jobOutcomes: Record<string, number>;
   invariants: InvariantResult[];
   logDir: string;
+  /** Dropped once every invariant held; kept, for reading the journals, when one did not. */
+  databaseUrl: string;
 }
 
 export function chaosPassed(report: ChaosReport): boolean {
@@ -40,7 +42,7 @@ export function formatReport(report: ChaosReport): string {
     `  garbage bursts closed with: ${Object.entries(report.garbageCloseCodes).map(([code, n]) => `${code} ×${n}`).join(', ') || '—'}; fenced coordinator exits: ${report.fencedExits}`,
     `  runs: ${Object.entries(report.runStatuses).map(([status, n]) => `${status} ${n}`).join(', ')}; job attempts seen by agents: ${report.attempts}`,
     `  jobs that did not succeed: ${Object.entries(report.jobOutcomes).map(([why, n]) => `${why} ×${n}`).join('; ') || 'none'}`,
-    `  logs: ${report.logDir}`,
+    `  logs: ${report.logDir}; database: ${report.invariants.every((i) => i.ok) ? 'dropped' : report.databaseUrl}`,
     'invariants:',
     ...report.invariants.flatMap((i) => [`  ${i.ok ? 'PASS' : 'FAIL'}  ${i.name} — ${i.checked}`, ...i.violations.map((v) => `          ${v}`)]),
   ];

@@ -7,6 +7,7 @@ import pg from 'pg';
 import { pino } from 'pino';
 import { connectDatabase } from '../../src/db/database.ts';
 import { findFreePort } from '../../src/db/free-port.ts';
+import { dropDatabase } from '../support/fake-agent.ts';
 import { createLockRepo, lockFileWith, pushWorkflow, runJob } from '../support/lock-repo.ts';
 import { ChaosAgent, type AgentBehaviour } from './agent.ts';
 import { ChaosCoordinator } from './cluster.ts';
@@ -92,6 +93,8 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
   const agents: ChaosAgent[] = [];
   const homes = new Map<ChaosAgent, number>();
   const started = performance.now();
+  // A run whose invariants all held leaves nothing behind; one that broke one keeps its database beside its logs.
+  let clean = false;
   try {
     for (const c of coordinators) if (!(await c.start())) throw new Error(`${c.id} did not start; see ${logDir}`);
     await registerRepository(coordinators[0] as ChaosCoordinator, repo.path);
@@ -136,6 +139,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
         await check.journalsReplayExactly(database.db),
         noCrash(coordinators),
       ];
+      clean = invariants.every((invariant) => invariant.ok);
       return {
         seed: options.seed,
         durationMs: options.durationMs,
@@ -155,6 +159,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
         jobOutcomes: await failedJobOutcomes(database),
         invariants,
         logDir,
+        databaseUrl,
       };
     } finally {
       await database.close();
@@ -163,6 +168,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
     for (const agent of agents) agent.kill();
     for (const c of coordinators) await c.shutdown();
     harnessLog.end();
+    if (clean) await dropDatabase(databaseUrl);
   }
 }
 

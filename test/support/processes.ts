@@ -1,4 +1,4 @@
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
@@ -20,17 +20,24 @@ export interface CoordinatorProcess {
 }
 
 /**
- * The external databases made by `sharedDatabaseUrl`, dropped once the test file is done: when its
- * event loop is empty, every process it started has exited (a test file's cleanups stop them in
- * orders of their own, so a drop among them could cut a coordinator that is still running).
+ * The external databases made by `sharedDatabaseUrl`, dropped when the test file's process exits.
+ * Not before: a test file's cleanups stop its coordinators in orders of their own, and a drop among
+ * them could cut one still running. Not at `beforeExit` either: node:test ends the process there,
+ * cutting an asynchronous drop short. So a child process drops them, and the exit waits for it.
  */
 const externalDatabases: string[] = [];
-process.on('beforeExit', () => {
-  const names = externalDatabases.splice(0);
-  if (names.length === 0) return;
-  void Promise.all(names.map((name) => adminQuery(externalAdminConfig(), `DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`))).catch((error: unknown) => {
-    process.stderr.write(`dropping the test databases ${names.join(', ')} failed: ${String(error)}\n`);
-  });
+const DROP_DATABASES = `
+const pg = require('pg');
+const [config, ...names] = process.argv.slice(1);
+(async () => {
+  const client = new pg.Client(JSON.parse(config));
+  await client.connect();
+  for (const name of names) await client.query('DROP DATABASE IF EXISTS "' + name + '" WITH (FORCE)');
+  await client.end();
+})().catch((error) => { console.error('dropping the test databases ' + names.join(', ') + ' failed: ' + error.message); });`;
+process.on('exit', () => {
+  if (externalDatabases.length === 0) return;
+  spawnSync(process.execPath, ['-e', DROP_DATABASES, JSON.stringify(externalAdminConfig()), ...externalDatabases.splice(0)], { cwd: ROOT, stdio: 'inherit', timeout: 15_000 });
 });
 
 /** A database URL other processes can connect to: a fresh database on the kind's server. */
