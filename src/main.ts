@@ -285,7 +285,7 @@ function createSharing(
   // Until a peer passes on the cancel of a job's attempt, the job is not granted to another agent (B7).
   const fence = new CancelFence({
     ...{ commandsWaiting: (ids) => shared.commandsWaiting(ids), cancelsWaitingFor: (runIds) => shared.cancelsWaitingFor(runIds), onLifted: () => void dispatcher.offer(), clock },
-    agentReachable: async (agentId) => registry.get(agentId) !== undefined || (await shared.remoteSession(agentId)) !== null,
+    agentReachable: (agentId) => shared.hasSocket(agentId),
     ...{ pollMs: config.leaseRenewMs, maxHoldMs: 3 * config.leaseTtlMs, unreachableHoldMs: config.recoveryWindowMs, log: log.child({ component: 'cancel-fence' }) },
   });
   dispatcher.attachCancelFence(fence);

@@ -100,6 +100,15 @@ export class SharedAgents {
     return session && session.coordinatorId !== this.coordinatorId ? session : null;
   }
 
+  /**
+   * Whether the agent has a socket here or a session on another live coordinator. Unlike
+   * `isConnectedAnywhere`, a session row of this coordinator with no socket in the registry (one
+   * just closed) does not count.
+   */
+  async hasSocket(agentId: string): Promise<boolean> {
+    return this.registry.get(agentId) !== undefined || (await this.remoteSession(agentId)) !== null;
+  }
+
   /** Whether the agent has a session on a live coordinator, here or elsewhere. */
   async isConnectedAnywhere(agentId: string): Promise<boolean> {
     return this.registry.get(agentId) !== undefined || (await this.store.sessionOf(agentId)) !== null;

@@ -7,6 +7,7 @@ import { AgentEffects } from '../../../actors/agents/effects.ts';
 import { AgentRegistry } from '../../../actors/agents/registry.ts';
 import type { AgentSession } from '../../../actors/agents/registry.ts';
 import type { SharedAgents, WaitingCancel } from '../../../actors/agents/shared-agents.ts';
+import type { Effect } from '../../../actors/runs/ports.ts';
 import type { IncomingRunEvent } from '../../../actors/runs/supervisor.ts';
 import { answerInline } from '../../../actors/runs/inline-placement.ts';
 import type { Intent } from '../../../machines/intents.ts';
@@ -53,6 +54,20 @@ function setup() {
   const request = () => dispatcher.requestPlacement({ runId: 'run-1', kind: 'requestPlacement', effectId: 'run-1:3:0', payload: { jobKey: 'build', requirements: LINUX, attempt: 2 } });
   const grants = () => told.filter((event) => event.type === 'placement.granted');
   return { clock, dispatcher, registry, fence, commands, stored, reachable, told, request, grants };
+}
+
+/** The agent effects of this coordinator, whose cancels raise `fence`; `shared` is the agents' session table. */
+function agentEffects(parts: { registry: AgentRegistry; fence: CancelFence; clock: ManualClock }, shared: SharedAgents | null = null): AgentEffects {
+  const { registry, fence, clock } = parts;
+  return new AgentEffects({
+    ...{ registry, deliver: () => Promise.resolve(), shared, aliveWindowMs: 1_000, now: () => clock.now(), log, fence },
+    buildDispatch: { build: () => Promise.reject(new Error('no dispatch here')), complete: () => Promise.reject(new Error('no dispatch here')) },
+  });
+}
+
+/** The cancel that comes with an ack-timeout requeue of the job's attempt on `agentId`. */
+function ackTimeoutCancel(agentId: string): Effect<'sendCancel'> {
+  return { effectId: 'run-1:2:0', runId: 'run-1', kind: 'sendCancel', payload: { jobKey: 'build', agentId, dispatchId: 'd-1', force: true, reason: 'dispatch ack timeout' } };
 }
 
 describe('B7: a job whose cancel waits on another coordinator is not granted again', () => {
@@ -124,12 +139,8 @@ describe('B7: a job whose cancel waits on another coordinator is not granted aga
 
   it('a cancel that finds no socket of its agent anywhere holds the job until the agent is back', async () => {
     const { clock, dispatcher, registry, fence, reachable, told, request, grants } = setup();
-    const effects = new AgentEffects({
-      ...{ registry, deliver: () => Promise.resolve(), shared: null, aliveWindowMs: 1_000, now: () => clock.now(), log, fence },
-      buildDispatch: { build: () => Promise.reject(new Error('no dispatch here')), complete: () => Promise.reject(new Error('no dispatch here')) },
-    });
     // agent-gone's socket was cut between the ack hold's look and this cancel: no session of it anywhere.
-    await effects.sendCancel({ effectId: 'run-1:2:0', runId: 'run-1', kind: 'sendCancel', payload: { jobKey: 'build', agentId: 'agent-gone', dispatchId: 'd-1', force: true, reason: 'dispatch ack timeout' } });
+    await agentEffects({ registry, fence, clock }).sendCancel(ackTimeoutCancel('agent-gone'));
     await request();
     assert.deepEqual(grants(), [], 'an agent is free here, and the requeued attempt is not granted while the first may still run');
     const last = told.at(-1);
@@ -152,11 +163,7 @@ describe('B7: a job whose cancel waits on another coordinator is not granted aga
         return Promise.resolve(null);
       },
     } as unknown as SharedAgents;
-    const effects = new AgentEffects({
-      ...{ registry, deliver: () => Promise.resolve(), shared, aliveWindowMs: 1_000, now: () => clock.now(), log, fence },
-      buildDispatch: { build: () => Promise.reject(new Error('no dispatch here')), complete: () => Promise.reject(new Error('no dispatch here')) },
-    });
-    await effects.sendCancel({ effectId: 'run-1:2:0', runId: 'run-1', kind: 'sendCancel', payload: { jobKey: 'build', agentId: 'agent-back', dispatchId: 'd-1', force: true, reason: 'dispatch ack timeout' } });
+    await agentEffects({ registry, fence, clock }, shared).sendCancel(ackTimeoutCancel('agent-back'));
     assert.deepEqual(sent.map((frame) => (frame as { type: string; jobId: string }).jobId), ['d-1']);
     assert.equal(fence.holds('run-1', 'build'), null);
     fence.stop();
