@@ -53,10 +53,11 @@ export class CoordinatorProcess {
   }
 
   /** The first log line with this message, once it has been written. */
-  async logged(msg: string, timeoutMs: number): Promise<LogLine> {
+  /** The first line logged with this message (or one matching it). */
+  async logged(msg: string | RegExp, timeoutMs: number): Promise<LogLine> {
     const until = Date.now() + timeoutMs;
     for (;;) {
-      const line = this.logs.find((l) => l.msg === msg);
+      const line = this.logs.find((l) => (typeof msg === 'string' ? l.msg === msg : msg.test(l.msg)));
       if (line) return line;
       if (Date.now() > until) throw new Error(`no "${msg}" log within ${timeoutMs} ms:\n${this.output}`);
       await sleep(10);

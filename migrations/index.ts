@@ -12,6 +12,7 @@ import * as logChunkTime010 from './010_log_chunk_time.ts';
 import * as secrets011 from './011_secrets.ts';
 import * as environments012 from './012_environments.ts';
 import * as liveOwners013 from './013_live_owners.ts';
+import * as livenessLock014 from './014_liveness_lock.ts';
 
 /**
  * Every migration, by name, in the order they apply. A static import map works under tsx, node
@@ -31,4 +32,5 @@ export const MIGRATIONS: Readonly<Record<string, Migration>> = {
   '011_secrets': secrets011,
   '012_environments': environments012,
   '013_live_owners': liveOwners013,
+  '014_liveness_lock': livenessLock014,
 };

@@ -22,7 +22,7 @@ import { CancelFence } from '../actors/agents/cancel-fence.ts';
 import { createRuntimeMetrics } from '../actors/runs/metrics.ts';
 import type { RuntimeMetrics } from '../actors/runs/metrics.ts';
 import { Ownership } from '../actors/runs/ownership.ts';
-import type { OwnershipStore } from '../actors/runs/ownership.ts';
+import type { OwnershipOptions, OwnershipStore } from '../actors/runs/ownership.ts';
 import type { NewRun } from '../actors/runs/ports.ts';
 import type { InlinePlacement } from '../actors/runs/inline-placement.ts';
 import { reattachRuns } from '../actors/runs/reattach.ts';
@@ -41,6 +41,7 @@ import { getEnvironment } from './db/environments.ts';
 import { START_RETRY_WAITS_MS, retryingTransient } from './db/errors.ts';
 import { runInboxOf } from './db/inbox.ts';
 import { PLACEMENT_CHANNEL, coordinatorChannel, listenForPeers } from './db/peer-bus.ts';
+import { LivenessLock } from './db/liveness-lock.ts';
 import { RepositoryCache, listRepositories } from './db/repositories.ts';
 import { readRunInputSummaries } from './db/run-queries.ts';
 import { createRunStore } from './db/run-store.ts';
@@ -111,7 +112,8 @@ export async function startCoordinator(configured: CompiledConfig, log: Logger, 
   };
   const channels = [coordinatorChannel(config.coordinatorId), PLACEMENT_CHANNEL];
   const listenToPeers: ListenForPeers = (onSignal) => listenForPeers(database.connection, channels, onSignal, log.child({ component: 'peer-bus' }));
-  const runtime = createRuntime({ config, db, clock, log, registry, onFenced, listen: listenToPeers });
+  const takeLiveness = () => LivenessLock.take(database.connection, log.child({ component: 'ownership' }));
+  const runtime = createRuntime({ config, db, clock, log, registry, onFenced, listen: listenToPeers, takeLiveness });
   const agentMetrics = createAgentMetrics(registry, runtime.registry);
   const gateway = createAgentGateway({
     ...{ db, config, registry: runtime.registry, shared: runtime.shared, supervisor: runtime.supervisor, deliver: runtime.deliver, dispatchedSecrets: runtime.secrets.dispatched },
@@ -164,6 +166,8 @@ export interface RuntimeDeps {
   onFenced: (error: FencedError) => void;
   /** Wake-ups from peer coordinators; without it their tables are polled often. */
   listen?: ListenForPeers;
+  /** The lock whose release tells peers this process is gone (src/db/liveness-lock.ts); without it they wait for its lease to end. */
+  takeLiveness?: OwnershipOptions['takeLiveness'];
 }
 
 /** With signals the tables are read when a peer writes and only checked now and then; without, often. */
@@ -248,7 +252,7 @@ function createOwnership(
   const { config, clock, log } = deps;
   const { supervisor, router } = parts;
   return new Ownership(supervisor, {
-    ...{ coordinatorId: config.coordinatorId, renewMs: config.leaseRenewMs, ttlMs: config.leaseTtlMs },
+    ...{ coordinatorId: config.coordinatorId, renewMs: config.leaseRenewMs, ttlMs: config.leaseTtlMs, takeLiveness: deps.takeLiveness },
     ...{ store: parts.store, clock, metrics: parts.metrics, log: log.child({ component: 'ownership' }) },
     onAdopted: async (runIds) => {
       await reattachRuns(parts.reattach, runIds);

@@ -8,20 +8,24 @@ import type { Supervisor } from './supervisor.ts';
 
 /** What a scan for dead peers finds: whose lease ran out, and when the next one runs out if nobody renews it. */
 export interface PeerLeases {
-  /** Coordinators whose lease ran out and that still own live runs, the longest expired first. */
-  expired: { id: string; epoch: number }[];
+  /**
+   * Dead coordinators that still own live runs, the longest expired first: their lease ran out
+   * (`lease`), or their process is gone (`process`: its liveness lock is free and its renewals overdue).
+   */
+  expired: { id: string; epoch: number; why: 'lease' | 'process' }[];
   /** The earliest lease end still ahead among the peers that own live runs; null if there is none. */
   nextEnd: number | null;
 }
 
 /** The lease and adoption queries ownership needs (src/db implements them). */
 export interface OwnershipStore {
-  claimLease(args: { id: string; ttlMs: number; now: number }): Promise<{ epoch: number }>;
+  /** `livenessKey`: the liveness lock this process holds, written with the lease; null: none. */
+  claimLease(args: { id: string; ttlMs: number; now: number; livenessKey: number | null }): Promise<{ epoch: number }>;
   renewLease(args: { id: string; epoch: number; ttlMs: number; now: number }): Promise<boolean>;
-  /** The peers (all coordinators but `me`) that own live runs: whose lease ran out, and the next lease to end. */
-  peerLeases(args: { now: number; me: string }): Promise<PeerLeases>;
+  /** The peers (all coordinators but `me`) that own live runs: which are dead (a process gone counts once its renewals are `overdueMs` late), and the next lease to end. */
+  peerLeases(args: { now: number; me: string; overdueMs: number }): Promise<PeerLeases>;
   /** Moves a dead peer's live runs here; a database out of reach for a moment throws TransientStoreError (the move may have committed unseen). */
-  adoptRunsOf(args: { deadId: string; deadEpoch: number; me: string; myEpoch: number; now: number }): Promise<string[]>;
+  adoptRunsOf(args: { deadId: string; deadEpoch: number; me: string; myEpoch: number; now: number; overdueMs: number }): Promise<string[]>;
   /** The live runs owned here under `myEpoch`, as the database has them. */
   ownedLiveRuns(args: { me: string; myEpoch: number }): Promise<string[]>;
   /** Runs this coordinator id owned under an earlier epoch (a restart with the same id). */
@@ -49,11 +53,19 @@ export interface OwnershipOptions {
   /** Called once runs are moved here, before their actors are restored (while their snapshots are read); never throws. */
   beforeRestore?: (runIds: string[]) => Promise<void>;
   onFenced: (error: FencedError) => void;
+  /**
+   * Takes the lock whose release tells peers this process is gone (src/db/liveness-lock.ts), before
+   * the lease is claimed; it is let go when ownership stops. Without it, peers wait for the lease to end.
+   */
+  takeLiveness?: () => Promise<{ key: number; close(): Promise<void> }>;
 }
+
+/** Renew intervals a peer's last renewal may lie behind before its free liveness lock counts. */
+const OVERDUE_RENEWALS = 1.5;
 
 /**
  * Holds this coordinator's lease (an epoch that fences every write) and adopts the runs of
- * coordinators whose lease expired (FO-1, FO-2). A run never has two owners: adoption bumps
+ * coordinators whose lease expired or whose process is gone (FO-1, FO-2). A run never has two owners: adoption bumps
  * the dead coordinator's epoch in the same transaction that moves its runs.
  */
 export class Ownership {
@@ -71,6 +83,7 @@ export class Ownership {
   private readonly unrestored = new Map<string, { why: string; cause: AdoptionCause }>();
   /** An adoption failed with a transient error: it may have committed unseen, leaving runs owned here with no actor. */
   private adoptionUnsure = false;
+  private liveness: { key: number; close(): Promise<void> } | null = null;
 
   constructor(
     private readonly supervisor: Supervisor,
@@ -85,6 +98,14 @@ export class Ownership {
     return this.epochValue > 0 && !this.stopped;
   }
 
+  /**
+   * How late a peer's renewals must be before a free liveness lock makes it dead: a live peer whose
+   * lock connection failed a moment ago still renews every `renewMs`, and is not taken for dead.
+   */
+  private get overdueMs(): number {
+    return Math.round(OVERDUE_RENEWALS * this.options.renewMs);
+  }
+
   /** Runs are being moved here and not all actors exist yet. */
   get adopting(): boolean {
     return this.restoring > 0 || this.unrestored.size > 0;
@@ -92,7 +113,11 @@ export class Ownership {
 
   async start(): Promise<void> {
     const { store, coordinatorId, ttlMs, clock } = this.options;
-    const { epoch } = await store.claimLease({ id: coordinatorId, ttlMs, now: clock.now() });
+    this.liveness = await this.takeLiveness();
+    const { epoch } = await store.claimLease({ id: coordinatorId, ttlMs, now: clock.now(), livenessKey: this.liveness?.key ?? null }).catch(async (thrown: unknown) => {
+      await this.stop();
+      throw thrown;
+    });
     this.epochValue = epoch;
     this.options.metrics.leasesHeld.set(1);
     this.options.log.info({ coordinatorId, epoch }, 'lease claimed');
@@ -116,12 +141,28 @@ export class Ownership {
     this.timer = null;
     this.watchLeaseEnd(null);
     this.options.metrics.leasesHeld.set(0);
-    if (!options.release || !wasHeld) return;
+    if (options.release === true && wasHeld) await this.release();
+    const liveness = this.liveness;
+    this.liveness = null;
+    await liveness?.close();
+  }
+
+  private async release(): Promise<void> {
     try {
       const released = await this.options.store.releaseLease({ id: this.options.coordinatorId, epoch: this.epochValue });
       this.options.log.info({ released }, 'lease released: peers adopt the runs at once');
     } catch (thrown) {
       this.options.log.warn({ err: coerceError(thrown) }, 'releasing the lease failed; peers adopt after the TTL');
+    }
+  }
+
+  /** The liveness lock, or null (none asked for, or it could not be taken: peers then wait for the lease to end). */
+  private async takeLiveness(): Promise<{ key: number; close(): Promise<void> } | null> {
+    try {
+      return (await this.options.takeLiveness?.()) ?? null;
+    } catch (thrown) {
+      this.options.log.warn({ err: coerceError(thrown) }, "cannot take the liveness lock: should this process die, peers adopt its runs at its lease's end only");
+      return null;
     }
   }
 
@@ -191,17 +232,18 @@ export class Ownership {
       await this.restoreUnrestored();
       await this.findStranded();
       const { store, coordinatorId, clock } = this.options;
-      const { expired, nextEnd } = await store.peerLeases({ now: clock.now(), me: coordinatorId });
+      const overdueMs = this.overdueMs;
+      const { expired, nextEnd } = await store.peerLeases({ now: clock.now(), me: coordinatorId, overdueMs });
       this.watchLeaseEnd(nextEnd);
       for (const dead of expired) {
-        const args = { deadId: dead.id, deadEpoch: dead.epoch, me: coordinatorId, myEpoch: this.epochValue, now: clock.now() };
+        const args = { deadId: dead.id, deadEpoch: dead.epoch, me: coordinatorId, myEpoch: this.epochValue, now: clock.now(), overdueMs };
         await this.adopt(async () => {
           const runIds = await store.adoptRunsOf(args).catch((thrown: unknown) => {
             if (thrown instanceof TransientStoreError) this.adoptionUnsure = true;
             throw thrown;
           });
           this.options.metrics.takeovers.inc();
-          this.options.log.warn({ dead: dead.id, runs: runIds.length }, 'lease expired: adopting its runs');
+          this.options.log.warn({ dead: dead.id, runs: runIds.length }, dead.why === 'lease' ? 'lease expired: adopting its runs' : 'process gone (its liveness lock is free): adopting its runs');
           return runIds;
         }, `adopted from ${dead.id}`, 'takeover');
       }

@@ -1,16 +1,30 @@
-import { sql, type Kysely } from 'kysely';
+import { sql, type Kysely, type RawBuilder } from 'kysely';
 import type { PeerLeases } from '../../actors/runs/ownership.ts';
+import { LIVENESS_LOCK_CLASS } from './liveness-lock.ts';
 import type { Schema } from './schema.ts';
 import { TERMINAL_RUN_STATUSES } from './run-status.ts';
 
 /**
- * The leases of the coordinators (but `me`) that own live runs: a dead one whose runs all finished
- * has nothing to adopt. A lease ends when `lease_until < now`.
+ * Whether the coordinator row `c`'s process is gone though its lease has not run out: it names a
+ * liveness lock, its renewals are `overdueMs` late, and the lock is free (taken here for the rest of
+ * the transaction: a statement on its own lets it go at once). CASE keeps the lock from being tried
+ * for any other row.
  */
-export async function readPeerLeases(db: Kysely<Schema>, { now, me }: { now: number; me?: string }): Promise<PeerLeases> {
+function processGone(now: number, overdueMs: number): RawBuilder<boolean> {
+  return sql<boolean>`CASE WHEN c.lease_until >= ${now} AND c.liveness_key IS NOT NULL AND c.renewed_at < ${now - overdueMs}
+    THEN pg_try_advisory_xact_lock(${LIVENESS_LOCK_CLASS}, c.liveness_key) ELSE false END`;
+}
+
+/**
+ * The leases of the coordinators (but `me`) that own live runs: a dead one whose runs all finished
+ * has nothing to adopt. A coordinator is dead when its lease ended (`lease_until < now`) or, with
+ * `overdueMs`, when its process is gone (`processGone`).
+ */
+export async function readPeerLeases(db: Kysely<Schema>, { now, me, overdueMs }: { now: number; me?: string; overdueMs?: number }): Promise<PeerLeases> {
   let query = db
     .selectFrom('coordinators as c')
     .select(['c.id', 'c.epoch', 'c.lease_until'])
+    .select(overdueMs === undefined ? sql<boolean>`false`.as('gone') : processGone(now, overdueMs).as('gone'))
     .where((eb) =>
       // `o.live` as the index predicate (not `= $1`), so the partial index run_owner_live_idx serves it.
       eb.exists(eb.selectFrom('run_owner as o').select(sql.lit(1).as('one')).whereRef('o.coordinator_id', '=', 'c.id').where(sql<boolean>`o.live`)),
@@ -18,14 +32,19 @@ export async function readPeerLeases(db: Kysely<Schema>, { now, me }: { now: num
     .orderBy('c.lease_until');
   if (me !== undefined) query = query.where('c.id', '<>', me);
   const rows = await query.execute();
-  const expired = rows.filter((row) => row.lease_until < now).map(({ id, epoch }) => ({ id, epoch }));
-  return { expired, nextEnd: rows.find((row) => row.lease_until >= now)?.lease_until ?? null };
+  const expired: PeerLeases['expired'] = [];
+  for (const { id, epoch, lease_until, gone } of rows) {
+    if (lease_until < now) expired.push({ id, epoch, why: 'lease' });
+    else if (gone) expired.push({ id, epoch, why: 'process' });
+  }
+  return { expired, nextEnd: rows.find((row) => row.lease_until >= now && !row.gone)?.lease_until ?? null };
 }
 
 /**
  * Takes over every run of a dead coordinator, fencing it first: its epoch is bumped only if it is
- * still `deadEpoch` and still expired, so of two concurrent adopters exactly one wins and a
- * coordinator that renewed in time keeps its runs. Its live owner rows move to (me, myEpoch); the
+ * still `deadEpoch` and still dead (its lease ended, or with `overdueMs` its process is gone, whose
+ * lease is then ended too), so of two concurrent adopters exactly one wins and a coordinator that
+ * renewed in time keeps its runs. Its live owner rows move to (me, myEpoch); the
  * rows of its finished runs stay, naming it, so a takeover costs the live runs and not the history.
  * The ids returned are those whose snapshot status is not a final run status: the actors to restore.
  * The placement requests it published go: the restored runs ask again for the jobs still waiting,
@@ -34,15 +53,16 @@ export async function readPeerLeases(db: Kysely<Schema>, { now, me }: { now: num
  */
 export async function adoptRunsOf(
   db: Kysely<Schema>,
-  input: { deadId: string; deadEpoch: number; me: string; myEpoch: number; now: number },
+  input: { deadId: string; deadEpoch: number; me: string; myEpoch: number; now: number; overdueMs?: number },
 ): Promise<string[]> {
+  const { now, overdueMs } = input;
   return db.transaction().execute(async (trx) => {
     const fenced = await trx
-      .updateTable('coordinators')
-      .set((eb) => ({ epoch: eb('epoch', '+', 1) }))
-      .where('id', '=', input.deadId)
-      .where('epoch', '=', input.deadEpoch)
-      .where('lease_until', '<', input.now)
+      .updateTable('coordinators as c')
+      .set((eb) => ({ epoch: eb('c.epoch', '+', 1), lease_until: sql<number>`LEAST(c.lease_until, ${now - 1})` }))
+      .where('c.id', '=', input.deadId)
+      .where('c.epoch', '=', input.deadEpoch)
+      .where((eb) => (overdueMs === undefined ? eb('c.lease_until', '<', now) : eb.or([eb('c.lease_until', '<', now), processGone(now, overdueMs)])))
       .executeTakeFirst();
     if (fenced.numUpdatedRows === 0n) return [];
     await trx.deleteFrom('placement_requests').where('owner_id', '=', input.deadId).execute();

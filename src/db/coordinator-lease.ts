@@ -3,21 +3,24 @@ import type { Schema } from './schema.ts';
 
 /**
  * Takes the lease for `id`: a new coordinator starts at epoch 1; a restart under the same id bumps
- * the epoch, which fences whatever process still writes under the old one.
+ * the epoch, which fences whatever process still writes under the old one. `livenessKey` names the
+ * liveness lock this process holds (src/db/liveness-lock.ts); null: it holds none.
  */
 export async function claimCoordinatorLease(
   db: Kysely<Schema>,
-  { id, ttlMs, now, httpUrl = null }: { id: string; ttlMs: number; now: number; httpUrl?: string | null },
+  { id, ttlMs, now, httpUrl = null, livenessKey = null }: { id: string; ttlMs: number; now: number; httpUrl?: string | null; livenessKey?: number | null },
 ): Promise<{ epoch: number }> {
   const row = await db
     .insertInto('coordinators')
-    .values({ id, epoch: 1, lease_until: now + ttlMs, started_at: now, http_url: httpUrl })
+    .values({ id, epoch: 1, lease_until: now + ttlMs, started_at: now, http_url: httpUrl, liveness_key: livenessKey, renewed_at: now })
     .onConflict((oc) =>
       oc.column('id').doUpdateSet((eb) => ({
         epoch: eb('coordinators.epoch', '+', 1),
         lease_until: eb.ref('excluded.lease_until'),
         started_at: eb.ref('excluded.started_at'),
         http_url: eb.ref('excluded.http_url'),
+        liveness_key: eb.ref('excluded.liveness_key'),
+        renewed_at: eb.ref('excluded.renewed_at'),
       })),
     )
     .returning('epoch')
@@ -32,7 +35,7 @@ export async function renewCoordinatorLease(
 ): Promise<boolean> {
   const result = await db
     .updateTable('coordinators')
-    .set({ lease_until: now + ttlMs })
+    .set({ lease_until: now + ttlMs, renewed_at: now })
     .where('id', '=', id)
     .where('epoch', '=', epoch)
     .executeTakeFirst();

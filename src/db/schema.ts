@@ -16,6 +16,10 @@ export interface CoordinatorsTable {
   lease_until: Millis;
   started_at: Millis;
   http_url: string | null;
+  /** The session advisory lock the coordinator's process holds while it runs (migration 014); null: it holds none. */
+  liveness_key: number | null;
+  /** When the lease was last claimed or renewed; null before migration 014. */
+  renewed_at: Millis | null;
 }
 
 export interface RunOwnerTable {

@@ -7,6 +7,8 @@ import type { CoordinatorProcess } from '../support/processes.ts';
 import { eventually, waitingWorkflow } from '../support/runtime.ts';
 
 const LEASE = { SWITCHYARD_LEASE_RENEW_MS: '200', SWITCHYARD_LEASE_TTL_MS: '1000' };
+/** A lease far longer than any wait below: what ends it early is the process's liveness lock. */
+const LONG_LEASE = { SWITCHYARD_LEASE_RENEW_MS: '200', SWITCHYARD_LEASE_TTL_MS: '120000' };
 
 afterAll(async () => {
   for (const cleanup of after.splice(0)) await cleanup();
@@ -68,6 +70,32 @@ for (const kind of DATABASE_KINDS) {
       const owners = await db.query<{ coordinator_id: string }>('select distinct coordinator_id from run_owner where run_id = any($1)', [runIds]);
       assert.deepEqual(owners.rows.map((r) => r.coordinator_id), ['coord-b']);
       await stopProcess(second);
+      await db.end();
+    });
+
+    it('a frozen owner keeps its runs until its lease ends; one killed -9 is adopted at once, its lease notwithstanding', async () => {
+      const databaseUrl = await sharedDatabaseUrl(kind);
+      const db = new pg.Client({ connectionString: databaseUrl });
+      await db.connect();
+      const owner = await startCoordinatorProcess({ DATABASE_URL: databaseUrl, SWITCHYARD_COORDINATOR_ID: 'coord-k', ...LONG_LEASE });
+      const peer = await startCoordinatorProcess({ DATABASE_URL: databaseUrl, SWITCHYARD_COORDINATOR_ID: 'coord-p', ...LONG_LEASE });
+      const runIds = await createRuns(owner, 3, 600_000);
+      const ownersOf = async () => (await db.query<{ coordinator_id: string }>('select distinct coordinator_id from run_owner where run_id = any($1)', [runIds])).rows.map((r) => r.coordinator_id);
+      owner.child.kill('SIGSTOP');
+      // Ten renew intervals: its renewals are long overdue, but its process (and its lock's connection) lives.
+      await new Promise((resolve) => setTimeout(resolve, 2_000));
+      assert.deepEqual(await ownersOf(), ['coord-k'], 'a frozen owner is not taken for dead before its lease ends');
+      owner.child.kill('SIGKILL');
+      await owner.exited;
+      await eventually(async () => ((await ownersOf()).join() === 'coord-p' ? true : null), 30_000, 'the peer to adopt the runs of the killed owner');
+      const { rows } = await db.query<{ lease_until: string }>("select lease_until from coordinators where id = 'coord-k'");
+      assert.ok(Number(rows[0]?.lease_until) < Date.now(), 'its lease was ended by the adoption');
+      assert.match(peer.output(), /process gone \(its liveness lock is free\): adopting its runs/, 'adopted because its process was gone, not because its 120 s lease ran out');
+      await eventually(async () => {
+        const views = await Promise.all(runIds.map(async (runId) => (await peer.api(`/api/v1/runs/${runId}`)).status));
+        return views.every((status) => status === 200) ? true : null;
+      }, 20_000, 'the adopted runs to be served by the peer');
+      await stopProcess(peer);
       await db.end();
     });
 

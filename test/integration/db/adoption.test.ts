@@ -34,7 +34,7 @@ await describeEachKind('adoption', (kind) => {
       await coordinatorWithRuns(db, 'dead-all-finished', 1_000, ['r3-done']);
       await coordinatorWithRuns(db, 'alive', 60_000, ['r2', 'r2-done']);
       assert.deepEqual((await readPeerLeases(db, { now: 1_000 })).expired, []);
-      assert.deepEqual((await readPeerLeases(db, { now: 1_001 })).expired, [{ id: 'dead', epoch: 1 }]);
+      assert.deepEqual((await readPeerLeases(db, { now: 1_001 })).expired, [{ id: 'dead', epoch: 1, why: 'lease' }]);
     }));
 
   it('names the next lease to end among the peers with live runs, leaving out my own', () =>
@@ -45,9 +45,9 @@ await describeEachKind('adoption', (kind) => {
       await coordinatorWithRuns(db, 'alive', 60_000, ['r2', 'r2-done']);
       assert.deepEqual(await readPeerLeases(db, { now: 500, me: 'me' }), { expired: [], nextEnd: 1_000 });
       assert.deepEqual(await readPeerLeases(db, { now: 1_000, me: 'me' }), { expired: [], nextEnd: 1_000 }, 'a lease ends once now has passed it');
-      assert.deepEqual(await readPeerLeases(db, { now: 1_001, me: 'me' }), { expired: [{ id: 'dead', epoch: 1 }], nextEnd: 60_000 });
-      assert.deepEqual(await readPeerLeases(db, { now: 1_001 }), { expired: [{ id: 'dead', epoch: 1 }], nextEnd: 5_000 });
-      assert.deepEqual(await readPeerLeases(db, { now: 60_001, me: 'me' }), { expired: [{ id: 'dead', epoch: 1 }, { id: 'alive', epoch: 1 }], nextEnd: null });
+      assert.deepEqual(await readPeerLeases(db, { now: 1_001, me: 'me' }), { expired: [{ id: 'dead', epoch: 1, why: 'lease' }], nextEnd: 60_000 });
+      assert.deepEqual(await readPeerLeases(db, { now: 1_001 }), { expired: [{ id: 'dead', epoch: 1, why: 'lease' }], nextEnd: 5_000 });
+      assert.deepEqual(await readPeerLeases(db, { now: 60_001, me: 'me' }), { expired: [{ id: 'dead', epoch: 1, why: 'lease' }, { id: 'alive', epoch: 1, why: 'lease' }], nextEnd: null });
     }));
 
   it('lists the live runs a coordinator owns under its epoch: the ones an adoption moved, with or without its answer', () =>

@@ -16,7 +16,7 @@ await describeEachKind('coordinator lease', (kind) => {
       assert.deepEqual(await claimCoordinatorLease(db, { id: 'a', ttlMs: 1000, now: 20 }), { epoch: 2 });
       assert.deepEqual(await claimCoordinatorLease(db, { id: 'b', ttlMs: 1000, now: 20 }), { epoch: 1 });
       const row = await db.selectFrom('coordinators').selectAll().where('id', '=', 'a').executeTakeFirstOrThrow();
-      assert.deepEqual(row, { id: 'a', epoch: 2, lease_until: 1020, started_at: 20, http_url: null });
+      assert.deepEqual(row, { id: 'a', epoch: 2, lease_until: 1020, started_at: 20, http_url: null, liveness_key: null, renewed_at: 20 });
     }));
 
   it('renew extends the lease while the epoch is ours', () =>
@@ -79,7 +79,7 @@ describe('the start-up statements of the run store', { skip: await skipReason('e
 
   it('claim the lease through a connection cut under them (a coordinator starting while Postgres terminated its backends)', () =>
     withFirstConnectionCut({ migrated: true }, async (db) => {
-      const { epoch } = await createRunStore(db, identity, systemClock).claimLease({ id: 'a', ttlMs: 1000, now: 0 });
+      const { epoch } = await createRunStore(db, identity, systemClock).claimLease({ id: 'a', ttlMs: 1000, now: 0, livenessKey: null });
       assert.equal(Number(epoch), 1, 'claimed (this pool reads int8 as text)');
     }));
 

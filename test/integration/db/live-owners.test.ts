@@ -55,7 +55,7 @@ await describeEachKind('live owner rows', (kind) => {
       const busy = await claimCoordinatorLease(db, { id: 'dead-busy', ttlMs: 1_000, now: 0 });
       await commitBatch(db, { coordinatorId: 'dead-busy', epoch: busy.epoch, now: 1, entries: [entry('open', 1), finishing('closed', 1)] });
       const me = await claimCoordinatorLease(db, { id: ME, ttlMs: 60_000, now: 0 });
-      assert.deepEqual((await readPeerLeases(db, { now: 5_000 })).expired, [{ id: 'dead-busy', epoch: busy.epoch }]);
+      assert.deepEqual((await readPeerLeases(db, { now: 5_000 })).expired, [{ id: 'dead-busy', epoch: busy.epoch, why: 'lease' }]);
       assert.deepEqual(await adoptRunsOf(db, { deadId: 'dead-busy', deadEpoch: busy.epoch, me: ME, myEpoch: me.epoch, now: 5_000 }), ['open']);
       assert.deepEqual((await owners(db)).map((o) => [o.run_id, o.coordinator_id]), [['closed', 'dead-busy'], ['old-1', 'dead-idle'], ['old-2', 'dead-idle'], ['open', ME]]);
       assert.deepEqual((await readPeerLeases(db, { now: 5_000 })).expired, [], 'nothing live is left to adopt');

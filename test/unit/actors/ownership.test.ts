@@ -4,37 +4,47 @@ import { pino } from 'pino';
 import { Registry } from 'prom-client';
 import { TransientStoreError } from '../../../actors/runs/errors.ts';
 import { createRuntimeMetrics } from '../../../actors/runs/metrics.ts';
-import { Ownership, type OwnershipStore, type PeerLeases } from '../../../actors/runs/ownership.ts';
+import { Ownership, type OwnershipOptions, type OwnershipStore, type PeerLeases } from '../../../actors/runs/ownership.ts';
 import type { Supervisor } from '../../../actors/runs/supervisor.ts';
 import { ManualClock } from '../../support/manual-clock.ts';
 
 const RENEW_MS = 200;
 const TTL_MS = 1_000;
 
-/** The coordinators table as the store reads it: a peer's lease ends when `now` passes `leaseUntil`. */
+/**
+ * The coordinators table as the store reads it: a peer's lease ends when `now` passes `leaseUntil`;
+ * one whose process is gone (its liveness lock free) is dead once its last renewal is `overdueMs` old.
+ */
 class Leases implements OwnershipStore {
-  readonly peers = new Map<string, { epoch: number; leaseUntil: number; runs: string[] }>();
+  readonly peers = new Map<string, { epoch: number; leaseUntil: number; runs: string[]; processGoneAfterRenewalAt?: number }>();
+  readonly claims: { livenessKey: number | null }[] = [];
   readonly adoptions: { deadId: string; at: number }[] = [];
   /** The live runs moved to me, as the database has them. */
   readonly mine: string[] = [];
   peerScans = 0;
 
-  claimLease = () => Promise.resolve({ epoch: 1 });
+  claimLease = ({ livenessKey }: { livenessKey: number | null }) => {
+    this.claims.push({ livenessKey });
+    return Promise.resolve({ epoch: 1 });
+  };
   renewLease = () => Promise.resolve(true);
   releaseLease = () => Promise.resolve(true);
   reclaimOwnRuns = () => Promise.resolve([]);
   loadRuns = (runIds: string[]) => Promise.resolve(runIds.map((runId) => ({ runId }) as never));
 
-  peerLeases({ now }: { now: number }): Promise<PeerLeases> {
+  peerLeases({ now, overdueMs }: { now: number; overdueMs: number }): Promise<PeerLeases> {
     this.peerScans += 1;
     const live = [...this.peers].filter(([, peer]) => peer.runs.length > 0).sort((a, b) => a[1].leaseUntil - b[1].leaseUntil);
-    const expired = live.filter(([, peer]) => peer.leaseUntil < now).map(([id, peer]) => ({ id, epoch: peer.epoch }));
-    return Promise.resolve({ expired, nextEnd: live.find(([, peer]) => peer.leaseUntil >= now)?.[1].leaseUntil ?? null });
+    const expired = live.flatMap(([id, peer]): PeerLeases['expired'] => {
+      if (peer.leaseUntil < now) return [{ id, epoch: peer.epoch, why: 'lease' as const }];
+      return processGone(peer, now, overdueMs) ? [{ id, epoch: peer.epoch, why: 'process' as const }] : [];
+    });
+    return Promise.resolve({ expired, nextEnd: live.find(([, peer]) => peer.leaseUntil >= now && !processGone(peer, now, overdueMs))?.[1].leaseUntil ?? null });
   }
 
-  adoptRunsOf({ deadId, now }: { deadId: string; now: number }): Promise<string[]> {
+  adoptRunsOf({ deadId, now, overdueMs }: { deadId: string; now: number; overdueMs: number }): Promise<string[]> {
     const dead = this.peers.get(deadId);
-    if (!dead || dead.leaseUntil >= now) return Promise.resolve([]);
+    if (!dead || (dead.leaseUntil >= now && !processGone(dead, now, overdueMs))) return Promise.resolve([]);
     this.adoptions.push({ deadId, at: now });
     const runs = dead.runs;
     dead.runs = [];
@@ -45,8 +55,19 @@ class Leases implements OwnershipStore {
   ownedLiveRuns = () => Promise.resolve([...this.mine]);
 }
 
+function processGone(peer: { processGoneAfterRenewalAt?: number }, now: number, overdueMs: number): boolean {
+  return peer.processGoneAfterRenewalAt !== undefined && peer.processGoneAfterRenewalAt < now - overdueMs;
+}
+
 /** `restores` gets the run ids of each restore the supervisor is asked for. */
-function ownershipOver(store: Leases, clock: ManualClock, registry = new Registry(), restores: string[][] = [], beforeRestore?: (runIds: string[]) => Promise<void>): Ownership {
+function ownershipOver(
+  store: Leases,
+  clock: ManualClock,
+  registry = new Registry(),
+  restores: string[][] = [],
+  beforeRestore?: (runIds: string[]) => Promise<void>,
+  takeLiveness?: OwnershipOptions['takeLiveness'],
+): Ownership {
   const supervisor = {
     restore: (rows: { runId: string }[]) => {
       restores.push(rows.map((row) => row.runId));
@@ -66,8 +87,40 @@ function ownershipOver(store: Leases, clock: ManualClock, registry = new Registr
     onAdopted: () => Promise.resolve(),
     onFenced: () => undefined,
     ...(beforeRestore && { beforeRestore }),
+    ...(takeLiveness && { takeLiveness }),
   });
 }
+
+it('a peer whose process is gone is adopted once its renewals are 1.5 intervals late, not at its lease end; the liveness lock is taken before the claim and let go at stop', async () => {
+  const clock = new ManualClock();
+  const store = new Leases();
+  // Renewed at 0, killed at once: its lease would end at 1,000; 300 ms late, its lock is free.
+  store.peers.set('peer', { epoch: 3, leaseUntil: TTL_MS, runs: ['run-1'], processGoneAfterRenewalAt: 0 });
+  const liveness = { key: 77, closed: 0, close: () => Promise.resolve(void (liveness.closed += 1)) };
+  const ownership = ownershipOver(store, clock, new Registry(), [], undefined, () => Promise.resolve(liveness));
+  try {
+    await ownership.start();
+    assert.deepEqual(store.claims, [{ livenessKey: 77 }], 'the claim writes the key of the lock taken first');
+    await clock.advance(RENEW_MS);
+    assert.deepEqual(store.adoptions, [], 'at 200 its renewals are not yet overdue');
+    await clock.advance(RENEW_MS);
+    assert.deepEqual(store.adoptions, [{ deadId: 'peer', at: 2 * RENEW_MS }], 'at the first tick past 1.5 renew intervals');
+  } finally {
+    await ownership.stop();
+  }
+  assert.equal(liveness.closed, 1);
+});
+
+it('a liveness lock that cannot be taken leaves the lease claimed without one', async () => {
+  const store = new Leases();
+  const ownership = ownershipOver(store, new ManualClock(), new Registry(), [], undefined, () => Promise.reject(new Error('no connection')));
+  try {
+    await ownership.start();
+    assert.deepEqual(store.claims, [{ livenessKey: null }]);
+  } finally {
+    await ownership.stop();
+  }
+});
 
 it('runs moved here are announced (the previous owner’s cancel fences) before their actors are restored', async () => {
   const clock = new ManualClock();
