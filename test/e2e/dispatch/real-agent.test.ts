@@ -1,10 +1,10 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import { after, afterEach, before, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import { DATABASE_KINDS, skipReason, tempDir } from '../../support/database.ts';
-import { CoordinatorClient, dropDatabase, runStepsWorkflow, spawnRealAgent, type JournalEvent, type RealAgentProcess } from '../../support/fake-agent.ts';
-import { ADMIN_TOKEN, after as processCleanups, sharedDatabaseUrl, startCoordinatorProcess, stopProcess } from '../../support/processes.ts';
-import type { CoordinatorProcess } from '../../support/processes.ts';
+import { coordinatorSuite } from '../../support/coordinator-suite.ts';
+import { ADMIN_TOKEN } from '../../support/processes.ts';
+import { runStepsWorkflow, spawnRealAgent, type JournalEvent, type RealAgentProcess } from '../../support/fake-agent.ts';
 import { eventually } from '../../support/runtime.ts';
 import { cleanup as removeRepos, createRepo } from '../agent/fixtures.ts';
 
@@ -24,32 +24,11 @@ function inOrder(sequence: string[], expected: string[]): boolean {
 
 for (const kind of DATABASE_KINDS) {
   describe(`dispatch to the real agent process (${kind} Postgres)`, { skip: await skipReason(kind) }, () => {
-    let databaseUrl: string;
-    let coordinator: CoordinatorProcess;
-    let client: CoordinatorClient;
-    let token: string;
-    const agents: RealAgentProcess[] = [];
-
-    before(async () => {
-      databaseUrl = await sharedDatabaseUrl(kind);
-      coordinator = await startCoordinatorProcess({ DATABASE_URL: databaseUrl, ...ENV });
-      client = new CoordinatorClient(coordinator.url, ADMIN_TOKEN);
-      token = (await client.createToken()).token;
-    });
-    afterEach(async () => {
-      for (const agent of agents.splice(0)) await agent.kill();
-      assert.ok(await client.healthy(), 'the coordinator still answers /healthz');
-    });
-    after(async () => {
-      await stopProcess(coordinator);
-      if (kind === 'external') await dropDatabase(databaseUrl);
-      for (const fn of processCleanups.splice(0)) await fn();
-      await removeRepos();
-    });
+    const suite = coordinatorSuite(kind, { env: ENV, afterAll: removeRepos });
 
     async function startAgent(label: string, extra: string[] = []): Promise<RealAgentProcess> {
-      const agent = spawnRealAgent({ wsUrl: client.wsUrl, token, labels: [label], agentId: `real-${label}`, workDir: await tempDir('sy-dispatch-agent-'), extra });
-      agents.push(agent);
+      const agent = spawnRealAgent({ wsUrl: suite.client.wsUrl, token: suite.token, labels: [label], agentId: `real-${label}`, workDir: await tempDir('sy-dispatch-agent-'), extra });
+      suite.afterTest(() => agent.kill());
       return agent;
     }
 
@@ -61,26 +40,26 @@ for (const kind of DATABASE_KINDS) {
         { name: 'build', steps: [['read', 'cat greeting.txt'], ['compile', 'echo compiled; echo warn >&2']] },
         { name: 'test', needs: ['build'], steps: [['unit', 'echo unit-ok'], ['lint', 'test -f greeting.txt && echo lint-ok']] },
       ]);
-      const runId = await client.createRun(workflow, { repoUrl: repo.url, ref: repo.ref, sha: repo.sha });
-      const view = await client.waitForRun(runId, (v) => ['success', 'failed', 'cancelled'].includes(v.run.status), 60_000, 'a final run');
+      const runId = await suite.client.createRun(workflow, { repoUrl: repo.url, ref: repo.ref, sha: repo.sha });
+      const view = await suite.client.waitForRun(runId, (v) => ['success', 'failed', 'cancelled'].includes(v.run.status), 60_000, 'a final run');
       assert.equal(view.run.status, 'success', JSON.stringify(view.jobs));
       assert.deepEqual(view.jobs.map((j) => [j.job_key, j.status, j.attempt, j.agent_id]), [
         ['build', 'success', 1, `real-${label}`],
         ['test', 'success', 1, `real-${label}`],
       ]);
 
-      const logs = await client.logs(runId);
+      const logs = await suite.client.logs(runId);
       const lines = (jobKey: string, stepIndex: number) => logs.filter((c) => c.jobKey === jobKey && c.stepIndex === stepIndex).flatMap((c) => c.lines);
       assert.deepEqual(lines('build', 0), ['hello from the repository']);
       assert.deepEqual([...lines('build', 1)].sort(), ['compiled', 'warn']);
       assert.deepEqual(lines('test', 0), ['unit-ok']);
       assert.deepEqual(lines('test', 1), ['lint-ok']);
-      const text = await fetch(`${client.url}/api/v1/runs/${runId}/logs?job=test&step=lint`, {
+      const text = await fetch(`${suite.client.url}/api/v1/runs/${runId}/logs?job=test&step=lint`, {
         headers: { authorization: `Bearer ${ADMIN_TOKEN}`, accept: 'text/plain' },
       }).then((res) => res.text());
       assert.equal(text, '[test › lint] lint-ok\n');
       // Regression (log order): the checkout line is the job's first line, before its steps' lines.
-      const build = await fetch(`${client.url}/api/v1/runs/${runId}/logs?job=build`, {
+      const build = await fetch(`${suite.client.url}/api/v1/runs/${runId}/logs?job=build`, {
         headers: { authorization: `Bearer ${ADMIN_TOKEN}`, accept: 'text/plain' },
       }).then((res) => res.text());
       assert.match(build, /^\[build › runner\] \[switchyard\] cloning .*\n\[build › read\] hello from the repository\n/);
@@ -91,7 +70,7 @@ for (const kind of DATABASE_KINDS) {
       ]);
       assert.ok(test?.steps.every((s) => typeof s.durationMs === 'number'), JSON.stringify(test?.steps));
 
-      const journal = await client.journal(runId);
+      const journal = await suite.client.journal(runId);
       for (const jobKey of ['build', 'test']) {
         const sequence = jobJournal(journal, jobKey);
         const expected = ['placement.granted', 'agent.job.ack', 'agent.job.status:running', 'agent.job.status:success'];
@@ -103,15 +82,15 @@ for (const kind of DATABASE_KINDS) {
     it('SIGKILL of the agent mid-job: the job goes recovering, then fails when the recovery window passes', async () => {
       const label = `kill-${randomUUID().slice(0, 8)}`;
       const agent = await startAgent(label);
-      const runId = await client.createRun(runStepsWorkflow('killed', label, [{ name: 'build', steps: [['long', 'echo started; sleep 30']] }]));
-      await eventually(async () => (await client.logs(runId)).some((c) => c.lines.includes('started')), 30_000, 'the step to start');
+      const runId = await suite.client.createRun(runStepsWorkflow('killed', label, [{ name: 'build', steps: [['long', 'echo started; sleep 30']] }]));
+      await eventually(async () => (await suite.client.logs(runId)).some((c) => c.lines.includes('started')), 30_000, 'the step to start');
       await agent.kill('SIGKILL');
-      await client.waitForJob(runId, 'build', (j) => j.status === 'recovering', 10_000, 'recovering');
-      const failed = await client.waitForRunStatus(runId, 'failed', 10_000);
+      await suite.client.waitForJob(runId, 'build', (j) => j.status === 'recovering', 10_000, 'recovering');
+      const failed = await suite.client.waitForRunStatus(runId, 'failed', 10_000);
       const job = failed.jobs[0];
       assert.equal(job?.status, 'failed');
       assert.equal(job?.outcome, 'agent did not reconnect within the recovery window');
-      const sequence = jobJournal(await client.journal(runId), 'build');
+      const sequence = jobJournal(await suite.client.journal(runId), 'build');
       assert.ok(inOrder(sequence, ['agent.job.ack', 'agent.job.status:running', 'agent.disconnected', 'timer.recovery.expired']), sequence.join(' → '));
     });
 
@@ -119,15 +98,15 @@ for (const kind of DATABASE_KINDS) {
       const label = `cancel-${randomUUID().slice(0, 8)}`;
       const agent = await startAgent(label);
       const workflow = runStepsWorkflow('cancelled', label, [{ name: 'build', gracePeriod: 5, steps: [['long', 'echo started; sleep 30']] }]);
-      const runId = await client.createRun(workflow);
-      await eventually(async () => (await client.logs(runId)).some((c) => c.lines.includes('started')), 30_000, 'the step to start');
+      const runId = await suite.client.createRun(workflow);
+      await eventually(async () => (await suite.client.logs(runId)).some((c) => c.lines.includes('started')), 30_000, 'the step to start');
       const started = Date.now();
-      await client.cancel(runId, { reason: 'stop it' });
-      const view = await client.waitForRunStatus(runId, 'cancelled', 15_000);
+      await suite.client.cancel(runId, { reason: 'stop it' });
+      const view = await suite.client.waitForRunStatus(runId, 'cancelled', 15_000);
       assert.ok(Date.now() - started < 10_000, 'the agent stopped the step instead of letting sleep 30 finish');
       assert.equal(view.jobs[0]?.status, 'cancelled');
       assert.match(agent.output(), /"kind":"cancel","force":false/, 'the agent received a graceful job.cancel');
-      const sequence = jobJournal(await client.journal(runId), 'build');
+      const sequence = jobJournal(await suite.client.journal(runId), 'build');
       assert.ok(inOrder(sequence, ['agent.job.status:running', 'agent.job.status:cancelled']), sequence.join(' → '));
     });
   });

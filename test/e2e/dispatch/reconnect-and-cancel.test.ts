@@ -2,11 +2,10 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { createServer, connect as tcpConnect, type Server, type Socket } from 'node:net';
 import type { AddressInfo } from 'node:net';
-import { after, afterEach, before, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import { DATABASE_KINDS, skipReason, tempDir } from '../../support/database.ts';
-import { CoordinatorClient, dropDatabase, FakeAgent, runStepsWorkflow, spawnRealAgent, type FakeAgentOptions, type RealAgentProcess } from '../../support/fake-agent.ts';
-import { ADMIN_TOKEN, after as processCleanups, sharedDatabaseUrl, startCoordinatorProcess, stopProcess } from '../../support/processes.ts';
-import type { CoordinatorProcess } from '../../support/processes.ts';
+import { coordinatorSuite } from '../../support/coordinator-suite.ts';
+import { FakeAgent, runStepsWorkflow, spawnRealAgent } from '../../support/fake-agent.ts';
 import { eventually } from '../../support/runtime.ts';
 
 const RECOVERY_MS = 2000;
@@ -38,48 +37,21 @@ async function relayTo(port: number): Promise<{ port: number; cut: () => void; c
 
 for (const kind of DATABASE_KINDS) {
   describe(`agent reconnect and cancel (${kind} Postgres)`, { skip: await skipReason(kind) }, () => {
-    let databaseUrl: string;
-    let coordinator: CoordinatorProcess;
-    let client: CoordinatorClient;
-    let token: string;
-    const agents: FakeAgent[] = [];
-    const processes: RealAgentProcess[] = [];
-
-    before(async () => {
-      databaseUrl = await sharedDatabaseUrl(kind);
-      coordinator = await startCoordinatorProcess({ DATABASE_URL: databaseUrl, ...ENV });
-      client = new CoordinatorClient(coordinator.url, ADMIN_TOKEN);
-      token = (await client.createToken()).token;
-    });
-    afterEach(async () => {
-      for (const agent of agents.splice(0)) await agent.close();
-      for (const agent of processes.splice(0)) await agent.kill();
-      assert.ok(await client.healthy(), 'the coordinator still answers /healthz');
-    });
-    after(async () => {
-      await stopProcess(coordinator);
-      if (kind === 'external') await dropDatabase(databaseUrl);
-      for (const fn of processCleanups.splice(0)) await fn();
-    });
-
-    async function connect(options: FakeAgentOptions): Promise<FakeAgent> {
-      const agent = await FakeAgent.connect(client.wsUrl, token, options);
-      agents.push(agent);
-      return agent;
-    }
+    const suite = coordinatorSuite(kind, { env: ENV });
+    const { connect } = suite;
 
     async function runningJob(label: string) {
       const agentId = `flaky-${label}`;
       const agent = await connect({ labels: [label], agentId });
-      const runId = await client.createRun(runStepsWorkflow(`wf-${label}`, label, [{ name: 'build', steps: [['step', 'true']] }]));
+      const runId = await suite.client.createRun(runStepsWorkflow(`wf-${label}`, label, [{ name: 'build', steps: [['step', 'true']] }]));
       const dispatch = await agent.dispatch(0);
       agent.ack(dispatch);
       agent.status(dispatch, 'running');
       agent.step(dispatch, 0, 'step', 'running');
       agent.log(dispatch, 0, ['before the drop']);
       // Frames still queued on a socket when it drops are not applied: wait until all four are.
-      await eventually(async () => (await client.logs(runId)).length === 1, 5_000, 'the first log chunk');
-      await client.waitForJob(runId, 'build', (j) => j.status === 'running', 5_000, 'running');
+      await eventually(async () => (await suite.client.logs(runId)).length === 1, 5_000, 'the first log chunk');
+      await suite.client.waitForJob(runId, 'build', (j) => j.status === 'running', 5_000, 'running');
       return { agentId, agent, runId, dispatch, inFlight: [{ jobId: dispatch.jobId, runId }] };
     }
 
@@ -88,22 +60,22 @@ for (const kind of DATABASE_KINDS) {
       const label = `reclaim-${randomUUID().slice(0, 8)}`;
       const { agentId, agent, runId, dispatch, inFlight } = await runningJob(label);
       agent.drop();
-      await client.waitForJob(runId, 'build', (j) => j.status === 'recovering', 5_000, 'recovering');
+      await suite.client.waitForJob(runId, 'build', (j) => j.status === 'recovering', 5_000, 'recovering');
 
       const back = await connect({ labels: [label], agentId, inFlightJobs: inFlight });
-      await client.waitForJob(runId, 'build', (j) => j.status === 'running', 5_000, 'running again');
+      await suite.client.waitForJob(runId, 'build', (j) => j.status === 'running', 5_000, 'running again');
       // Outlive the recovery window: the reclaim disarmed it.
       await new Promise((resolve) => setTimeout(resolve, RECOVERY_MS + 500));
-      assert.equal((await client.job(runId, 'build')).status, 'running');
+      assert.equal((await suite.client.job(runId, 'build')).status, 'running');
       back.log(dispatch, 0, ['after the reconnect']);
       back.step(dispatch, 0, 'step', 'success');
       back.status(dispatch, 'success');
-      const view = await client.waitForRunStatus(runId, 'success', 10_000);
+      const view = await suite.client.waitForRunStatus(runId, 'success', 10_000);
       assert.equal(view.jobs[0]?.attempt, 1, 'the same attempt, not a requeue');
       assert.equal(back.received.filter((m) => m.type === 'job.cancel').length, 0, 'the reclaim was accepted');
-      await eventually(async () => (await client.logs(runId)).length === 2, 5_000, 'both log chunks');
-      assert.deepEqual((await client.logs(runId)).flatMap((c) => c.lines), ['before the drop', 'after the reconnect']);
-      const types = (await client.journal(runId)).map((e) => e.type);
+      await eventually(async () => (await suite.client.logs(runId)).length === 2, 5_000, 'both log chunks');
+      assert.deepEqual((await suite.client.logs(runId)).flatMap((c) => c.lines), ['before the drop', 'after the reconnect']);
+      const types = (await suite.client.journal(runId)).map((e) => e.type);
       assert.ok(types.indexOf('agent.disconnected') < types.indexOf('agent.job.reclaim'), types.join(' → '));
       assert.ok(!types.includes('timer.recovery.expired'));
     });
@@ -112,13 +84,13 @@ for (const kind of DATABASE_KINDS) {
       const label = `held-${randomUUID().slice(0, 8)}`;
       const { agentId, agent, runId, dispatch, inFlight } = await runningJob(label);
       agent.drop();
-      await client.waitForJob(runId, 'build', (j) => j.status === 'recovering', 5_000, 'recovering');
-      const back = await FakeAgent.open(client.wsUrl, { labels: [label], agentId, inFlightJobs: inFlight });
-      agents.push(back);
-      await back.authenticate(token);
+      await suite.client.waitForJob(runId, 'build', (j) => j.status === 'recovering', 5_000, 'recovering');
+      const back = await FakeAgent.open(suite.client.wsUrl, { labels: [label], agentId, inFlightJobs: inFlight });
+      suite.afterTest(() => back.close());
+      await back.authenticate(suite.token);
       back.status(dispatch, 'success');
       await back.register();
-      const view = await client.waitForRunStatus(runId, 'success', 10_000);
+      const view = await suite.client.waitForRunStatus(runId, 'success', 10_000);
       assert.equal(view.jobs[0]?.attempt, 1);
       assert.ok(back.isOpen, 'holding frames is not a protocol violation');
       assert.equal(back.received.filter((m) => m.type === 'job.cancel').length, 0, 'the reclaim was accepted');
@@ -126,26 +98,26 @@ for (const kind of DATABASE_KINDS) {
 
     it('the real agent survives a network cut mid-step: it re-registers with inFlightJobs and the job succeeds', async () => {
       const label = `relay-${randomUUID().slice(0, 8)}`;
-      const relay = await relayTo(Number(new URL(client.url).port));
+      const relay = await relayTo(Number(new URL(suite.client.url).port));
       try {
         const agent = spawnRealAgent({
           wsUrl: `ws://127.0.0.1:${relay.port}/ws/agent`,
-          token,
+          token: suite.token,
           labels: [label],
           agentId: `real-${label}`,
           workDir: await tempDir('sy-relay-agent-'),
           extra: ['--reconnect-base-ms', '100'],
         });
-        processes.push(agent);
+        suite.afterTest(() => agent.kill());
         const workflow = runStepsWorkflow(`wf-${label}`, label, [{ name: 'build', steps: [['slow', 'echo started; sleep 2; echo finished']] }]);
-        const runId = await client.createRun(workflow);
-        await eventually(async () => (await client.logs(runId)).some((c) => c.lines.includes('started')), 30_000, 'the step to start');
+        const runId = await suite.client.createRun(workflow);
+        await eventually(async () => (await suite.client.logs(runId)).some((c) => c.lines.includes('started')), 30_000, 'the step to start');
         relay.cut();
-        const view = await client.waitForRunStatus(runId, 'success', 20_000);
+        const view = await suite.client.waitForRunStatus(runId, 'success', 20_000);
         assert.equal(view.jobs[0]?.attempt, 1);
-        const types = (await client.journal(runId)).map((e) => e.type);
+        const types = (await suite.client.journal(runId)).map((e) => e.type);
         assert.ok(types.includes('agent.disconnected') && types.includes('agent.job.reclaim'), types.join(' → '));
-        const lines = (await client.logs(runId)).flatMap((c) => c.lines);
+        const lines = (await suite.client.logs(runId)).flatMap((c) => c.lines);
         assert.ok(lines.includes('finished'), lines.join('|'));
       } finally {
         await relay.close();
@@ -155,24 +127,24 @@ for (const kind of DATABASE_KINDS) {
     it('cancel during a running job sends job.cancel without force; the agent reports cancelled and the job ends cancelled', async () => {
       const label = `cancel-${randomUUID().slice(0, 8)}`;
       const { agent, runId, dispatch } = await runningJob(label);
-      await client.cancel(runId, { reason: 'operator said stop' });
+      await suite.client.cancel(runId, { reason: 'operator said stop' });
       const cancel = await agent.next('job.cancel', (m) => m.jobId === dispatch.jobId, 5_000);
       assert.equal(cancel.force, false);
       assert.equal(cancel.reason, 'operator said stop');
       assert.equal(cancel.runId, runId);
-      await client.waitForJob(runId, 'build', (j) => j.status === 'cancelling', 5_000, 'cancelling');
+      await suite.client.waitForJob(runId, 'build', (j) => j.status === 'cancelling', 5_000, 'cancelling');
       agent.status(dispatch, 'cancelled');
-      const view = await client.waitForRunStatus(runId, 'cancelled', 10_000);
+      const view = await suite.client.waitForRunStatus(runId, 'cancelled', 10_000);
       assert.equal(view.jobs[0]?.status, 'cancelled');
     });
 
     it('a forced cancel sends job.cancel {force:true} and ends the job at once', async () => {
       const label = `force-${randomUUID().slice(0, 8)}`;
       const { agent, runId, dispatch } = await runningJob(label);
-      await client.cancel(runId, { force: true });
+      await suite.client.cancel(runId, { force: true });
       const cancel = await agent.next('job.cancel', (m) => m.jobId === dispatch.jobId, 5_000);
       assert.equal(cancel.force, true);
-      const view = await client.waitForRunStatus(runId, 'cancelled', 10_000);
+      const view = await suite.client.waitForRunStatus(runId, 'cancelled', 10_000);
       assert.equal(view.jobs[0]?.status, 'cancelled');
     });
   });

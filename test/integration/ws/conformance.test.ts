@@ -1,12 +1,11 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import { after, afterEach, before, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import { createDeflateRaw } from 'node:zlib';
 import { CLOSE_CODES, PROTOCOL_VERSION } from '../../../src/ws/messages.ts';
 import { DATABASE_KINDS, skipReason } from '../../support/database.ts';
-import { CoordinatorClient, dropDatabase, FakeAgent, runStepsWorkflow, type FakeAgentOptions } from '../../support/fake-agent.ts';
-import { ADMIN_TOKEN, after as processCleanups, sharedDatabaseUrl, startCoordinatorProcess, stopProcess } from '../../support/processes.ts';
-import type { CoordinatorProcess } from '../../support/processes.ts';
+import { coordinatorSuite } from '../../support/coordinator-suite.ts';
+import { FakeAgent, runStepsWorkflow, type CoordinatorClient } from '../../support/fake-agent.ts';
 import { deflateAsAgent, RawWebSocket } from '../../support/raw-websocket.ts';
 import { eventually } from '../../support/runtime.ts';
 
@@ -20,46 +19,21 @@ const violations = (client: CoordinatorClient, cause: 'other_agent' | 'ended' | 
 
 for (const kind of DATABASE_KINDS) {
   describe(`agent protocol conformance with a scripted agent (${kind} Postgres)`, { skip: await skipReason(kind) }, () => {
-    let databaseUrl: string;
-    let coordinator: CoordinatorProcess;
-    let client: CoordinatorClient;
-    let token: string;
-    const agents: FakeAgent[] = [];
-
-    before(async () => {
-      databaseUrl = await sharedDatabaseUrl(kind);
-      coordinator = await startCoordinatorProcess({ DATABASE_URL: databaseUrl, ...ENV });
-      client = new CoordinatorClient(coordinator.url, ADMIN_TOKEN);
-      token = (await client.createToken()).token;
-    });
-    afterEach(async () => {
-      for (const agent of agents.splice(0)) await agent.close();
-      assert.ok(await client.healthy(), 'the coordinator still answers /healthz');
-    });
-    after(async () => {
-      await stopProcess(coordinator);
-      if (kind === 'external') await dropDatabase(databaseUrl);
-      for (const fn of processCleanups.splice(0)) await fn();
-    });
-
-    async function connect(options: FakeAgentOptions, withToken = token): Promise<FakeAgent> {
-      const agent = await FakeAgent.connect(client.wsUrl, withToken, options);
-      agents.push(agent);
-      return agent;
-    }
+    const suite = coordinatorSuite(kind, { env: ENV });
+    const { connect } = suite;
 
     async function dispatched(label: string) {
       const agent = await connect({ labels: [label] });
-      const runId = await client.createRun(runStepsWorkflow(`wf-${label}`, label, [{ name: 'build', steps: [['step', 'true']] }]));
+      const runId = await suite.client.createRun(runStepsWorkflow(`wf-${label}`, label, [{ name: 'build', steps: [['step', 'true']] }]));
       return { agent, runId, dispatch: await agent.dispatch(0) };
     }
 
     it('permessage-deflate as the stock agent uses it: messages pointing back into earlier ones are read; frames under 16 KiB go back uncompressed', async () => {
-      const socket = await RawWebSocket.open(client.wsUrl);
+      const socket = await RawWebSocket.open(suite.client.wsUrl);
       try {
         assert.match(socket.extensions, /permessage-deflate/, 'the agent offer is accepted');
         const deflate = createDeflateRaw({ windowBits: 15 });
-        socket.sendFrame(await deflateAsAgent(deflate, JSON.stringify({ type: 'auth.request', token, protocolVersion: PROTOCOL_VERSION })), { compressed: true });
+        socket.sendFrame(await deflateAsAgent(deflate, JSON.stringify({ type: 'auth.request', token: suite.token, protocolVersion: PROTOCOL_VERSION })), { compressed: true });
         const agentId = `raw-${randomUUID().slice(0, 8)}`;
         const register = { type: 'agent.register', messageId: randomUUID(), agentId, labels: ['raw'], maxConcurrency: 1, properties: {}, inFlightJobs: [] };
         // Deflated on the same stream: it inflates only with the window the first message left.
@@ -87,9 +61,9 @@ for (const kind of DATABASE_KINDS) {
     it('G3: an agentId held by another token closes 4003; the same token takes it over and the old socket goes', async () => {
       const agentId = `g3-${randomUUID().slice(0, 8)}`;
       const holder = await connect({ agentId });
-      const other = await client.createToken();
-      const thief = await FakeAgent.open(client.wsUrl, { agentId });
-      agents.push(thief);
+      const other = await suite.client.createToken();
+      const thief = await FakeAgent.open(suite.client.wsUrl, { agentId });
+      suite.afterTest(() => thief.close());
       await thief.authenticate(other.token);
       thief.send(thief.registerMessage());
       const refused = await thief.closed;
@@ -105,7 +79,7 @@ for (const kind of DATABASE_KINDS) {
     });
 
     it('a second agent.register on a live socket runs the gates again: escalating labels closes 4010', async () => {
-      const scoped = await client.createToken({ labels: ['re-a'] });
+      const scoped = await suite.client.createToken({ labels: ['re-a'] });
       const agent = await connect({ labels: ['re-a'] }, scoped.token);
       agent.send(agent.registerMessage({ labels: ['re-a', 're-b'] }));
       assert.match((await agent.next('auth.failure')).reason, /re-b/);
@@ -119,9 +93,9 @@ for (const kind of DATABASE_KINDS) {
       await sleep(1_500);
       assert.ok(agent.isOpen);
       assert.equal(agent.types().filter((t) => t === 'job.cancel').length, 0);
-      assert.equal((await client.job(runId, 'build')).status, 'running');
+      assert.equal((await suite.client.job(runId, 'build')).status, 'running');
       agent.status(dispatch, 'success');
-      await client.waitForRunStatus(runId, 'success', 5_000);
+      await suite.client.waitForRunStatus(runId, 'success', 5_000);
     });
 
     it('a running job without job.heartbeat for the lease becomes timed_out_stale and gets job.cancel {force, "stale"}', async () => {
@@ -132,7 +106,7 @@ for (const kind of DATABASE_KINDS) {
       const cancel = await agent.next('job.cancel', (m) => m.jobId === dispatch.jobId, 6_000);
       assert.equal(cancel.force, true);
       assert.equal(cancel.reason, 'stale');
-      const job = await client.waitForJob(runId, 'build', (j) => j.status === 'timed_out_stale', 5_000, 'stale');
+      const job = await suite.client.waitForJob(runId, 'build', (j) => j.status === 'timed_out_stale', 5_000, 'stale');
       assert.equal(job.outcome, 'no heartbeat within the job lease');
     });
 
@@ -145,23 +119,23 @@ for (const kind of DATABASE_KINDS) {
         await sleep(400);
         agent.send({ type: 'job.heartbeat', runId: dispatch.runId, jobId: dispatch.jobId, timestamp: Date.now() });
       }
-      assert.equal((await client.job(runId, 'build')).status, 'running', 'alive after 3.2 s with a 2 s lease');
+      assert.equal((await suite.client.job(runId, 'build')).status, 'running', 'alive after 3.2 s with a 2 s lease');
       agent.status(dispatch, 'success');
-      await client.waitForRunStatus(runId, 'success', 5_000);
+      await suite.client.waitForRunStatus(runId, 'success', 5_000);
     });
 
     it('a log.chunk from the owner arriving after the job ended (within 30 s) is still stored', async () => {
       const label = `late-${randomUUID().slice(0, 8)}`;
       const { agent, runId, dispatch } = await dispatched(label);
       agent.runAtOnce(dispatch);
-      await client.waitForRunStatus(runId, 'success', 5_000);
-      const before = await Promise.all([violations(client, 'other_agent'), violations(client, 'ended'), violations(client, 'unknown')]);
+      await suite.client.waitForRunStatus(runId, 'success', 5_000);
+      const before = await Promise.all([violations(suite.client, 'other_agent'), violations(suite.client, 'ended'), violations(suite.client, 'unknown')]);
       agent.log(dispatch, 0, ['late but welcome']);
       // Log writes do not hold up the socket: the line is stored shortly after, not before the next frame.
-      const stored = async () => (await client.logs(runId)).flatMap((c) => c.lines);
+      const stored = async () => (await suite.client.logs(runId)).flatMap((c) => c.lines);
       const lines = await eventually(async () => ((await stored()).length > 0 ? stored() : null), 5_000, 'the late line');
       assert.deepEqual(lines, ['late but welcome']);
-      assert.deepEqual(await Promise.all([violations(client, 'other_agent'), violations(client, 'ended'), violations(client, 'unknown')]), before, 'not a violation of any kind');
+      assert.deepEqual(await Promise.all([violations(suite.client, 'other_agent'), violations(suite.client, 'ended'), violations(suite.client, 'unknown')]), before, 'not a violation of any kind');
     });
 
     it('an agent that misses its ack deadline but is alive keeps its socket: job.cancel {force}, the job is requeued and runs again on it', async () => {
@@ -178,21 +152,21 @@ for (const kind of DATABASE_KINDS) {
       } finally {
         clearInterval(alive);
       }
-      const done = await client.waitForRunStatus(runId, 'success', 10_000);
+      const done = await suite.client.waitForRunStatus(runId, 'success', 10_000);
       assert.equal(done.jobs[0]?.attempt, 2);
       assert.ok(agent.isOpen);
     });
 
     it('an honest replay: job frames for attempts the coordinator does not know are dropped quietly and never close the socket', async () => {
       const agent = await connect({ labels: [`replay-${randomUUID().slice(0, 8)}`] });
-      const before = { unknown: await violations(client, 'unknown'), other: await violations(client, 'other_agent') };
+      const before = { unknown: await violations(suite.client, 'unknown'), other: await violations(suite.client, 'other_agent') };
       for (let i = 0; i < 10; i++) agent.status({ runId: randomUUID(), jobId: randomUUID() }, 'success');
       const requestId = randomUUID();
       agent.send({ type: 'event.emit', messageId: requestId });
       await agent.next('event.emit.response', (m) => m.requestId === requestId);
       assert.ok(agent.isOpen, 'ten of them, where five from another agent would close 4003');
-      assert.equal(await violations(client, 'unknown'), before.unknown + 10);
-      assert.equal(await violations(client, 'other_agent'), before.other);
+      assert.equal(await violations(suite.client, 'unknown'), before.unknown + 10);
+      assert.equal(await violations(suite.client, 'other_agent'), before.other);
     });
   });
 }

@@ -1,45 +1,32 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import { after, before, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import { skipReason } from '../../support/database.ts';
-import { CoordinatorClient, dropDatabase, FakeAgent, runStepsWorkflow } from '../../support/fake-agent.ts';
-import { ADMIN_TOKEN, sharedDatabaseUrl, startCoordinatorProcess, stopProcess } from '../../support/processes.ts';
-import type { CoordinatorProcess } from '../../support/processes.ts';
+import { coordinatorSuite } from '../../support/coordinator-suite.ts';
+import { FakeAgent, runStepsWorkflow } from '../../support/fake-agent.ts';
 import { eventually } from '../../support/runtime.ts';
 
 /** The 90 s unhealthy threshold is a protocol constant (protocol.md §8): this file takes real minutes. */
 describe('agent liveness (external Postgres, real seconds)', { skip: await skipReason('external') }, () => {
-  let databaseUrl: string;
-  let coordinator: CoordinatorProcess;
-  let client: CoordinatorClient;
-
-  before(async () => {
-    databaseUrl = await sharedDatabaseUrl('external');
-    coordinator = await startCoordinatorProcess({ DATABASE_URL: databaseUrl });
-    client = new CoordinatorClient(coordinator.url, ADMIN_TOKEN);
-  });
-  after(async () => {
-    await stopProcess(coordinator);
-    await dropDatabase(databaseUrl);
-  });
+  const suite = coordinatorSuite('external');
 
   // Regression: a silent agent that heartbeats again was usable but never offered the jobs waiting for it.
   it('an agent silent for 90 s gets no new job; its next heartbeat puts it back in service and the waiting job is dispatched', async () => {
     const label = `silent-${randomUUID().slice(0, 8)}`;
-    const { token } = await client.createToken();
-    const agent = await FakeAgent.connect(client.wsUrl, token, { labels: [label], heartbeatMs: 0 });
+    const { token } = await suite.client.createToken();
+    const agent = await FakeAgent.connect(suite.client.wsUrl, token, { labels: [label], heartbeatMs: 0 });
     const unhealthy = (line: string) => line.includes('agent unhealthy: no heartbeat') && line.includes(agent.agentId);
-    await eventually(() => coordinator.output().split('\n').some(unhealthy), 120_000, 'the coordinator to mark the agent unhealthy');
+    await eventually(() => suite.coordinator.output().split('\n').some(unhealthy), 120_000, 'the coordinator to mark the agent unhealthy');
 
-    const runId = await client.createRun(runStepsWorkflow(`wf-${label}`, label, [{ name: 'build', steps: [['step', 'true']] }]));
-    const waiting = await client.waitForJob(runId, 'build', (j) => j.status === 'pending' && j.outcome === null, 5_000, 'waiting');
+    const runId = await suite.client.createRun(runStepsWorkflow(`wf-${label}`, label, [{ name: 'build', steps: [['step', 'true']] }]));
+    const waiting = await suite.client.waitForJob(runId, 'build', (j) => j.status === 'pending' && j.outcome === null, 5_000, 'waiting');
     assert.equal(agent.types().filter((t) => t === 'job.dispatch').length, 0, 'no dispatch to an unhealthy agent');
     assert.ok(waiting.job_key === 'build');
 
     agent.send({ type: 'heartbeat', timestamp: Date.now() });
     const dispatch = await agent.dispatch(0, 5_000);
     agent.runAtOnce(dispatch);
-    await client.waitForRunStatus(runId, 'success', 5_000);
+    await suite.client.waitForRunStatus(runId, 'success', 5_000);
     assert.ok(agent.isOpen);
     await agent.close();
   });
