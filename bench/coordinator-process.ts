@@ -52,8 +52,7 @@ export class CoordinatorProcess {
     return coordinator;
   }
 
-  /** The first log line with this message, once it has been written. */
-  /** The first line logged with this message (or one matching it). */
+  /** The first log line with this message (or one matching it), once it has been written. */
   async logged(msg: string | RegExp, timeoutMs: number): Promise<LogLine> {
     const until = Date.now() + timeoutMs;
     for (;;) {
