@@ -22,7 +22,7 @@ export function createRuntimeMetrics(registry: Registry) {
     timersArmed: new Gauge({ name: 'switchyard_timers_armed', help: 'Durable deadlines armed in memory', registers }),
     outboxPending: new Gauge({ name: 'switchyard_outbox_pending', help: 'Effects committed but not yet done', registers }),
     leasesHeld: new Gauge({ name: 'switchyard_leases_held', help: '1 while this coordinator holds its lease', registers }),
-    takeovers: new Counter({ name: 'switchyard_lease_takeovers_total', help: 'Coordinators whose runs were adopted here', registers }),
+    takeovers: new Counter({ name: 'switchyard_lease_takeovers_total', help: 'Coordinators whose runs were adopted here, by why they counted as dead: lease (it ran out) or process (its liveness lock was free)', labelNames: ['why'] as const, registers }),
     adoptionSeconds: new Histogram({
       name: 'switchyard_adoption_seconds',
       help: 'Runs moved here until they are live (restored, reattached, deadlines armed): a takeover, or a restart reclaiming its own',

@@ -242,7 +242,7 @@ export class Ownership {
             if (thrown instanceof TransientStoreError) this.adoptionUnsure = true;
             throw thrown;
           });
-          this.options.metrics.takeovers.inc();
+          this.options.metrics.takeovers.inc({ why: dead.why });
           this.options.log.warn({ dead: dead.id, runs: runIds.length }, dead.why === 'lease' ? 'lease expired: adopting its runs' : 'process gone (its liveness lock is free): adopting its runs');
           return runIds;
         }, `adopted from ${dead.id}`, 'takeover');

@@ -91,6 +91,8 @@ for (const kind of DATABASE_KINDS) {
       const { rows } = await db.query<{ lease_until: string }>("select lease_until from coordinators where id = 'coord-k'");
       assert.ok(Number(rows[0]?.lease_until) < Date.now(), 'its lease was ended by the adoption');
       assert.match(peer.output(), /process gone \(its liveness lock is free\): adopting its runs/, 'adopted because its process was gone, not because its 120 s lease ran out');
+      const metrics = await (await peer.api('/metrics')).text();
+      assert.match(metrics, /^switchyard_lease_takeovers_total\{why="process"\} 1$/m);
       await eventually(async () => {
         const views = await Promise.all(runIds.map(async (runId) => (await peer.api(`/api/v1/runs/${runId}`)).status));
         return views.every((status) => status === 200) ? true : null;
