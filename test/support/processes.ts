@@ -69,6 +69,13 @@ export async function startCoordinatorProcess(env: Record<string, string>): Prom
   child.stdout?.on('data', (chunk: Buffer) => (output += chunk.toString()));
   child.stderr?.on('data', (chunk: Buffer) => (output += chunk.toString()));
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  // A test that failed before stopping it: killed with the file's cleanups, or it would keep the file's
+  // process alive (its pipes) and go on polling a database dropped under it.
+  after.push(async () => {
+    if (child.exitCode !== null || child.signalCode !== null) return;
+    child.kill('SIGKILL');
+    await exited;
+  });
   const url = `http://127.0.0.1:${port}`;
   const api = (path: string, init: RequestInit = {}) =>
     fetch(`${url}${path}`, { ...init, headers: { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'application/json', ...init.headers } });
