@@ -1,13 +1,13 @@
 import { randomInt } from 'node:crypto';
 import pg from 'pg';
 import type { Logger } from 'pino';
+import { ownConnectionRetryMs } from './reconnect.ts';
 
 /** The first key of every liveness lock (`pg_advisory_lock(int4, int4)`): "SYLV", apart from other advisory locks. */
 export const LIVENESS_LOCK_CLASS = 0x53594c56;
 
 /** Keys tried at start: each is random, so one taken twice in a row means something else is wrong. */
 const KEY_TRIES = 8;
-const RECONNECT_MS = [100, 500, 1_000, 2_000, 5_000] as const;
 
 /**
  * A session advisory lock held for as long as this process runs, on a connection of its own (a
@@ -73,7 +73,7 @@ export class LivenessLock {
   }
 
   private retake(): void {
-    const delay = RECONNECT_MS[Math.min(this.failures, RECONNECT_MS.length - 1)] ?? 5_000;
+    const delay = ownConnectionRetryMs(this.failures);
     this.failures += 1;
     this.timer = setTimeout(() => {
       if (this.closed) return;

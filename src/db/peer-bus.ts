@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import { sql, type Kysely, type RawBuilder } from 'kysely';
 import pg from 'pg';
 import type { Logger } from 'pino';
+import { ownConnectionRetryMs } from './reconnect.ts';
 import type { Schema } from './schema.ts';
 
 /**
@@ -38,8 +39,6 @@ export function coordinatorChannelSql(coordinatorId: RawBuilder<unknown>): RawBu
 export interface PeerListener {
   close(): Promise<void>;
 }
-
-const RECONNECT_MS = [100, 500, 1_000, 2_000, 5_000] as const;
 
 /**
  * LISTENs on `channels` over a connection of its own (a pooled one would be handed back). Each
@@ -80,7 +79,7 @@ export function listenForPeers(
   const scheduleReconnect = (): void => {
     client = null;
     if (closed) return;
-    const delay = RECONNECT_MS[Math.min(failures, RECONNECT_MS.length - 1)] ?? 5_000;
+    const delay = ownConnectionRetryMs(failures);
     failures += 1;
     timer = setTimeout(() => void connect(), delay);
   };
