@@ -71,11 +71,7 @@ export async function startCoordinatorProcess(env: Record<string, string>): Prom
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
   // A test that failed before stopping it: killed with the file's cleanups, or it would keep the file's
   // process alive (its pipes) and go on polling a database dropped under it.
-  after.push(async () => {
-    if (child.exitCode !== null || child.signalCode !== null) return;
-    child.kill('SIGKILL');
-    await exited;
-  });
+  after.push(() => stopProcess({ child, exited }, 'SIGKILL'));
   const url = `http://127.0.0.1:${port}`;
   const api = (path: string, init: RequestInit = {}) =>
     fetch(`${url}${path}`, { ...init, headers: { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'application/json', ...init.headers } });
@@ -90,7 +86,7 @@ export async function startCoordinatorProcess(env: Record<string, string>): Prom
   return { child, url, output: () => output, exited, api };
 }
 
-export async function stopProcess(process: CoordinatorProcess, signal: NodeJS.Signals = 'SIGTERM'): Promise<void> {
+export async function stopProcess(process: Pick<CoordinatorProcess, 'child' | 'exited'>, signal: NodeJS.Signals = 'SIGTERM'): Promise<void> {
   if (process.child.exitCode !== null || process.child.signalCode !== null) return;
   process.child.kill(signal);
   await process.exited;
