@@ -15,6 +15,11 @@ export interface PeerLeases {
   expired: { id: string; epoch: number; why: 'lease' | 'process' }[];
   /** The earliest lease end still ahead among the peers that own live runs; null if there is none. */
   nextEnd: number | null;
+  /**
+   * Among those peers that name a liveness lock and are not late yet: the earliest moment after
+   * which one's renewals are overdue (its last renewal + `overdueMs`); null if there is none.
+   */
+  nextOverdue: number | null;
 }
 
 /** The lease and adoption queries ownership needs (src/db implements them). */
@@ -71,8 +76,8 @@ const OVERDUE_RENEWALS = 1.5;
 export class Ownership {
   private epochValue = 0;
   private timer: unknown = null;
-  /** A scan at the end of the next peer lease that is not renewed in time (see `scan`). */
-  private leaseEndTimer: unknown = null;
+  /** A scan at the next moment a peer could be found dead (`watchPeers`). */
+  private peerWatch: unknown = null;
   private stopped = false;
   private scanning = false;
   private restoring = 0;
@@ -139,7 +144,7 @@ export class Ownership {
     this.stopped = true;
     if (this.timer !== null) this.options.clock.clearTimeout(this.timer);
     this.timer = null;
-    this.watchLeaseEnd(null);
+    this.watchPeers(Infinity);
     this.options.metrics.leasesHeld.set(0);
     if (options.release === true && wasHeld) await this.release();
     const liveness = this.liveness;
@@ -233,8 +238,8 @@ export class Ownership {
       await this.findStranded();
       const { store, coordinatorId, clock } = this.options;
       const overdueMs = this.overdueMs;
-      const { expired, nextEnd } = await store.peerLeases({ now: clock.now(), me: coordinatorId, overdueMs });
-      this.watchLeaseEnd(nextEnd);
+      const { expired, nextEnd, nextOverdue } = await store.peerLeases({ now: clock.now(), me: coordinatorId, overdueMs });
+      this.watchPeers(Math.min(nextEnd ?? Infinity, nextOverdue ?? Infinity));
       for (const dead of expired) {
         const args = { deadId: dead.id, deadEpoch: dead.epoch, me: coordinatorId, myEpoch: this.epochValue, now: clock.now(), overdueMs };
         await this.adopt(async () => {
@@ -251,20 +256,21 @@ export class Ownership {
   }
 
   /**
-   * Scans again the moment the next peer lease ends (`at`, on the peer's clock as this one reads it),
-   * not at the tick after: a peer killed just after its renewal is adopted up to one renew interval
-   * sooner. A live peer renews first, and the next scan moves the watch to its new lease end. A lease
-   * that ends later than two ticks from now is left to the ticks' scans (a peer's clock far ahead
-   * must not arm a timer past what setTimeout holds, which would fire at once, again and again).
+   * Scans again just after `at`, the next moment a peer could be found dead (its lease end, or its
+   * renewals overdue), not at the tick after: a peer killed just after its renewal is adopted up to
+   * one renew interval sooner. A live peer renews first, and the next scan moves the watch. So a
+   * coordinator scans at most once per tick and once per live peer's renewal. A moment later than
+   * two ticks from now is left to the ticks' scans (a peer's clock far ahead must not arm a timer
+   * past what setTimeout holds, which would fire at once, again and again).
    */
-  private watchLeaseEnd(at: number | null): void {
+  private watchPeers(at: number): void {
     const { clock, renewMs } = this.options;
-    if (this.leaseEndTimer !== null) clock.clearTimeout(this.leaseEndTimer);
-    this.leaseEndTimer = null;
-    const delay = at === null ? Infinity : at - clock.now() + 1;
-    if (this.stopped || delay > 2 * renewMs) return;
-    this.leaseEndTimer = clock.setTimeout(() => {
-      this.leaseEndTimer = null;
+    if (this.peerWatch !== null) clock.clearTimeout(this.peerWatch);
+    this.peerWatch = null;
+    const delay = at - clock.now() + 1;
+    if (this.stopped || !(delay <= 2 * renewMs)) return;
+    this.peerWatch = clock.setTimeout(() => {
+      this.peerWatch = null;
       if (this.held) void this.scanned();
     }, delay);
   }

@@ -18,12 +18,14 @@ function processGone(now: number, overdueMs: number): RawBuilder<boolean> {
 /**
  * The leases of the coordinators (but `me`) that own live runs: a dead one whose runs all finished
  * has nothing to adopt. A coordinator is dead when its lease ended (`lease_until < now`) or, with
- * `overdueMs`, when its process is gone (`processGone`).
+ * `overdueMs`, when its process is gone (`processGone`). `nextOverdue` is the first moment after which
+ * a peer that names a liveness lock and renewed in time so far would be late; a peer late already,
+ * whose lock is held (a frozen process), waits for its lease end.
  */
 export async function readPeerLeases(db: Kysely<Schema>, { now, me, overdueMs }: { now: number; me?: string; overdueMs?: number }): Promise<PeerLeases> {
   let query = db
     .selectFrom('coordinators as c')
-    .select(['c.id', 'c.epoch', 'c.lease_until'])
+    .select(['c.id', 'c.epoch', 'c.lease_until', 'c.renewed_at', 'c.liveness_key'])
     .select(overdueMs === undefined ? sql<boolean>`false`.as('gone') : processGone(now, overdueMs).as('gone'))
     .where((eb) =>
       // `o.live` as the index predicate (not `= $1`), so the partial index run_owner_live_idx serves it.
@@ -33,11 +35,15 @@ export async function readPeerLeases(db: Kysely<Schema>, { now, me, overdueMs }:
   if (me !== undefined) query = query.where('c.id', '<>', me);
   const rows = await query.execute();
   const expired: PeerLeases['expired'] = [];
-  for (const { id, epoch, lease_until, gone } of rows) {
+  let nextOverdue: number | null = null;
+  for (const { id, epoch, lease_until, gone, renewed_at, liveness_key } of rows) {
     if (lease_until < now) expired.push({ id, epoch, why: 'lease' });
     else if (gone) expired.push({ id, epoch, why: 'process' });
+    else if (overdueMs !== undefined && liveness_key !== null && renewed_at !== null && renewed_at + overdueMs >= now) {
+      nextOverdue = Math.min(nextOverdue ?? Infinity, renewed_at + overdueMs);
+    }
   }
-  return { expired, nextEnd: rows.find((row) => row.lease_until >= now && !row.gone)?.lease_until ?? null };
+  return { expired, nextEnd: rows.find((row) => row.lease_until >= now && !row.gone)?.lease_until ?? null, nextOverdue };
 }
 
 /**

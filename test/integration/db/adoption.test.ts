@@ -43,11 +43,11 @@ await describeEachKind('adoption', (kind) => {
       await coordinatorWithRuns(db, 'me', 5_000, ['r4', 'r4-done']);
       await coordinatorWithRuns(db, 'idle', 6_000, []);
       await coordinatorWithRuns(db, 'alive', 60_000, ['r2', 'r2-done']);
-      assert.deepEqual(await readPeerLeases(db, { now: 500, me: 'me' }), { expired: [], nextEnd: 1_000 });
-      assert.deepEqual(await readPeerLeases(db, { now: 1_000, me: 'me' }), { expired: [], nextEnd: 1_000 }, 'a lease ends once now has passed it');
-      assert.deepEqual(await readPeerLeases(db, { now: 1_001, me: 'me' }), { expired: [{ id: 'dead', epoch: 1, why: 'lease' }], nextEnd: 60_000 });
-      assert.deepEqual(await readPeerLeases(db, { now: 1_001 }), { expired: [{ id: 'dead', epoch: 1, why: 'lease' }], nextEnd: 5_000 });
-      assert.deepEqual(await readPeerLeases(db, { now: 60_001, me: 'me' }), { expired: [{ id: 'dead', epoch: 1, why: 'lease' }, { id: 'alive', epoch: 1, why: 'lease' }], nextEnd: null });
+      assert.deepEqual(await readPeerLeases(db, { now: 500, me: 'me' }), { expired: [], nextEnd: 1_000, nextOverdue: null });
+      assert.deepEqual(await readPeerLeases(db, { now: 1_000, me: 'me' }), { expired: [], nextEnd: 1_000, nextOverdue: null }, 'a lease ends once now has passed it');
+      assert.deepEqual(await readPeerLeases(db, { now: 1_001, me: 'me' }), { expired: [{ id: 'dead', epoch: 1, why: 'lease' }], nextEnd: 60_000, nextOverdue: null });
+      assert.deepEqual(await readPeerLeases(db, { now: 1_001 }), { expired: [{ id: 'dead', epoch: 1, why: 'lease' }], nextEnd: 5_000, nextOverdue: null });
+      assert.deepEqual(await readPeerLeases(db, { now: 60_001, me: 'me' }), { expired: [{ id: 'dead', epoch: 1, why: 'lease' }, { id: 'alive', epoch: 1, why: 'lease' }], nextEnd: null, nextOverdue: null });
     }));
 
   it('lists the live runs a coordinator owns under its epoch: the ones an adoption moved, with or without its answer', () =>

@@ -37,11 +37,11 @@ await describeEachKind('liveness lock', (kind) => {
       const scan = (now: number) => readPeerLeases(db, { now, me: 'me', overdueMs: OVERDUE_MS });
       const adopt = (now: number) => adoptRunsOf(db, { deadId: 'a', deadEpoch: epoch, me: 'me', myEpoch: me.epoch, now, overdueMs: OVERDUE_MS });
 
-      assert.deepEqual(await scan(1_000), { expired: [], nextEnd: TTL_MS }, 'overdue, but its lock is held: alive (a frozen process keeps its connection)');
+      assert.deepEqual(await scan(1_000), { expired: [], nextEnd: TTL_MS, nextOverdue: null }, 'overdue, but its lock is held: alive (a frozen process keeps its connection), and left to its lease end');
       assert.deepEqual(await adopt(1_000), [], 'nor can it be adopted');
       await lock.close();
-      assert.deepEqual(await scan(OVERDUE_MS - 1), { expired: [], nextEnd: TTL_MS }, 'its lock is free, but it renewed in time: alive (a lock connection that failed a moment ago)');
-      assert.deepEqual(await scan(1_000), { expired: [{ id: 'a', epoch, why: 'process' }], nextEnd: null });
+      assert.deepEqual(await scan(OVERDUE_MS - 1), { expired: [], nextEnd: TTL_MS, nextOverdue: OVERDUE_MS }, 'its lock is free, but it renewed in time: alive (a lock connection that failed a moment ago), overdue after its last renewal + OVERDUE_MS');
+      assert.deepEqual(await scan(1_000), { expired: [{ id: 'a', epoch, why: 'process' }], nextEnd: null, nextOverdue: null });
       assert.deepEqual((await readPeerLeases(db, { now: 1_000, me: 'me' })).expired, [], 'a scan that does not ask about processes waits for the lease');
 
       assert.deepEqual(await adopt(1_000), ['run-1']);
@@ -59,6 +59,7 @@ await describeEachKind('liveness lock', (kind) => {
       assert.equal(await renewCoordinatorLease(db, { id: 'renewing', epoch, ttlMs: TTL_MS, now: 900 }), true);
       const scan = await readPeerLeases(db, { now: 1_000, me: 'me', overdueMs: OVERDUE_MS });
       assert.deepEqual(scan.expired, []);
+      assert.equal(scan.nextOverdue, 900 + OVERDUE_MS, 'the one that renewed is watched from its renewal; the one naming no lock, not at all');
     }));
 
   it('a lock whose connection is cut while the process lives is taken again under the same key', () =>

@@ -13,10 +13,19 @@ const TTL_MS = 1_000;
 
 /**
  * The coordinators table as the store reads it: a peer's lease ends when `now` passes `leaseUntil`;
- * one whose process is gone (its liveness lock free) is dead once its last renewal is `overdueMs` old.
+ * one that names a liveness lock renewed last at `renewedAt`, and is dead once that renewal is
+ * `overdueMs` old and its lock is free (`lockFree`: its process is gone).
  */
+interface Peer {
+  epoch: number;
+  leaseUntil: number;
+  runs: string[];
+  renewedAt?: number;
+  lockFree?: boolean;
+}
+
 class Leases implements OwnershipStore {
-  readonly peers = new Map<string, { epoch: number; leaseUntil: number; runs: string[]; processGoneAfterRenewalAt?: number }>();
+  readonly peers = new Map<string, Peer>();
   readonly claims: { livenessKey: number | null }[] = [];
   readonly adoptions: { deadId: string; at: number }[] = [];
   /** The live runs moved to me, as the database has them. */
@@ -39,7 +48,9 @@ class Leases implements OwnershipStore {
       if (peer.leaseUntil < now) return [{ id, epoch: peer.epoch, why: 'lease' as const }];
       return processGone(peer, now, overdueMs) ? [{ id, epoch: peer.epoch, why: 'process' as const }] : [];
     });
-    return Promise.resolve({ expired, nextEnd: live.find(([, peer]) => peer.leaseUntil >= now && !processGone(peer, now, overdueMs))?.[1].leaseUntil ?? null });
+    const alive = live.filter(([, peer]) => peer.leaseUntil >= now && !processGone(peer, now, overdueMs)).map(([, peer]) => peer);
+    const overdueAt = alive.flatMap((peer) => (peer.renewedAt !== undefined && peer.renewedAt + overdueMs >= now ? [peer.renewedAt + overdueMs] : []));
+    return Promise.resolve({ expired, nextEnd: alive[0]?.leaseUntil ?? null, nextOverdue: overdueAt.length > 0 ? Math.min(...overdueAt) : null });
   }
 
   adoptRunsOf({ deadId, now, overdueMs }: { deadId: string; now: number; overdueMs: number }): Promise<string[]> {
@@ -55,8 +66,8 @@ class Leases implements OwnershipStore {
   ownedLiveRuns = () => Promise.resolve([...this.mine]);
 }
 
-function processGone(peer: { processGoneAfterRenewalAt?: number }, now: number, overdueMs: number): boolean {
-  return peer.processGoneAfterRenewalAt !== undefined && peer.processGoneAfterRenewalAt < now - overdueMs;
+function processGone(peer: Peer, now: number, overdueMs: number): boolean {
+  return peer.lockFree === true && peer.renewedAt !== undefined && peer.renewedAt < now - overdueMs;
 }
 
 /** `restores` gets the run ids of each restore the supervisor is asked for. */
@@ -91,24 +102,48 @@ function ownershipOver(
   });
 }
 
-it('a peer whose process is gone is adopted once its renewals are 1.5 intervals late, not at its lease end; the liveness lock is taken before the claim and let go at stop', async () => {
+it('a peer whose process is gone is adopted the moment its renewals are 1.5 intervals late, not at its lease end nor at the tick after; the liveness lock is taken before the claim and let go at stop', async () => {
   const clock = new ManualClock();
   const store = new Leases();
-  // Renewed at 0, killed at once: its lease would end at 1,000; 300 ms late, its lock is free.
-  store.peers.set('peer', { epoch: 3, leaseUntil: TTL_MS, runs: ['run-1'], processGoneAfterRenewalAt: 0 });
+  // Renewed at 0, killed at once: its lease would end at 1,000; its lock is free, and its renewals are late after 300.
+  store.peers.set('peer', { epoch: 3, leaseUntil: TTL_MS, runs: ['run-1'], renewedAt: 0, lockFree: true });
   const liveness = { key: 77, closed: 0, close: () => Promise.resolve(void (liveness.closed += 1)) };
   const ownership = ownershipOver(store, clock, new Registry(), [], undefined, () => Promise.resolve(liveness));
   try {
     await ownership.start();
     assert.deepEqual(store.claims, [{ livenessKey: 77 }], 'the claim writes the key of the lock taken first');
-    await clock.advance(RENEW_MS);
-    assert.deepEqual(store.adoptions, [], 'at 200 its renewals are not yet overdue');
-    await clock.advance(RENEW_MS);
-    assert.deepEqual(store.adoptions, [{ deadId: 'peer', at: 2 * RENEW_MS }], 'at the first tick past 1.5 renew intervals');
+    await clock.advance(1.5 * RENEW_MS);
+    assert.deepEqual(store.adoptions, [], 'at 300 its renewals are not yet overdue');
+    await clock.advance(1);
+    assert.deepEqual(store.adoptions, [{ deadId: 'peer', at: 1.5 * RENEW_MS + 1 }], 'just after, between my ticks at 200 and 400');
   } finally {
     await ownership.stop();
   }
   assert.equal(liveness.closed, 1);
+});
+
+it('a frozen peer (renewals late, its lock held) waits for its lease end, with no scan between the ticks; a live one costs one scan per renewal at most', async () => {
+  const clock = new ManualClock();
+  const store = new Leases();
+  const frozen: Peer = { epoch: 2, leaseUntil: TTL_MS, runs: ['run-1'], renewedAt: 0 };
+  const renewing: Peer = { epoch: 5, leaseUntil: TTL_MS, runs: ['run-2'], renewedAt: 0 };
+  store.peers.set('frozen', frozen);
+  store.peers.set('renewing', renewing);
+  const ownership = ownershipOver(store, clock);
+  try {
+    await ownership.start();
+    for (let at = 50; at <= TTL_MS; at += 50) {
+      await clock.advance(50);
+      if (at % RENEW_MS === 0) Object.assign(renewing, { renewedAt: at, leaseUntil: at + TTL_MS });
+    }
+    assert.deepEqual(store.adoptions, [], 'late and alive is not dead');
+    const scans = store.peerScans;
+    assert.ok(scans <= 1 + 2 * (TTL_MS / RENEW_MS), `a scan per tick and one per renewal watched at most: ${scans}`);
+    await clock.advance(1);
+    assert.deepEqual(store.adoptions, [{ deadId: 'frozen', at: TTL_MS + 1 }], 'the frozen one at its lease end');
+  } finally {
+    await ownership.stop();
+  }
 });
 
 it('a liveness lock that cannot be taken leaves the lease claimed without one', async () => {
