@@ -10,7 +10,9 @@ import type { Supervisor } from './supervisor.ts';
 export interface PeerLeases {
   /**
    * Dead coordinators that still own live runs, the longest expired first: their lease ran out
-   * (`lease`), or their process is gone (`process`: its liveness lock is free and its renewals overdue).
+   * (`lease`), or their process is gone (`process`: its liveness lock is free and its renewals
+   * overdue). A peer whose process is gone is listed whether or not it owns live runs: adopting it
+   * ends its lease, and so its agent sessions, at once.
    */
   expired: { id: string; epoch: number; why: 'lease' | 'process' }[];
   /** The earliest lease end still ahead among the peers that own live runs; null if there is none. */
@@ -248,7 +250,7 @@ export class Ownership {
             throw thrown;
           });
           this.options.metrics.takeovers.inc({ why: dead.why });
-          this.options.log.warn({ dead: dead.id, runs: runIds.length }, dead.why === 'lease' ? 'lease expired: adopting its runs' : 'process gone (its liveness lock is free): adopting its runs');
+          this.options.log.warn({ dead: dead.id, runs: runIds.length }, deathNotice(dead.why, runIds.length));
           return runIds;
         }, `adopted from ${dead.id}`, 'takeover');
       }
@@ -356,3 +358,9 @@ export class Ownership {
 }
 
 type AdoptionCause = 'takeover' | 'restart';
+
+/** The line a takeover logs; a peer gone with no live run only has its lease ended. */
+function deathNotice(why: PeerLeases['expired'][number]['why'], runs: number): string {
+  if (why === 'lease') return 'lease expired: adopting its runs';
+  return runs > 0 ? 'process gone (its liveness lock is free): adopting its runs' : 'process gone (its liveness lock is free): its lease is ended; it owned no live run';
+}

@@ -1,4 +1,4 @@
-import { sql, type Kysely, type RawBuilder } from 'kysely';
+import { sql, type ExpressionBuilder, type Kysely, type RawBuilder } from 'kysely';
 import type { PeerLeases } from '../../actors/runs/ownership.ts';
 import { LIVENESS_LOCK_CLASS } from './liveness-lock.ts';
 import type { Schema } from './schema.ts';
@@ -15,22 +15,28 @@ function processGone(now: number, overdueMs: number): RawBuilder<boolean> {
     THEN pg_try_advisory_xact_lock(${LIVENESS_LOCK_CLASS}, c.liveness_key) ELSE false END`;
 }
 
+/** Whether the coordinator row `c` owns live runs (`o.live` as the predicate, so the partial index run_owner_live_idx serves it). */
+function ownsLiveRuns(eb: ExpressionBuilder<Schema & { c: Schema['coordinators'] }, 'c'>) {
+  return eb.exists(eb.selectFrom('run_owner as o').select(sql.lit(1).as('one')).whereRef('o.coordinator_id', '=', 'c.id').where(sql<boolean>`o.live`));
+}
+
 /**
  * The leases of the coordinators (but `me`) that own live runs: a dead one whose runs all finished
  * has nothing to adopt. A coordinator is dead when its lease ended (`lease_until < now`) or, with
- * `overdueMs`, when its process is gone (`processGone`). `nextOverdue` is the first moment after which
- * a peer that names a liveness lock and renewed in time so far would be late; a peer late already,
- * whose lock is held (a frozen process), waits for its lease end.
+ * `overdueMs`, when its process is gone (`processGone`). With `overdueMs`, a peer whose process is
+ * gone while its lease runs is dead too, live runs or not: adopting it ends its lease, so the agent
+ * sessions it held and the commands left for it count as dead at once, not when its lease runs out.
+ * `nextOverdue` is the first moment after which a peer that names a liveness lock and renewed in
+ * time so far would be late; a peer late already, whose lock is held (a frozen process), waits for
+ * its lease end.
  */
 export async function readPeerLeases(db: Kysely<Schema>, { now, me, overdueMs }: { now: number; me?: string; overdueMs?: number }): Promise<PeerLeases> {
   let query = db
     .selectFrom('coordinators as c')
     .select(['c.id', 'c.epoch', 'c.lease_until', 'c.renewed_at', 'c.liveness_key'])
+    .select((eb) => ownsLiveRuns(eb).as('owns_runs'))
     .select(overdueMs === undefined ? sql<boolean>`false`.as('gone') : processGone(now, overdueMs).as('gone'))
-    .where((eb) =>
-      // `o.live` as the index predicate (not `= $1`), so the partial index run_owner_live_idx serves it.
-      eb.exists(eb.selectFrom('run_owner as o').select(sql.lit(1).as('one')).whereRef('o.coordinator_id', '=', 'c.id').where(sql<boolean>`o.live`)),
-    )
+    .where((eb) => (overdueMs === undefined ? ownsLiveRuns(eb) : eb.or([ownsLiveRuns(eb), eb.and([eb('c.lease_until', '>=', now), eb('c.liveness_key', 'is not', null)])])))
     .orderBy('c.lease_until');
   if (me !== undefined) query = query.where('c.id', '<>', me);
   const rows = await query.execute();
@@ -43,7 +49,7 @@ export async function readPeerLeases(db: Kysely<Schema>, { now, me, overdueMs }:
       nextOverdue = Math.min(nextOverdue ?? Infinity, renewed_at + overdueMs);
     }
   }
-  return { expired, nextEnd: rows.find((row) => row.lease_until >= now && !row.gone)?.lease_until ?? null, nextOverdue };
+  return { expired, nextEnd: rows.find((row) => row.owns_runs && row.lease_until >= now && !row.gone)?.lease_until ?? null, nextOverdue };
 }
 
 /**

@@ -117,4 +117,25 @@ describe('agents shared by coordinators on one database (real processes)', { ski
     a = await startCoordinatorProcess({ DATABASE_URL: databaseUrl, SWITCHYARD_COORDINATOR_ID: 'coord-a', ...ENV });
     clientA = new CoordinatorClient(a.url, ADMIN_TOKEN);
   });
+  it('kill -9 of a coordinator holding only the agent: the peer owning the run ends its lease at once, the job goes recovering, and finishes once the agent reconnects to the peer', async () => {
+    const label = `holder-${randomUUID().slice(0, 8)}`;
+    const agent = await agentOn(clientA, label);
+    const runId = await clientB.createRun(runStepsWorkflow('held', label, [{ name: 'build', steps: [['s', 'true']] }]));
+    const dispatch = await agent.dispatch(0, 20_000);
+    const attempt = { runId: dispatch.runId, jobId: dispatch.jobId };
+    agent.ack(attempt);
+    agent.status(attempt, 'running');
+    await clientB.waitForJob(runId, 'build', (j) => j.status === 'running', 20_000, 'running');
+    a.child.kill('SIGKILL');
+    await a.exited;
+    await eventually(() => /its lease is ended; it owned no live run/.test(b.output()), 10_000, 'B to end the lease of A, which owned no live run');
+    await clientB.waitForJob(runId, 'build', (j) => j.status === 'recovering', 20_000, 'the job on the lost agent to go recovering');
+    const back = await FakeAgent.connect(clientB.wsUrl, token, { labels: [label], agentId: agent.agentId, inFlightJobs: [attempt] });
+    agents.push(back);
+    await clientB.waitForJob(runId, 'build', (j) => j.status === 'running', 20_000, 'the job reclaimed on B');
+    back.status(attempt, 'success');
+    await clientB.waitForRunStatus(runId, 'success', 20_000);
+    a = await startCoordinatorProcess({ DATABASE_URL: databaseUrl, SWITCHYARD_COORDINATOR_ID: 'coord-a', ...ENV });
+    clientA = new CoordinatorClient(a.url, ADMIN_TOKEN);
+  });
 });

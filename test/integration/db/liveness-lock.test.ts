@@ -6,6 +6,7 @@ import { adoptRunsOf, readPeerLeases } from '../../../src/db/adoption.ts';
 import { commitBatch } from '../../../src/db/commit-batch.ts';
 import { claimCoordinatorLease, renewCoordinatorLease } from '../../../src/db/coordinator-lease.ts';
 import { LIVENESS_LOCK_CLASS, LivenessLock } from '../../../src/db/liveness-lock.ts';
+import { liveAgentSession, upsertAgentSession } from '../../../src/db/shared-agents.ts';
 import type { Schema } from '../../../src/db/schema.ts';
 import { describeEachKind, testLog, withTestDatabase } from '../../support/database.ts';
 import { eventually } from '../../support/runtime.ts';
@@ -48,6 +49,27 @@ await describeEachKind('liveness lock', (kind) => {
       const row = await db.selectFrom('coordinators').select(['epoch', 'lease_until']).where('id', '=', 'a').executeTakeFirstOrThrow();
       assert.deepEqual(row, { epoch: epoch + 1, lease_until: 999 }, 'fenced, and its lease ended for every other reader (agent sessions, commands)');
       assert.equal(await renewCoordinatorLease(db, { id: 'a', epoch, ttlMs: TTL_MS, now: 1_001 }), false, 'the old process, were it alive, is fenced');
+    }));
+
+  it('a coordinator whose process is gone is dead though it owns no live run (it held agents); adopting it ends its lease, and its agent sessions with it', () =>
+    withTestDatabase(kind, async ({ db, connection }) => {
+      const lock = await LivenessLock.take(connection, testLog);
+      const { epoch } = await claimCoordinatorLease(db, { id: 'agents-only', ttlMs: TTL_MS, now: 0, livenessKey: lock.key });
+      const session = { agentId: 'agent-1', coordinatorId: 'agents-only', connectionId: 'c-1', labels: [], properties: {}, taints: [], maxConcurrency: 1, scalerManaged: false };
+      await upsertAgentSession(db, { ...session, tokenId: null, now: 0 });
+      await claimCoordinatorLease(db, { id: 'me', ttlMs: TTL_MS, now: 0, livenessKey: null });
+      const scan = (now: number) => readPeerLeases(db, { now, me: 'me', overdueMs: OVERDUE_MS });
+
+      assert.deepEqual(await scan(1_000), { expired: [], nextEnd: null, nextOverdue: null }, 'its lock held, it is alive; with no live run, its lease end is not watched');
+      await lock.close();
+      assert.deepEqual(await scan(OVERDUE_MS - 1), { expired: [], nextEnd: null, nextOverdue: OVERDUE_MS }, 'renewed in time: alive');
+      assert.deepEqual(await scan(1_000), { expired: [{ id: 'agents-only', epoch, why: 'process' }], nextEnd: null, nextOverdue: null });
+      assert.deepEqual((await readPeerLeases(db, { now: 1_000, me: 'me' })).expired, [], 'a scan that does not ask about processes looks at run owners only');
+
+      assert.ok(await liveAgentSession(db, 'agent-1', 1_000), 'its agent counts as connected until then');
+      assert.deepEqual(await adoptRunsOf(db, { deadId: 'agents-only', deadEpoch: epoch, me: 'me', myEpoch: 1, now: 1_000, overdueMs: OVERDUE_MS }), []);
+      assert.equal(await liveAgentSession(db, 'agent-1', 1_000), null, 'its agent session is dead at once, not when its lease would have run out');
+      assert.deepEqual(await scan(1_001), { expired: [], nextEnd: null, nextOverdue: null }, 'ended, it is not looked at again');
     }));
 
   it('a coordinator of an earlier build (no lock named) and one that renewed since are not taken for dead', () =>

@@ -43,20 +43,24 @@ class Leases implements OwnershipStore {
 
   peerLeases({ now, overdueMs }: { now: number; overdueMs: number }): Promise<PeerLeases> {
     this.peerScans += 1;
-    const live = [...this.peers].filter(([, peer]) => peer.runs.length > 0).sort((a, b) => a[1].leaseUntil - b[1].leaseUntil);
+    // Those with live runs, and those naming a liveness lock whose lease runs (gone, they are dead whatever they own).
+    const watched = (peer: Peer) => peer.runs.length > 0 || (peer.renewedAt !== undefined && peer.leaseUntil >= now);
+    const live = [...this.peers].filter(([, peer]) => watched(peer)).sort((a, b) => a[1].leaseUntil - b[1].leaseUntil);
     const expired = live.flatMap(([id, peer]): PeerLeases['expired'] => {
       if (peer.leaseUntil < now) return [{ id, epoch: peer.epoch, why: 'lease' as const }];
       return processGone(peer, now, overdueMs) ? [{ id, epoch: peer.epoch, why: 'process' as const }] : [];
     });
     const alive = live.filter(([, peer]) => peer.leaseUntil >= now && !processGone(peer, now, overdueMs)).map(([, peer]) => peer);
     const overdueAt = alive.flatMap((peer) => (peer.renewedAt !== undefined && peer.renewedAt + overdueMs >= now ? [peer.renewedAt + overdueMs] : []));
-    return Promise.resolve({ expired, nextEnd: alive[0]?.leaseUntil ?? null, nextOverdue: overdueAt.length > 0 ? Math.min(...overdueAt) : null });
+    const nextEnd = alive.find((peer) => peer.runs.length > 0)?.leaseUntil ?? null;
+    return Promise.resolve({ expired, nextEnd, nextOverdue: overdueAt.length > 0 ? Math.min(...overdueAt) : null });
   }
 
   adoptRunsOf({ deadId, now, overdueMs }: { deadId: string; now: number; overdueMs: number }): Promise<string[]> {
     const dead = this.peers.get(deadId);
     if (!dead || (dead.leaseUntil >= now && !processGone(dead, now, overdueMs))) return Promise.resolve([]);
     this.adoptions.push({ deadId, at: now });
+    dead.leaseUntil = Math.min(dead.leaseUntil, now - 1);
     const runs = dead.runs;
     dead.runs = [];
     this.mine.push(...runs);
@@ -141,6 +145,29 @@ it('a frozen peer (renewals late, its lock held) waits for its lease end, with n
     assert.ok(scans <= 1 + 2 * (TTL_MS / RENEW_MS), `a scan per tick and one per renewal watched at most: ${scans}`);
     await clock.advance(1);
     assert.deepEqual(store.adoptions, [{ deadId: 'frozen', at: TTL_MS + 1 }], 'the frozen one at its lease end');
+  } finally {
+    await ownership.stop();
+  }
+});
+
+it('a peer gone with no live run has its lease ended at once (its agent sessions die with it), once; one that renews is left alone', async () => {
+  const clock = new ManualClock();
+  const store = new Leases();
+  const registry = new Registry();
+  store.peers.set('agents-only', { epoch: 4, leaseUntil: TTL_MS, runs: [], renewedAt: 0, lockFree: true });
+  store.peers.set('idle', { epoch: 1, leaseUntil: TTL_MS, runs: [], renewedAt: 0 });
+  const restores: string[][] = [];
+  const ownership = ownershipOver(store, clock, registry, restores);
+  try {
+    await ownership.start();
+    await clock.advance(1.5 * RENEW_MS + 1);
+    assert.deepEqual(store.adoptions, [{ deadId: 'agents-only', at: 1.5 * RENEW_MS + 1 }]);
+    assert.equal(store.peers.get('agents-only')?.leaseUntil, 1.5 * RENEW_MS, 'its lease ended');
+    await clock.advance(TTL_MS);
+    assert.deepEqual(store.adoptions.map((a) => a.deadId), ['agents-only'], 'once; the idle peer, its lock held, is not dead');
+    assert.deepEqual(restores, [], 'nothing to restore');
+    const takeovers = await registry.getSingleMetric('switchyard_lease_takeovers_total')?.get();
+    assert.deepEqual(takeovers?.values.map((v) => [v.labels, v.value]), [[{ why: 'process' }, 1]]);
   } finally {
     await ownership.stop();
   }
