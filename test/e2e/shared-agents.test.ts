@@ -48,6 +48,30 @@ describe('agents shared by coordinators on one database (real processes)', { ski
     return agent;
   }
 
+  /** The run's job `build` dispatched to `agent`, acked and reported running, as `client` shows it. */
+  async function runningOn(agent: FakeAgent, client: CoordinatorClient, runId: string): Promise<{ runId: string; jobId: string }> {
+    const dispatch = await agent.dispatch(0, 20_000);
+    const attempt = { runId: dispatch.runId, jobId: dispatch.jobId };
+    agent.ack(attempt);
+    agent.status(attempt, 'running');
+    await client.waitForJob(runId, 'build', (j) => j.status === 'running', 20_000, 'running');
+    return attempt;
+  }
+
+  /** `agent` connects again, to B, still running `attempt`: the job is reclaimed there and succeeds. */
+  async function reclaimedOnB(agent: FakeAgent, label: string, attempt: { runId: string; jobId: string }, runId: string): Promise<void> {
+    const back = await FakeAgent.connect(clientB.wsUrl, token, { labels: [label], agentId: agent.agentId, inFlightJobs: [attempt] });
+    agents.push(back);
+    await clientB.waitForJob(runId, 'build', (j) => j.status === 'running', 20_000, 'the job reclaimed on B');
+    back.status(attempt, 'success');
+    await clientB.waitForRunStatus(runId, 'success', 20_000);
+  }
+
+  async function restartA(): Promise<void> {
+    a = await startCoordinatorProcess({ DATABASE_URL: databaseUrl, SWITCHYARD_COORDINATOR_ID: 'coord-a', ...ENV });
+    clientA = new CoordinatorClient(a.url, ADMIN_TOKEN);
+  }
+
   it('a run owned by A runs on an idle agent connected only to B: dispatch, statuses and the slot cross over', async () => {
     const label = `only-b-${randomUUID().slice(0, 8)}`;
     const agent = await agentOn(clientB, label);
@@ -83,59 +107,37 @@ describe('agents shared by coordinators on one database (real processes)', { ski
     const label = `adopt-${randomUUID().slice(0, 8)}`;
     const agent = await agentOn(clientB, label);
     const runId = await clientA.createRun(runStepsWorkflow('adopted', label, [{ name: 'build', steps: [['s', 'true']] }]));
-    const dispatch = await agent.dispatch(0, 20_000);
-    const attempt = { runId: dispatch.runId, jobId: dispatch.jobId };
-    agent.ack(attempt);
-    agent.status(attempt, 'running');
-    await clientB.waitForJob(runId, 'build', (j) => j.status === 'running', 20_000, 'running');
+    const attempt = await runningOn(agent, clientB, runId);
     a.child.kill('SIGKILL');
     await a.exited;
     await eventually(async () => (await owner(clientB, runId)) === 'coord-b', 20_000, 'B to adopt the run');
     agent.status(attempt, 'success');
     const view = await clientB.waitForRunStatus(runId, 'success', 20_000);
     assert.equal(view.jobs[0]?.agent_id, agent.agentId);
-    a = await startCoordinatorProcess({ DATABASE_URL: databaseUrl, SWITCHYARD_COORDINATOR_ID: 'coord-a', ...ENV });
-    clientA = new CoordinatorClient(a.url, ADMIN_TOKEN);
+    await restartA();
   });
 
   it('a graceful stop of the owner releases its lease: a peer adopts at once, and the agent fails over to it', async () => {
     const label = `release-${randomUUID().slice(0, 8)}`;
     const agent = await agentOn(clientA, label);
     const runId = await clientA.createRun(runStepsWorkflow('released', label, [{ name: 'build', steps: [['s', 'true']] }]));
-    const dispatch = await agent.dispatch(0, 20_000);
-    const attempt = { runId: dispatch.runId, jobId: dispatch.jobId };
-    agent.ack(attempt);
-    agent.status(attempt, 'running');
-    await clientA.waitForJob(runId, 'build', (j) => j.status === 'running', 20_000, 'running');
+    const attempt = await runningOn(agent, clientA, runId);
     await stopProcess(a, 'SIGTERM');
     await eventually(async () => (await owner(clientB, runId)) === 'coord-b', 5_000, 'B to adopt the released runs well within a lease TTL');
-    const back = await FakeAgent.connect(clientB.wsUrl, token, { labels: [label], agentId: agent.agentId, inFlightJobs: [attempt] });
-    agents.push(back);
-    await clientB.waitForJob(runId, 'build', (j) => j.status === 'running', 20_000, 'the job reclaimed on B');
-    back.status(attempt, 'success');
-    await clientB.waitForRunStatus(runId, 'success', 20_000);
-    a = await startCoordinatorProcess({ DATABASE_URL: databaseUrl, SWITCHYARD_COORDINATOR_ID: 'coord-a', ...ENV });
-    clientA = new CoordinatorClient(a.url, ADMIN_TOKEN);
+    await reclaimedOnB(agent, label, attempt, runId);
+    await restartA();
   });
+
   it('kill -9 of a coordinator holding only the agent: the peer owning the run ends its lease at once, the job goes recovering, and finishes once the agent reconnects to the peer', async () => {
     const label = `holder-${randomUUID().slice(0, 8)}`;
     const agent = await agentOn(clientA, label);
     const runId = await clientB.createRun(runStepsWorkflow('held', label, [{ name: 'build', steps: [['s', 'true']] }]));
-    const dispatch = await agent.dispatch(0, 20_000);
-    const attempt = { runId: dispatch.runId, jobId: dispatch.jobId };
-    agent.ack(attempt);
-    agent.status(attempt, 'running');
-    await clientB.waitForJob(runId, 'build', (j) => j.status === 'running', 20_000, 'running');
+    const attempt = await runningOn(agent, clientB, runId);
     a.child.kill('SIGKILL');
     await a.exited;
     await eventually(() => /its lease is ended; it owned no live run/.test(b.output()), 10_000, 'B to end the lease of A, which owned no live run');
     await clientB.waitForJob(runId, 'build', (j) => j.status === 'recovering', 20_000, 'the job on the lost agent to go recovering');
-    const back = await FakeAgent.connect(clientB.wsUrl, token, { labels: [label], agentId: agent.agentId, inFlightJobs: [attempt] });
-    agents.push(back);
-    await clientB.waitForJob(runId, 'build', (j) => j.status === 'running', 20_000, 'the job reclaimed on B');
-    back.status(attempt, 'success');
-    await clientB.waitForRunStatus(runId, 'success', 20_000);
-    a = await startCoordinatorProcess({ DATABASE_URL: databaseUrl, SWITCHYARD_COORDINATOR_ID: 'coord-a', ...ENV });
-    clientA = new CoordinatorClient(a.url, ADMIN_TOKEN);
+    await reclaimedOnB(agent, label, attempt, runId);
+    await restartA();
   });
 });
