@@ -117,7 +117,44 @@ async function withDatabase(kind: DatabaseKind, fn: (database: Database) => Prom
   }
 }
 
+/**
+ * One ack's commit (a journal row, its run and job rows, the ack deadline disarmed, the lease armed,
+ * no snapshot) with more and more live runs in the database, each holding two armed deadlines: what a
+ * dispatch → ack costs in the database as the coordinator holds more waiting runs. Rows joined on their
+ * key were once planned as 100 and found by reading all of `timers` (src/db/recordset.ts).
+ */
+async function ackAmongLiveRuns(database: Database, levels: readonly number[]): Promise<{ liveRuns: number; p50Ms: number; p90Ms: number }[]> {
+  const coordinatorId = `bench-live-${randomBytes(3).toString('hex')}`;
+  const { epoch } = await claimCoordinatorLease(database.db, { id: coordinatorId, ttlMs: 3_600_000, now: Date.now() });
+  const commit = (entries: CommitEntry[]) => commitBatch(database.db, { coordinatorId, epoch, now: Date.now(), entries });
+  const deadline = (deadlineId: string, kind: string) => ({ op: 'arm' as const, deadlineId, kind, jobKey: 'job-1', dueAt: Date.now() + 3_600_000 });
+  const out: { liveRuns: number; p50Ms: number; p90Ms: number }[] = [];
+  let live = 0;
+  for (const [round, level] of levels.entries()) {
+    for (; live < level; live += 512) {
+      const count = Math.min(512, level - live);
+      await commit(Array.from({ length: count }, (_, i) => ({ ...entryFor(`live-${live + i}`, 1, Date.now()), timers: [deadline('ack:job-1', 'ack'), deadline('workflow', 'workflow')] })));
+    }
+    live = level;
+    const latencies: number[] = [];
+    // The first 300 runs, each acked once per level (so at the next seq each time).
+    for (let n = 0; n < 300; n++) {
+      const ack = { ...entryFor(`live-${n}`, 2 + round, Date.now()), deferSnapshot: true, effects: [] };
+      const acked = { ...ack, timers: [{ op: 'disarm' as const, deadlineId: 'ack:job-1' }, deadline('lease:job-1', 'lease')] };
+      const started = performance.now();
+      await commit([acked]);
+      latencies.push(performance.now() - started);
+    }
+    latencies.sort((a, b) => a - b);
+    const at = (q: number) => Number((latencies[Math.floor(q * latencies.length)] ?? 0).toFixed(2));
+    out.push({ liveRuns: level, p50Ms: at(0.5), p90Ms: at(0.9) });
+  }
+  return out;
+}
+
 const results: Record<string, unknown>[] = [];
+const acks: Record<string, unknown>[] = [];
+const LIVE_LEVELS = flags.quick ? [2_000, 10_000] : [2_000, 10_000, 30_000];
 const KINDS: DatabaseKind[] = flags.quick ? ['external'] : ['external', 'embedded'];
 for (const kind of KINDS) {
   await withDatabase(kind, async (database) => {
@@ -127,6 +164,11 @@ for (const kind of KINDS) {
       results.push({ kind, batchSize: c.batchSize, runs, inFlight: c.lanes, ...(await measure(database, c)) });
     }
   });
+  await withDatabase(kind, async (database) => {
+    for (const level of await ackAmongLiveRuns(database, LIVE_LEVELS)) acks.push({ kind, ...level });
+  });
 }
 console.table(results);
-console.log(`results: ${(await writeResult('commit-batch', flags, { secondsPerCase: SECONDS, cases: results })).pathname}`);
+console.log('one ack committed, with live runs (two armed deadlines each) in the database:');
+console.table(acks);
+console.log(`results: ${(await writeResult('commit-batch', flags, { secondsPerCase: SECONDS, cases: results, ackAmongLiveRuns: acks })).pathname}`);

@@ -3,6 +3,7 @@ import type { CommitBatchInput, CommitEntry } from './commit.types.ts';
 import { serializeEntry, toCommitRows, type CommitRows } from './commit-rows.ts';
 import { JournalConflictError, classifyDatabaseError } from './errors.ts';
 import { executePrepared } from './database.ts';
+import { recordset } from './recordset.ts';
 import { assertFence, fenceCtes, type FenceRow } from './fence.ts';
 import type { Schema } from './schema.ts';
 
@@ -22,15 +23,19 @@ export async function commitSerialized(db: Kysely<Schema>, input: CommitBatchInp
   const rows = toCommitRows(input.entries);
   let fence: FenceRow | undefined;
   try {
-    const statement = sql<FenceRow>`
-      WITH ${fenceCtes(input.coordinatorId, input.epoch, rows.existingRunIds)},
-      ${sql.join(writes(rows, input))}
-      SELECT epoch, mine FROM fence`;
-    [fence] = await executePrepared<FenceRow>(db, statement.compile(db));
+    [fence] = await executePrepared<FenceRow>(db, commitStatement(rows, input).compile(db));
   } catch (error) {
     throw translateConflict(error);
   }
   assertFence(input, rows.existingRunIds.length, fence);
+}
+
+/** The one statement of a group commit: the fence, then a data-modifying CTE per table the batch writes. */
+export function commitStatement(rows: CommitRows, input: Omit<CommitBatchInput, 'entries'>): RawBuilder<FenceRow> {
+  return sql<FenceRow>`
+      WITH ${fenceCtes(input.coordinatorId, input.epoch, rows.existingRunIds)},
+      ${sql.join(writes(rows, input))}
+      SELECT epoch, mine FROM fence`;
 }
 
 /** `commitSerialized` of entries not yet serialized (tests, benchmarks); throws UnstorableEntryError first. */
@@ -43,8 +48,13 @@ function fenced(list: readonly string[], columns: string): RawBuilder<unknown> {
   return sql`json_to_recordset(${`[${list.join(',')}]`}::json) AS t(${sql.raw(columns)}) WHERE EXISTS (SELECT 1 FROM ok)`;
 }
 
+/** The same rows as a subquery to join to a table by its key, with their count for the planner (recordset.ts). */
+function fencedToJoin(list: readonly string[], columns: string): RawBuilder<unknown> {
+  return recordset(`[${list.join(',')}]`, list.length, 't', columns, sql`EXISTS (SELECT 1 FROM ok)`);
+}
+
 /** One data-modifying CTE per table that has rows in this batch. */
-function writes(rows: CommitRows, input: CommitBatchInput): RawBuilder<unknown>[] {
+function writes(rows: CommitRows, input: Omit<CommitBatchInput, 'entries'>): RawBuilder<unknown>[] {
   const ctes: RawBuilder<unknown>[] = [];
   const add = (name: string, statement: RawBuilder<unknown>) => ctes.push(sql`${sql.id(name)} AS (${statement})`);
   if (rows.newRunIds.length > 0) {
@@ -82,7 +92,7 @@ function addSnapshots(rows: CommitRows, add: AddCte): void {
   if (rows.snapshotSeqs.length > 0) {
     add('snapshot_seqs', sql`
       UPDATE run_snapshots AS s SET seq = t.seq, updated_at = t.updated_at
-        FROM (SELECT * FROM ${fenced(rows.snapshotSeqs, 'run_id text, seq int4, updated_at int8')}) AS t
+        FROM ${fencedToJoin(rows.snapshotSeqs, 'run_id text, seq int4, updated_at int8')} AS t
        WHERE s.run_id = t.run_id AND s.seq < t.seq`);
   }
   if (rows.snapshots.length > 0) {
@@ -110,7 +120,7 @@ function addSnapshots(rows: CommitRows, add: AddCte): void {
 function addJobs(rows: CommitRows, add: AddCte): void {
   if (rows.removedJobs.length > 0) {
     add('removed_jobs', sql`
-      DELETE FROM jobs USING (SELECT * FROM ${fenced(rows.removedJobs, 'run_id text, job_key text')}) AS r
+      DELETE FROM jobs USING ${fencedToJoin(rows.removedJobs, 'run_id text, job_key text')} AS r
        WHERE jobs.run_id = r.run_id AND jobs.job_key = r.job_key`);
   }
   if (rows.jobs.length === 0) return;
@@ -132,7 +142,7 @@ function addJobs(rows: CommitRows, add: AddCte): void {
 function addTimersAndEffects(rows: CommitRows, now: number, add: AddCte): void {
   if (rows.disarmed.length > 0) {
     add('disarmed', sql`
-      DELETE FROM timers USING (SELECT * FROM ${fenced(rows.disarmed, 'run_id text, deadline_id text')}) AS d
+      DELETE FROM timers USING ${fencedToJoin(rows.disarmed, 'run_id text, deadline_id text')} AS d
        WHERE timers.run_id = d.run_id AND timers.deadline_id = d.deadline_id`);
   }
   if (rows.armed.length > 0) {

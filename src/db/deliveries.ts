@@ -5,6 +5,7 @@ import { coerceError } from '../../lib/errors.ts';
 import { executePrepared } from './database.ts';
 import { retryingTransient } from './errors.ts';
 import { toJson } from './json.ts';
+import { recordset } from './recordset.ts';
 import type { Schema } from './schema.ts';
 
 export type DeliveryStatus =
@@ -171,7 +172,7 @@ export async function finishDeliveries(db: Kysely<Schema>, outcomes: readonly De
     sql`
     UPDATE deliveries AS d SET status = f.status, outcome = f.outcome, processed_at = f.processed_at,
            claimed_by = NULL, claim_until = NULL, last_error = NULL
-      FROM json_to_recordset(${rows}::json) AS f(source text, delivery_id text, worker text, status text, outcome json, processed_at int8)
+      FROM ${recordset(rows, outcomes.length, 'f', 'source text, delivery_id text, worker text, status text, outcome json, processed_at int8')} AS f
      WHERE d.source = f.source AND d.delivery_id = f.delivery_id AND d.claimed_by = f.worker`.compile(db),
   );
 }

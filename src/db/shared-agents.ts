@@ -4,6 +4,7 @@ import type { AgentCommand, DeadSession, QueuedAgentCommand, SharedAgentStore, S
 import { Batcher } from '../../lib/batcher.ts';
 import { jobKeyOf } from '../../lib/job-key.ts';
 import { toJson } from './json.ts';
+import { recordset } from './recordset.ts';
 import { PEER_JOINED, PLACEMENT_CHANNEL, coordinatorChannelSql, notifyEveryCoordinator } from './peer-bus.ts';
 import type { Schema } from './schema.ts';
 
@@ -215,7 +216,7 @@ export async function withdrawPlacementRequests(db: Kysely<Schema>, withdrawals:
   const rows = toJson(withdrawals.map((w) => ({ run_id: w.runId, job_key: w.jobKey ?? null, attempt: w.attempt ?? null })));
   await sql`
     DELETE FROM placement_requests p
-     USING json_to_recordset(${rows}::json) AS w(run_id text, job_key text, attempt integer)
+     USING ${recordset(rows, withdrawals.length, 'w', 'run_id text, job_key text, attempt integer')} AS w
      WHERE p.run_id = w.run_id AND (w.job_key IS NULL OR p.job_key = w.job_key) AND (w.attempt IS NULL OR p.attempt = w.attempt)`.execute(db);
 }
 
