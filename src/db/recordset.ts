@@ -1,11 +1,8 @@
 import { sql, type RawBuilder } from 'kysely';
 
-/** Past this many rows the planner's guess of 100 is near enough, and a hash join may well be right. */
-const COUNTED_UP_TO = 128;
-
 /**
  * Rows sent as one JSON parameter, as a subquery to join to a table:
- * `(SELECT * FROM json_to_recordset($json) AS <alias>(<columns>) [WHERE <where>] LIMIT <bound>)`.
+ * `(SELECT * FROM (SELECT * FROM json_to_recordset($json) AS <alias>(<columns>) [WHERE <where>] LIMIT $count) AS counted LIMIT $count)`.
  *
  * Postgres plans `json_to_recordset` as 100 rows, whatever the JSON holds. Joined on its key to a
  * table of a few thousand rows or more, that guess made it hash the 100 rows and read the whole
@@ -14,14 +11,29 @@ const COUNTED_UP_TO = 128;
  * of the database's time, against 0.06–0.2 ms through the index. Every commit that disarms a
  * deadline (each ack does) paid it, and `run_snapshots` keeps a row per run ever made.
  *
- * The bound is the number of rows rounded up to a power of two, written into the statement: the
- * planner takes it as the estimate, and it never drops a row. It is a literal, not a parameter: with
- * a parameter, a prepared statement's generic plan guesses 10 rows, costs more than a plan made for
- * the bound value, and Postgres then planned the group commit anew on every execution (0.4 ms each).
- * Rounding keeps the statement texts, each prepared once per connection, to a few per shape.
+ * The LIMIT, the number of rows sent, never drops one; it is how the planner learns the count. It is
+ * there twice for prepared statements (the group commit is one): Postgres plans one for its values
+ * five times, then keeps a plan made without them if that plan costs no more. Made without the
+ * value, a `LIMIT $n` keeps a tenth of its input: 10 rows once, and 1 twice. With a single LIMIT, a
+ * plan for 1 row always looked cheaper than the one for 10, so Postgres planned the group commit anew
+ * on every execution (0.4 ms each); with two, the plan kept is the one for a single row, and every
+ * count is joined through the index. The statement's text is the same whatever the count.
  */
 export function recordset(json: string, count: number, alias: string, columns: string, where?: RawBuilder<unknown>): RawBuilder<unknown> {
   const filter = where === undefined ? sql`` : sql` WHERE ${where}`;
-  const limit = count > COUNTED_UP_TO ? sql`` : sql` LIMIT ${sql.lit(2 ** Math.ceil(Math.log2(Math.max(count, 1))))}`;
-  return sql`(SELECT * FROM json_to_recordset(${json}::json) AS ${sql.raw(alias)}(${sql.raw(columns)})${filter}${limit})`;
+  const rows = sql`SELECT * FROM json_to_recordset(${json}::json) AS ${sql.raw(alias)}(${sql.raw(columns)})${filter} LIMIT ${count}::int8`;
+  return sql`(SELECT * FROM (${rows}) AS counted LIMIT ${count}::int8)`;
+}
+
+/**
+ * Keys as rows of one text column, counted for the planner as `recordset` counts its rows: for the
+ * group commit's fence and the runs it finishes. `run_id = ANY($ids)` in a prepared statement's kept
+ * plan assumed 10 keys, and below a few thousand rows that made `run_owner` cheaper to read whole
+ * (0.5 ms a commit at 2,000 runs ever made).
+ */
+export function keyset(keys: readonly string[], column: string): RawBuilder<unknown> {
+  // Each key once, as `= ANY` matched it.
+  const unique = [...new Set(keys)];
+  const rows = sql`SELECT * FROM unnest(${unique}::text[]) AS k(${sql.raw(column)}) LIMIT ${unique.length}::int8`;
+  return sql`(SELECT * FROM (${rows}) AS counted LIMIT ${unique.length}::int8)`;
 }

@@ -1,6 +1,6 @@
 /**
- * Rows sent as one JSON parameter and joined to a table on its key are looked up through the
- * table's primary key, not found by reading the whole table (src/db/recordset.ts). Planned as the
+ * Rows sent as one JSON parameter (or keys as one array) and joined to a table on its key are looked
+ * up through the table's primary key, not found by reading the whole table (src/db/recordset.ts). Planned as the
  * 100 rows Postgres assumes for `json_to_recordset`, one disarmed timer made it hash that guess and
  * scan `timers`: 3.4–5.4 ms a statement at 20,000 rows, in every commit that disarms a deadline.
  */
@@ -16,6 +16,7 @@ import { entry } from './fixtures.ts';
 
 /** Enough rows that a scan costs the planner more than a few key lookups (it chose the scan at 2,000 and 20,000). */
 const TABLE_ROWS = 5_000;
+const OWNER_ROWS = 2_000;
 
 async function fillTables(db: Kysely<Schema>): Promise<void> {
   const rows = sql`generate_series(1, ${TABLE_ROWS}::int) AS g`;
@@ -23,6 +24,10 @@ async function fillTables(db: Kysely<Schema>): Promise<void> {
   await sql`INSERT INTO jobs (run_id, job_key, status, attempt, updated_at) SELECT 'r' || g, 'build', 'queued', 1, 1 FROM ${rows}`.execute(db);
   await sql`INSERT INTO run_snapshots (run_id, seq, machine_id, machine_version, snapshot, status, updated_at)
             SELECT 'r' || g, 1, 'run', 1, '{}', 'pending', 1 FROM ${rows}`.execute(db);
+  // Not analyzed, as a table growing faster than autovacuum looks at it: that is when the fence's
+  // `run_id = ANY($ids)`, planned for 10 keys, read run_owner whole (0.5 ms a commit at 2,000 rows).
+  // This check does not reproduce that plan; it holds the keyset to the primary key.
+  await sql`INSERT INTO run_owner (run_id, coordinator_id, epoch, live) SELECT 'r' || g, 'coord-a', 1, true FROM generate_series(1, ${OWNER_ROWS}::int) AS g`.execute(db);
   await sql`ANALYZE timers, jobs, run_snapshots`.execute(db);
 }
 
@@ -50,22 +55,25 @@ async function genericPlanOf(db: Kysely<Schema>, statement: RawBuilder<unknown>)
   });
 }
 
-const SCANNED = /Seq Scan on (timers|jobs|run_snapshots)\b/;
+const SCANNED = /Seq Scan on (timers|jobs|run_snapshots|run_owner)\b/;
 
 await describeEachKind('rows sent as JSON, joined to a table on its key', (kind) => {
-  it('the group commit disarms timers, moves snapshot seqs and removes jobs by their primary keys, whether the plan is made per execution or reused', () =>
+  it('the group commit checks its fence, disarms timers, moves snapshot seqs, removes jobs and finishes runs by their primary keys, whether the plan is made per execution or reused', () =>
     withTestDatabase(kind, async ({ db }) => {
       await fillTables(db);
+      const finished = { workflowName: 'build', repository: null, status: 'success', createdAt: 1_001, finishedAt: 1_009, failureReason: null, initFailure: null };
       const entries = [
         entry('r7', 2, { timers: [{ op: 'disarm', deadlineId: 'build#lease' }], removedJobs: ['build'] }),
         entry('r8', 3, { unchanged: true }),
+        entry('r9', 4, { run: finished }),
       ];
       const rows = toCommitRows(entries.map(serializeEntry));
-      assert.deepEqual([rows.disarmed.length, rows.removedJobs.length, rows.snapshotSeqs.length], [1, 1, 1], 'the batch writes all three joins');
+      const written = [rows.existingRunIds, rows.finishedRunIds, rows.disarmed, rows.removedJobs, rows.snapshotSeqs].map((list) => list.length);
+      assert.deepEqual(written, [3, 1, 1, 1, 1], 'the batch checks and writes every join');
       const statement = commitStatement(rows, { coordinatorId: 'coord-a', epoch: 1, now: 5_000 });
       for (const [how, plan] of [['per execution', await planOf(db, statement)], ['reused', await genericPlanOf(db, statement)]] as const) {
         assert.doesNotMatch(plan, SCANNED, `${how}: no table is read whole\n${plan}`);
-        for (const index of ['timers_pkey', 'jobs_pkey', 'run_snapshots_pkey']) assert.match(plan, new RegExp(`Index Scan using ${index}`), `${how}: ${index}\n${plan}`);
+        for (const index of ['timers_pkey', 'jobs_pkey', 'run_snapshots_pkey', 'run_owner_pkey']) assert.match(plan, new RegExp(`Index Scan using ${index}`), `${how}: ${index}\n${plan}`);
       }
     }));
 
