@@ -3,7 +3,7 @@ import type { CommitBatchInput, CommitEntry } from './commit.types.ts';
 import { serializeEntry, toCommitRows, type CommitRows } from './commit-rows.ts';
 import { JournalConflictError, classifyDatabaseError } from './errors.ts';
 import { executePrepared } from './database.ts';
-import { keyset, recordset } from './recordset.ts';
+import { recordset } from './recordset.ts';
 import { assertFence, fenceCtes, type FenceRow } from './fence.ts';
 import type { Schema } from './schema.ts';
 
@@ -67,8 +67,7 @@ function writes(rows: CommitRows, input: Omit<CommitBatchInput, 'entries'>): Raw
   const finishedExisting = rows.finishedRunIds.filter((runId) => !created.has(runId));
   if (finishedExisting.length > 0) {
     add('finished', sql`
-      UPDATE run_owner o SET live = false FROM ${keyset(finishedExisting, 'run_id')} AS k
-       WHERE o.run_id = k.run_id AND EXISTS (SELECT 1 FROM ok)`);
+      UPDATE run_owner SET live = false WHERE run_id = ANY(${finishedExisting}::text[]) AND EXISTS (SELECT 1 FROM ok)`);
   }
   if (rows.events.length > 0) {
     add('events', sql`

@@ -1,6 +1,5 @@
 import { sql, type RawBuilder } from 'kysely';
 import { FencedError } from './errors.ts';
-import { keyset } from './recordset.ts';
 
 export interface FenceRow {
   epoch: number;
@@ -16,8 +15,8 @@ export interface FenceRow {
 export function fenceCtes(me: string, epoch: number, existingRunIds: readonly string[]): RawBuilder<unknown> {
   return sql`fence AS (
       SELECT c.epoch,
-             (SELECT count(*) FROM run_owner o JOIN ${keyset(existingRunIds, 'run_id')} AS k USING (run_id)
-               WHERE o.coordinator_id = ${me} AND o.epoch = ${epoch}) AS mine
+             (SELECT count(*) FROM run_owner o
+               WHERE o.run_id = ANY(${existingRunIds}::text[]) AND o.coordinator_id = ${me} AND o.epoch = ${epoch}) AS mine
         FROM coordinators c WHERE c.id = ${me} FOR SHARE),
     ok AS (SELECT 1 FROM fence WHERE epoch = ${epoch} AND mine = ${existingRunIds.length})`;
 }

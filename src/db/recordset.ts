@@ -18,6 +18,10 @@ import { sql, type RawBuilder } from 'kysely';
  * plan for 1 row always looked cheaper than the one for 10, so Postgres planned the group commit anew
  * on every execution (0.4 ms each); with two, the plan kept is the one for a single row, and every
  * count is joined through the index. The statement's text is the same whatever the count.
+ *
+ * Only where the table is reached through the join alone: given a condition of its own that stale
+ * statistics call selective, the planner may put the table outside and read the rows counted as one
+ * again for each of its rows. The fence's run ids stay `= ANY` for that reason (docs/database.md).
  */
 export function recordset(json: string, count: number, alias: string, columns: string, where?: RawBuilder<unknown>): RawBuilder<unknown> {
   const filter = where === undefined ? sql`` : sql` WHERE ${where}`;
@@ -25,15 +29,3 @@ export function recordset(json: string, count: number, alias: string, columns: s
   return sql`(SELECT * FROM (${rows}) AS counted LIMIT ${count}::int8)`;
 }
 
-/**
- * Keys as rows of one text column, counted for the planner as `recordset` counts its rows: for the
- * group commit's fence and the runs it finishes. `run_id = ANY($ids)` in a prepared statement's kept
- * plan assumed 10 keys, and below a few thousand rows that made `run_owner` cheaper to read whole
- * (0.5 ms a commit at 2,000 runs ever made).
- */
-export function keyset(keys: readonly string[], column: string): RawBuilder<unknown> {
-  // Each key once, as `= ANY` matched it.
-  const unique = [...new Set(keys)];
-  const rows = sql`SELECT * FROM unnest(${unique}::text[]) AS k(${sql.raw(column)}) LIMIT ${unique.length}::int8`;
-  return sql`(SELECT * FROM (${rows}) AS counted LIMIT ${unique.length}::int8)`;
-}
