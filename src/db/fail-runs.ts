@@ -4,7 +4,6 @@ import type { RunFailureRecord } from './commit.types.ts';
 import { translateConflict } from './commit-batch.ts';
 import { assertFence, fenceCtes, type FenceRow } from './fence.ts';
 import { toJson } from './json.ts';
-import { recordset } from './recordset.ts';
 import type { Schema } from './schema.ts';
 
 export interface FailRunsInput {
@@ -31,8 +30,9 @@ export async function failRuns(db: Kysely<Schema>, input: FailRunsInput): Promis
   try {
     const result = await sql<FenceRow>`
       WITH ${fenceCtes(me, epoch, existing)},
-      f AS (SELECT * FROM ${recordset(rows, input.records.length, 't', `run_id text, is_new bool, seq int4, machine_id text,
-              machine_version int4, workflow_name text, repository text, created_at int8, failed_at int8, reason text`, sql`EXISTS (SELECT 1 FROM ok)`)} AS t),
+      f AS (SELECT * FROM json_to_recordset(${rows}::json) AS t(run_id text, is_new bool, seq int4, machine_id text,
+              machine_version int4, workflow_name text, repository text, created_at int8, failed_at int8, reason text)
+             WHERE EXISTS (SELECT 1 FROM ok)),
       owners AS (INSERT INTO run_owner (run_id, coordinator_id, epoch, live) SELECT run_id, ${me}::text, ${epoch}::int8, false FROM f WHERE is_new),
       finished AS (UPDATE run_owner o SET live = false FROM f WHERE o.run_id = f.run_id AND NOT f.is_new),
       snapshots AS (

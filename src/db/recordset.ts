@@ -28,4 +28,3 @@ export function recordset(json: string, count: number, alias: string, columns: s
   const rows = sql`SELECT * FROM json_to_recordset(${json}::json) AS ${sql.raw(alias)}(${sql.raw(columns)})${filter} LIMIT ${count}::int8`;
   return sql`(SELECT * FROM (${rows}) AS counted LIMIT ${count}::int8)`;
 }
-
