@@ -50,7 +50,7 @@ function fenced(list: readonly string[], columns: string): RawBuilder<unknown> {
 
 /** The same rows as a subquery to join to a table by its key, with their count for the planner (recordset.ts). */
 function fencedToJoin(list: readonly string[], columns: string): RawBuilder<unknown> {
-  return recordset(`[${list.join(',')}]`, list.length, 't', columns, sql`EXISTS (SELECT 1 FROM ok)`);
+  return recordset(list, 't', columns, sql`EXISTS (SELECT 1 FROM ok)`);
 }
 
 /** One data-modifying CTE per table that has rows in this batch. */

@@ -165,14 +165,14 @@ export type DeliveryOutcome = DeliveryKey & { worker: string; status: DeliverySt
 
 /** Records the final outcome of processing, of many deliveries in one statement (only the claiming worker may). */
 export async function finishDeliveries(db: Kysely<Schema>, outcomes: readonly DeliveryOutcome[]): Promise<void> {
-  const rows = toJson(outcomes.map((o) => ({ source: o.source, delivery_id: o.deliveryId, worker: o.worker, status: o.status, outcome: o.outcome, processed_at: o.now })));
+  const rows = outcomes.map((o) => toJson({ source: o.source, delivery_id: o.deliveryId, worker: o.worker, status: o.status, outcome: o.outcome, processed_at: o.now }));
   // Prepared once per connection: every delivery ends here.
   await executePrepared(
     db,
     sql`
     UPDATE deliveries AS d SET status = f.status, outcome = f.outcome, processed_at = f.processed_at,
            claimed_by = NULL, claim_until = NULL, last_error = NULL
-      FROM ${recordset(rows, outcomes.length, 'f', 'source text, delivery_id text, worker text, status text, outcome json, processed_at int8')} AS f
+      FROM ${recordset(rows, 'f', 'source text, delivery_id text, worker text, status text, outcome json, processed_at int8')} AS f
      WHERE d.source = f.source AND d.delivery_id = f.delivery_id AND d.claimed_by = f.worker`.compile(db),
   );
 }

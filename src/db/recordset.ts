@@ -1,7 +1,7 @@
 import { sql, type RawBuilder } from 'kysely';
 
 /**
- * Rows sent as one JSON parameter, as a subquery to join to a table:
+ * Rows sent as one JSON parameter (`rows`: each row's JSON text), as a subquery to join to a table:
  * `(SELECT * FROM (SELECT * FROM json_to_recordset($json) AS <alias>(<columns>) [WHERE <where>] LIMIT $count) AS counted LIMIT $count)`.
  *
  * Postgres plans `json_to_recordset` as 100 rows, whatever the JSON holds. Joined on its key to a
@@ -23,8 +23,9 @@ import { sql, type RawBuilder } from 'kysely';
  * statistics call selective, the planner may put the table outside and read the rows counted as one
  * again for each of its rows. The fence's run ids stay `= ANY` for that reason (docs/database.md).
  */
-export function recordset(json: string, count: number, alias: string, columns: string, where?: RawBuilder<unknown>): RawBuilder<unknown> {
+export function recordset(rows: readonly string[], alias: string, columns: string, where?: RawBuilder<unknown>): RawBuilder<unknown> {
   const filter = where === undefined ? sql`` : sql` WHERE ${where}`;
-  const rows = sql`SELECT * FROM json_to_recordset(${json}::json) AS ${sql.raw(alias)}(${sql.raw(columns)})${filter} LIMIT ${count}::int8`;
-  return sql`(SELECT * FROM (${rows}) AS counted LIMIT ${count}::int8)`;
+  // The count and the JSON come from the same list: a LIMIT below it would drop rows unseen.
+  const counted = sql`SELECT * FROM json_to_recordset(${`[${rows.join(',')}]`}::json) AS ${sql.raw(alias)}(${sql.raw(columns)})${filter} LIMIT ${rows.length}::int8`;
+  return sql`(SELECT * FROM (${counted}) AS counted LIMIT ${rows.length}::int8)`;
 }

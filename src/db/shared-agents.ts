@@ -213,10 +213,10 @@ export interface PlacementWithdrawal {
 /** The requests are answered (granted) or moot (their run ended): removed in one statement. */
 export async function withdrawPlacementRequests(db: Kysely<Schema>, withdrawals: readonly PlacementWithdrawal[]): Promise<void> {
   if (withdrawals.length === 0) return;
-  const rows = toJson(withdrawals.map((w) => ({ run_id: w.runId, job_key: w.jobKey ?? null, attempt: w.attempt ?? null })));
+  const rows = withdrawals.map((w) => toJson({ run_id: w.runId, job_key: w.jobKey ?? null, attempt: w.attempt ?? null }));
   await sql`
     DELETE FROM placement_requests p
-     USING ${recordset(rows, withdrawals.length, 'w', 'run_id text, job_key text, attempt integer')} AS w
+     USING ${recordset(rows, 'w', 'run_id text, job_key text, attempt integer')} AS w
      WHERE p.run_id = w.run_id AND (w.job_key IS NULL OR p.job_key = w.job_key) AND (w.attempt IS NULL OR p.attempt = w.attempt)`.execute(db);
 }
 
