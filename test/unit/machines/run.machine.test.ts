@@ -158,4 +158,14 @@ describe('run machine: waves', () => {
     h.runToEnd('shard (0)', 'failed', 10);
     assert.equal(h.jobState('shard (1)'), 'queued');
   });
+
+  it('an evaluation leaves the snapshot before it as it was: nodes released or skipped and a halted group are copies', () => {
+    const h = RunHarness.start([...fanout('shard', 4, { maxParallel: 2, failFast: true }), jobPlan('deploy', { needs: [need('shard')] })]).watchDag7();
+    const before = h.snapshot;
+    const stored = JSON.stringify({ jobs: before.context.jobs, groups: before.context.groups });
+    h.runToEnd('shard (0)', 'failed', 10);
+    assert.equal(h.jobState('shard (2)'), 'skipped');
+    assert.equal(h.snapshot.context.groups['shard']?.halted, true);
+    assert.equal(JSON.stringify({ jobs: before.context.jobs, groups: before.context.groups }), stored);
+  });
 });
