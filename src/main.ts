@@ -371,7 +371,7 @@ function createIntake(wiring: IntakeWiring) {
     now,
     log,
     onAccepted: (key) => queue.notify(key),
-    ...(queue.claimAtIntake && queue.processClaimed && { claimAtIntake: () => queue.claimAtIntake?.() ?? null, processClaimed: (delivery: ClaimedDelivery) => queue.processClaimed?.(delivery) }),
+    ...(queue.claimAtIntake && queue.processClaimed && { claimAtIntake: (bytes: number) => queue.claimAtIntake?.(bytes) ?? null, processClaimed: (delivery: ClaimedDelivery) => queue.processClaimed?.(delivery) }),
     observe: metrics.observe,
   };
   return {

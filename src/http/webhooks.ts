@@ -21,7 +21,7 @@ export interface WebhookDeps {
   /** Wakes the intake queue once the delivery is durable. */
   onAccepted: (key: DeliveryKey) => void;
   /** A claim to record the delivery with, so this coordinator processes it at once (docs/architecture.md#one-delivery-from-webhook-to-finished-run). */
-  claimAtIntake?: () => IntakeClaim | null;
+  claimAtIntake?: (bytes: number) => IntakeClaim | null;
   processClaimed?: (delivery: ClaimedDelivery) => void;
   observe: (source: string, outcome: 'accepted' | 'duplicate' | 'rejected', seconds: number) => void;
 }
@@ -72,7 +72,7 @@ export async function acceptDelivery(
   started: number,
 ): Promise<void> {
   const { parsedBody, ...d } = received;
-  const claim = deps.claimAtIntake?.() ?? null;
+  const claim = deps.claimAtIntake?.(d.body.length) ?? null;
   const now = deps.now();
   const recording = deps.record({ ...d, now, claim });
   if (claim) {

@@ -58,10 +58,10 @@ export interface DeliveryQueue {
   /** A delivery was just recorded: process it soon. Losing this call loses nothing (the sweep finds it). */
   notify(key: DeliveryKey): void;
   /**
-   * A claim for a delivery about to be recorded, when this queue can process it at once (then it is
-   * handed over with `processClaimed`); null leaves it to the queue's usual way.
+   * A claim for a delivery about to be recorded, whose body is `bytes` long, when this queue can
+   * process it at once (then it is handed over with `processClaimed`); null leaves it to the queue's usual way.
    */
-  claimAtIntake?(): IntakeClaim | null;
+  claimAtIntake?(bytes: number): IntakeClaim | null;
   /**
    * Processes at once a delivery being recorded with the claim `claimAtIntake` gave; it writes nothing
    * until `delivery.recording` resolves true, and stops if it resolves false.

@@ -7,7 +7,7 @@ import { deliveryRecorder, finishDeliveries, loadDelivery, recordDeliveries, rec
 import type { DeliveryKey } from '../../../src/db/deliveries.ts';
 import type { Schema } from '../../../src/db/schema.ts';
 import { BullMqDeliveryQueue } from '../../../src/queue/bullmq-queue.ts';
-import { EmbeddedDeliveryQueue } from '../../../src/queue/embedded-queue.ts';
+import { EmbeddedDeliveryQueue, MAX_DIRECT, MAX_DIRECT_BYTES } from '../../../src/queue/embedded-queue.ts';
 import { isRecorded } from '../../../src/queue/delivery-queue.ts';
 import type { DeliveryProcessor, DeliveryQueue } from '../../../src/queue/delivery-queue.ts';
 import { skipReason, withTestDatabase } from '../../support/database.ts';
@@ -128,16 +128,16 @@ describe('intake queue: embedded, claimed as it is recorded', { skip: await skip
       };
       const queue = new EmbeddedDeliveryQueue(db, process, 'w-direct', Date.now, log);
       // Not started: no sweep runs, so only the hand-over can process it.
-      const claim = queue.claimAtIntake();
+      const claim = queue.claimAtIntake(2);
       assert.ok(claim === null, 'a stopped queue claims nothing');
       await queue.start();
-      const given = queue.claimAtIntake();
+      const given = queue.claimAtIntake(2);
       assert.ok(given);
       const recording = recordDelivery(db, { ...delivery('d-direct'), now: Date.now(), claim: given });
       queue.processClaimed({ ...delivery('d-direct'), receivedAt: Date.now(), status: 'processing', attempts: 0, recording });
       await queue.idle();
       // Claimed before the queue stopped, handed over after: left to its lease, not processed by a stopped queue.
-      const late = queue.claimAtIntake();
+      const late = queue.claimAtIntake(2);
       assert.ok(late);
       const lateRecording = recordDelivery(db, { ...delivery('d-late'), now: Date.now(), claim: late });
       await queue.stop();
@@ -155,7 +155,7 @@ describe('intake queue: embedded, claimed as it is recorded', { skip: await skip
       const queue = new EmbeddedDeliveryQueue(db, process, 'w-dup', Date.now, log);
       await queue.start();
       await recordDelivery(db, { ...delivery('d-dup'), now: Date.now() });
-      const claim = queue.claimAtIntake();
+      const claim = queue.claimAtIntake(2);
       const recording = recordDelivery(db, { ...delivery('d-dup'), now: Date.now(), claim });
       queue.processClaimed({ ...delivery('d-dup'), receivedAt: Date.now(), status: 'processing', attempts: 0, recording });
       assert.equal(await recording, false);
@@ -164,6 +164,42 @@ describe('intake queue: embedded, claimed as it is recorded', { skip: await skip
       await eventually(async () => (await statuses(db)).every((s) => s.includes(':processed:')), 15_000, 'both processed');
       await queue.stop();
       assert.deepEqual([...seen].sort(), ['d-died', 'd-dup'], 'each processed once, by the sweep');
+    });
+  });
+});
+
+describe('intake queue: embedded, how much it takes at once', { skip: await skipReason('external') }, () => {
+  it(`claims at intake stop at ${MAX_DIRECT} deliveries or ${MAX_DIRECT_BYTES / 1024 / 1024} MiB of bodies held, one is always taken when none is held, and each frees its room once processed`, async () => {
+    await withTestDatabase('external', async ({ db }) => {
+      const release: (() => void)[] = [];
+      const process: DeliveryProcessor = () => new Promise((resolve) => release.push(() => resolve('done')));
+      const queue = new EmbeddedDeliveryQueue(db, process, 'w-room', Date.now, log);
+      await queue.start();
+      const hand = (deliveryId: string, bytes: number) =>
+        queue.processClaimed({ source: 'github', deliveryId, eventName: 'push', headers: {}, body: Buffer.alloc(bytes), receivedAt: Date.now(), status: 'processing', attempts: 0, recording: Promise.resolve(true) });
+      try {
+        const big = MAX_DIRECT_BYTES + 1;
+        assert.ok(queue.claimAtIntake(big), 'a body past the budget is taken when nothing is held');
+        hand('d-big', big);
+        assert.equal(queue.claimAtIntake(10), null, 'nothing more while it is held');
+        release.shift()?.();
+        await eventually(() => queue.claimAtIntake(10) !== null, 5_000, 'its room freed');
+        hand('d-small-0', 10);
+        for (let n = 1; n < MAX_DIRECT; n++) {
+          assert.ok(queue.claimAtIntake(10), `claim ${n}`);
+          hand(`d-small-${n}`, 10);
+        }
+        assert.equal(queue.claimAtIntake(10), null, `no claim past ${MAX_DIRECT} held`);
+        for (const resolve of release.splice(0)) resolve();
+        await eventually(() => queue.claimAtIntake(MAX_DIRECT_BYTES - 10) !== null, 5_000, 'all room freed');
+        hand('d-last', MAX_DIRECT_BYTES - 10);
+        assert.equal(queue.claimAtIntake(11), null, 'the bytes held are counted');
+        assert.ok(queue.claimAtIntake(10), 'up to the budget exactly');
+        hand('d-fits', 10);
+      } finally {
+        for (const resolve of release.splice(0)) resolve();
+        await queue.stop();
+      }
     });
   });
 });
