@@ -1,14 +1,11 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import type { Actor } from 'xstate';
-import type { RuntimeRunMachine } from '../../../actors/runs/intent-recorder.ts';
 import { persistedOf } from '../../../actors/runs/run-actors.ts';
 import { RunHarness, ack, fanout, jobPlan, need, status } from '../../support/machines.ts';
 
 /** persistedOf against XState's own getPersistedSnapshot, as the JSON text the store writes (key order included). */
 function assertSamePersisted(h: RunHarness, when: string): void {
-  const actor = h.actor as unknown as Actor<RuntimeRunMachine>;
-  assert.equal(JSON.stringify(persistedOf(actor)), JSON.stringify(h.actor.getPersistedSnapshot()), when);
+  assert.equal(JSON.stringify(persistedOf(h.actor)), JSON.stringify(h.actor.getPersistedSnapshot()), when);
 }
 
 describe('persistedOf writes what XState persists, without its walk for actor references (actors/runs/run-actors.ts)', () => {
