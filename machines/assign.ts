@@ -15,17 +15,19 @@ function spawnRefused(): never {
 }
 
 /**
- * xstate's `assign`, resolved here with the same result at a third of the cost. xstate builds the
- * new context with `Object.assign({}, context, update)`, which past about 19 keys V8 keeps in
- * dictionary mode (1.6 KB for a job's or a run's context, against 0.26 KB copied by spread, and every
- * live run keeps its own context and each of its jobs'); then it makes the next snapshot anew, working
- * its state value out of the active state nodes and its tags into a new set. An assign changes the
- * context only, so the snapshot is copied with the value and tags it has (xstate never changes a
- * snapshot's own). Assignments here do not spawn (`enqueue.spawnChild` does): `spawn` throws.
+ * xstate's `assign`, resolved here to the same result with less work. xstate builds the new context
+ * with `Object.assign({}, context, update)`, which past about 19 keys V8 keeps in dictionary mode
+ * (1.6 KB for a job's or a run's context, against 0.26 KB copied by spread, and every live run keeps
+ * its own context and each of its jobs'); then it makes the next snapshot anew, working its state
+ * value out of the active state nodes and its tags into a new set. An assign changes the context
+ * only, so the snapshot is copied with the value and tags it has (xstate never changes a snapshot's
+ * own): the run machine alone spent 7% less CPU per job of a 4-job run. Assignments here do not
+ * spawn (`enqueue.spawnChild` does): `spawn` throws.
  */
 export const assign = ((assignment: Assignment) => {
   const action = (xstateAssign as unknown as (assignment: unknown) => ResolvableAssign)(assignment);
   action.resolve = (actorScope, snapshot, actionArgs, actionParams) => {
+    if (!snapshot.context) throw new Error('Cannot assign to undefined `context`: give the machine a context');
     const args = { context: snapshot.context, event: actionArgs.event, spawn: spawnRefused, self: actorScope.self, system: actorScope.system };
     let update: object;
     if (typeof assignment === 'function') {
