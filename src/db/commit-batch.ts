@@ -3,7 +3,7 @@ import type { CommitBatchInput, CommitEntry } from './commit.types.ts';
 import { serializeEntry, toCommitRows, type CommitRows } from './commit-rows.ts';
 import { JournalConflictError, classifyDatabaseError } from './errors.ts';
 import { executePrepared } from './database.ts';
-import { recordset } from './recordset.ts';
+import { jsonRows, recordset } from './recordset.ts';
 import { assertFence, fenceCtes, type FenceRow } from './fence.ts';
 import type { Schema } from './schema.ts';
 
@@ -43,14 +43,17 @@ export async function commitBatch(db: Kysely<Schema>, input: Omit<CommitBatchInp
   await commitSerialized(db, { ...input, entries: input.entries.map(serializeEntry) });
 }
 
+/** The condition that keeps a batch's rows only while this coordinator's fence holds. */
+const FENCE_HELD = sql`EXISTS (SELECT 1 FROM ok)`;
+
 /** `json_to_recordset($json) AS t(<columns>)`, kept only while the fence holds. */
 function fenced(list: readonly string[], columns: string): RawBuilder<unknown> {
-  return sql`json_to_recordset(${`[${list.join(',')}]`}::json) AS t(${sql.raw(columns)}) WHERE EXISTS (SELECT 1 FROM ok)`;
+  return jsonRows(list, 't', columns, FENCE_HELD);
 }
 
 /** The same rows as a subquery to join to a table by its key, with their count for the planner (recordset.ts). */
 function fencedToJoin(list: readonly string[], columns: string): RawBuilder<unknown> {
-  return recordset(list, 't', columns, sql`EXISTS (SELECT 1 FROM ok)`);
+  return recordset(list, 't', columns, FENCE_HELD);
 }
 
 /** One data-modifying CTE per table that has rows in this batch. */

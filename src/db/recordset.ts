@@ -24,8 +24,16 @@ import { sql, type RawBuilder } from 'kysely';
  * again for each of its rows. The fence's run ids stay `= ANY` for that reason (docs/database.md).
  */
 export function recordset(rows: readonly string[], alias: string, columns: string, where?: RawBuilder<unknown>): RawBuilder<unknown> {
-  const filter = where === undefined ? sql`` : sql` WHERE ${where}`;
   // The count and the JSON come from the same list: a LIMIT below it would drop rows unseen.
-  const counted = sql`SELECT * FROM json_to_recordset(${`[${rows.join(',')}]`}::json) AS ${sql.raw(alias)}(${sql.raw(columns)})${filter} LIMIT ${rows.length}::int8`;
+  const counted = sql`SELECT * FROM ${jsonRows(rows, alias, columns, where)} LIMIT ${rows.length}::int8`;
   return sql`(SELECT * FROM (${counted}) AS counted LIMIT ${rows.length}::int8)`;
+}
+
+/**
+ * The rows as they are, not counted: `json_to_recordset($json) AS <alias>(<columns>) [WHERE <where>]`,
+ * a FROM item with its condition, for rows inserted rather than joined to a table's key.
+ */
+export function jsonRows(rows: readonly string[], alias: string, columns: string, where?: RawBuilder<unknown>): RawBuilder<unknown> {
+  const filter = where === undefined ? sql`` : sql` WHERE ${where}`;
+  return sql`json_to_recordset(${`[${rows.join(',')}]`}::json) AS ${sql.raw(alias)}(${sql.raw(columns)})${filter}`;
 }
