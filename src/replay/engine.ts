@@ -3,6 +3,7 @@ import type { Actor } from 'xstate';
 import { IntentRecorder, runtimeRunMachine } from '../../actors/runs/intent-recorder.ts';
 import type { Intent, RuntimeRunMachine } from '../../actors/runs/intent-recorder.ts';
 import type { IntentSink } from '../../machines/intents.ts';
+import { persistedOf } from '../../actors/runs/run-actors.ts';
 import { SNAPSHOT_VERSION } from '../../actors/runs/supervisor.ts';
 import { RUN_MACHINE_ID } from '../../machines/run.machine.ts';
 import type { RunContext, RunEvent } from '../../machines/run.machine.ts';
@@ -32,8 +33,9 @@ interface Session {
   failure: Error | null;
 }
 
-function persistedOf(actor: Actor<RuntimeRunMachine>): PersistedMachineSnapshot<RunContext> {
-  return asJson(actor.getPersistedSnapshot()) as PersistedMachineSnapshot<RunContext>;
+/** The replayed state as the supervisor stores it (`persistedOf`), through JSON. */
+function persistedAsJson(actor: Actor<RuntimeRunMachine>): PersistedMachineSnapshot<RunContext> {
+  return asJson(persistedOf(actor)) as PersistedMachineSnapshot<RunContext>;
 }
 
 /**
@@ -157,7 +159,7 @@ export async function replayRecordedRun(recorded: RecordedRun, options: ReplayOp
   for (const record of recorded.journal.slice(0, to + 1)) {
     const step = applyRecord(session, record, steps.at(-1)?.after ?? null);
     steps.push(step);
-    if (record.seq === recorded.snapshot?.seq && !session.failure) atStoredSeq = persistedOf(actor);
+    if (record.seq === recorded.snapshot?.seq && !session.failure) atStoredSeq = persistedAsJson(actor);
     if (!step.matches) divergence ??= divergenceOf(step);
     if (session.failure) {
       failure = { seq: record.seq, message: session.failure.message };
@@ -168,7 +170,7 @@ export async function replayRecordedRun(recorded: RecordedRun, options: ReplayOp
       sliceStarted = performance.now();
     }
   }
-  const snapshot = persistedOf(actor);
+  const snapshot = persistedAsJson(actor);
   actor.stop();
   const check = failure ? { compared: false as const, reason: `the actor failed at seq ${failure.seq}` } : snapshotCheck(recorded, to, atStoredSeq);
   const exact = !divergence && !failure && (!check.compared || check.equal);
