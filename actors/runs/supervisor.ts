@@ -24,6 +24,7 @@ import { CommitObservers } from './commit-observers.ts';
 import type { CommittedUpdate } from './commit-observers.ts';
 import { CrashObserver, RunActorHost, armedDeadlines, changedJobs, rearmedSince, deferredState, liveStateSummary, persistedOf, sameRefs, stateRefsOf, visitOpenJobs, waitingKindsOf } from './run-actors.ts';
 import { WaitingTally } from './waiting-tally.ts';
+import { mayJoinTail, noteSerialized } from './snapshot-policy.ts';
 import type { RestoreReport, RunHandle, SupervisorOptions } from './supervisor.types.ts';
 
 export type { CommittedUpdate } from './commit-observers.ts';
@@ -43,17 +44,9 @@ export const SNAPSHOT_VERSION = RUN_MACHINE_VERSION * 1000 + JOB_MACHINE_VERSION
 export type IncomingRunEvent = RunEvent extends infer E ? (E extends { at: number } ? Omit<E, 'at'> & { at?: number } : never) : never;
 
 /**
- * A changed state is stored as a snapshot at least every this many events, and always when the run
- * is created or finishes; the events between are kept by their journal rows, and a restore replays
- * them onto the snapshot (docs/architecture.md#snapshots-and-journal-tails). Each snapshot was 74% of
- * the JSON a commit wrote.
- */
-export const SNAPSHOT_EVERY_EVENTS = 4;
-
-/**
  * Owns the run actors of this coordinator. Every accepted event is journaled with the timer changes
  * and effects it produced, and its state stored (as a snapshot, or by the journal row alone:
- * SNAPSHOT_EVERY_EVENTS), in one group-committed transaction; timers are armed and effects run only
+ * snapshot-policy.ts), in one group-committed transaction; timers are armed and effects run only
  * after that commit (docs/architecture.md#time-durable-deadlines).
  */
 export class Supervisor {
@@ -170,7 +163,7 @@ export class Supervisor {
     const actor = this.actors.create(this.machine, newRun.input, runId);
     actor.subscribe(this.crashes);
     const recorded = this.recording(runId, () => actor.start());
-    const handle: RunHandle = { actor, seq: 0, storedSeq: 0, written: new Map(), closing: false };
+    const handle: RunHandle = { actor, seq: 0, storedSeq: 0, snapshotBytes: 0, tailBytes: 0, written: new Map(), closing: false };
     this.runs.set(runId, handle);
     // A crash inside start() reached the observer before the run was registered.
     if (actor.getSnapshot().status === 'error') this.dropCrashed();
@@ -243,7 +236,7 @@ export class Supervisor {
     // The tail's intents were answered when its events were live: its deadlines and effects are the stored rows.
     for (const record of row.tail ?? []) this.recording(row.runId, () => actor.send(record.event as RunEvent));
     const seq = journalHeadOf(row);
-    this.runs.set(row.runId, { actor, seq, storedSeq: row.seq, written: new Map(), closing: false });
+    this.runs.set(row.runId, { actor, seq, storedSeq: row.seq, snapshotBytes: 0, tailBytes: 0, written: new Map(), closing: false });
     const started = actor.getSnapshot();
     if (started.status === 'error') {
       this.dropCrashed();
@@ -384,15 +377,15 @@ export class Supervisor {
     const tail = seq - handle.storedSeq;
     const unchangedState = timerEvent === null && before !== undefined && askedNothingDurable && sameRefs(before, stateRefsOf(handle.actor));
     // Behind a tail the stored snapshot's seq cannot move (the restore would skip the tail): the entry
-    // joins the tail, and one that would make it too long stores a snapshot instead.
-    if (unchangedState && tail < SNAPSHOT_EVERY_EVENTS) {
+    // joins the tail, and one the tail cannot take stores a snapshot instead.
+    if (unchangedState && (tail === 1 || mayJoinTail(handle, tail))) {
       const deferSnapshot = tail > 1;
       if (!deferSnapshot) handle.storedSeq = seq;
       const unchanged = { runId, seq, event, intents, machineVersion: SNAPSHOT_VERSION, live: handle.actor.getSnapshot(), stateAfter: liveStateSummary(handle.actor), deferSnapshot };
       return { entry: unchangedEntry(unchanged), done: false };
     }
     const done = handle.actor.getSnapshot().status === 'done';
-    const deferSnapshot = !creation.isNewRun && !done && !handle.closing && tail < SNAPSHOT_EVERY_EVENTS;
+    const deferSnapshot = !creation.isNewRun && !done && !handle.closing && mayJoinTail(handle, tail);
     if (!deferSnapshot) handle.storedSeq = seq;
     const state = deferSnapshot ? deferredState(handle.actor, handle.written) : storedState(persistedOf(handle.actor), changedJobs(handle.actor, handle.written));
     const firedDeadlineId = timerEvent !== null && !rearmedSince(handle.actor, timerEvent, event) ? timerEvent : null;
@@ -410,6 +403,7 @@ export class Supervisor {
       this.logOf(entry.runId).error({ err: thrown, seq: entry.snapshot.seq }, 'run entry cannot be serialized; failing the run');
       return thrown;
     }
+    noteSerialized(handle, serialized);
     const children = handle.actor.getSnapshot().children;
     serialized.jobs = serialized.jobs.filter((job) => {
       const digest = hash('sha1', job.json, 'base64');

@@ -8,6 +8,7 @@ import type { RuntimeMetrics } from './metrics.ts';
 import type { Effect, RunCommit, RunStore } from './ports.ts';
 import type { ArmedTimer } from './timer-service.ts';
 import type { InlinePlacement } from './inline-placement.ts';
+import type { StoredSnapshotMark } from './snapshot-policy.ts';
 
 /**
  * A job's projection as last written: its digest (the JSON itself cost 0.4 KB a job), and the job
@@ -19,11 +20,9 @@ export interface WrittenJob {
 }
 
 /** One run actor owned here, with what its commits need to remember. */
-export interface RunHandle {
+export interface RunHandle extends StoredSnapshotMark {
   actor: Actor<RuntimeRunMachine>;
   seq: number;
-  /** The seq of the state the stored snapshot row holds; the journal rows after it are the run's tail. */
-  storedSeq: number;
   /** Each job's projection as last written, so an event rewrites only the jobs it changed. */
   written: Map<string, WrittenJob>;
   /** Finished or failing: it takes no more events and leaves memory once its last entry settles. */

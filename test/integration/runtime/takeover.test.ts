@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { describe, it } from 'node:test';
-import { SNAPSHOT_EVERY_EVENTS } from '../../../actors/runs/supervisor.ts';
+import { MAX_TAIL_EVENTS } from '../../../actors/runs/snapshot-policy.ts';
 import { readJournal } from '../../../src/db/journal.ts';
 import { DATABASE_KINDS, holdRowLocks, skipReason, withTestDatabase } from '../../support/database.ts';
 import { sql, type Kysely } from 'kysely';
@@ -61,7 +61,7 @@ for (const kind of DATABASE_KINDS) {
         await first.stop();
         const stored = await db.selectFrom('run_snapshots').select('seq').where('run_id', '=', runId).executeTakeFirstOrThrow();
         const tail = (await readJournal(db, runId)).filter((e) => e.seq > stored.seq);
-        assert.ok(tail.length > 0 && tail.length < SNAPSHOT_EVERY_EVENTS, `a tail of 1 to ${SNAPSHOT_EVERY_EVENTS - 1} events after the snapshot, got ${tail.length}`);
+        assert.ok(tail.length > 0 && tail.length < MAX_TAIL_EVENTS, `a tail of 1 to ${MAX_TAIL_EVENTS - 1} events after the snapshot, got ${tail.length}`);
         const jobRow = await db.selectFrom('jobs').select(['status', 'agent_id']).where('run_id', '=', runId).executeTakeFirstOrThrow();
         assert.equal(jobRow.agent_id, 'agent-7', 'the job row was written with the tail');
         assert.notEqual(jobRow.status, 'pending');
@@ -84,7 +84,7 @@ for (const kind of DATABASE_KINDS) {
       });
     });
 
-    it('a tail never grows past SNAPSHOT_EVERY_EVENTS, even of events that change nothing', async () => {
+    it('a tail never grows past MAX_TAIL_EVENTS, even of events that change nothing', async () => {
       await withTestDatabase(kind, async ({ db }) => {
         const runtime = await startTestRuntime(db, 'coord-a');
         try {
@@ -99,12 +99,46 @@ for (const kind of DATABASE_KINDS) {
           await runtime.supervisor.send(runId, { type: 'timer.queue.expired', deadlineId: 'not-armed', dueAt: 0, jobKey: 'a' });
           assert.equal(await behind(), 1);
           const seen: number[] = [];
-          for (let i = 0; i < 2 * SNAPSHOT_EVERY_EVENTS; i++) {
+          for (let i = 0; i < 2 * MAX_TAIL_EVENTS; i++) {
             await runtime.supervisor.send(runId, { type: 'run.restored', liveAgents: [] });
             seen.push(await behind());
           }
-          assert.ok(Math.max(...seen) < SNAPSHOT_EVERY_EVENTS, `journal rows behind the snapshot: ${seen.join(', ')}`);
+          assert.ok(Math.max(...seen) < MAX_TAIL_EVENTS, `journal rows behind the snapshot: ${seen.join(', ')}`);
           assert.equal(seen.at(-1), 0, 'with no tail left, an unchanged event moves the snapshot to its seq');
+        } finally {
+          await runtime.stop();
+        }
+      });
+    });
+
+    it('a tail ends once its journal rows weigh as much as the snapshot: a large run keeps up to MAX_TAIL_EVENTS - 1 events behind, large events store it every other one', async () => {
+      await withTestDatabase(kind, async ({ db }) => {
+        const runtime = await startTestRuntime(db, 'coord-a');
+        try {
+          const behindAfterEach = async (runId: string, deadlineId: string, events: number) => {
+            const seen: number[] = [];
+            for (let i = 0; i < events; i++) {
+              // A deadline that is not armed: the state stays, but its entry is not an unchanged one.
+              await runtime.supervisor.send(runId, { type: 'timer.queue.expired', deadlineId, dueAt: 0, jobKey: 'job0' });
+              const stored = await db.selectFrom('run_snapshots').select('seq').where('run_id', '=', runId).executeTakeFirstOrThrow();
+              seen.push((await readJournal(db, runId)).length - 1 - stored.seq);
+            }
+            return seen;
+          };
+          const created = async (jobs: number) => {
+            const runId = randomUUID();
+            const names = Array.from({ length: jobs }, (_, i) => `job${i}`);
+            await runtime.supervisor.createRun({ input: planFor(runId, waitingWorkflow('wf', { jobs: names })), repository: null });
+            await eventually(async () => (await readJournal(db, runId)).some((e) => (e.event as { type: string }).type === 'placement.none'));
+            const stored = await db.selectFrom('run_snapshots').select('seq').where('run_id', '=', runId).executeTakeFirstOrThrow();
+            assert.equal(stored.seq, (await readJournal(db, runId)).length - 1, 'the entry that creates a run stores its snapshot');
+            return runId;
+          };
+          const large = await created(40);
+          const counted = Array.from({ length: MAX_TAIL_EVENTS + 1 }, (_, i) => (i + 1) % MAX_TAIL_EVENTS);
+          assert.deepEqual(await behindAfterEach(large, 'not-armed', MAX_TAIL_EVENTS + 1), counted, 'small events on a large snapshot: the count bounds the tail');
+          const small = await created(1);
+          assert.deepEqual(await behindAfterEach(small, 'x'.repeat(20_000), 4), [1, 0, 1, 0], 'an event larger than the snapshot: the next one stores it');
         } finally {
           await runtime.stop();
         }
