@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { describe, it } from 'node:test';
 import { createDeflateRaw } from 'node:zlib';
-import { INFLATE_HERE_BYTES, MessageInflater } from '../../../src/ws/inflate.ts';
+import { INFLATE_SLICE_BYTES, MessageInflater } from '../../../src/ws/inflate.ts';
 import { deflateAsAgent as deflateMessage } from '../../support/raw-websocket.ts';
 
 const MiB = 1024 * 1024;
@@ -29,7 +29,7 @@ function messages(count: number): Buffer[] {
 
 const closeCodeOf = (error: unknown) => Object.getOwnPropertySymbols(error).map((symbol) => (error as Record<symbol, unknown>)[symbol])[0];
 
-describe('agent frames are inflated here, one zlib call each (src/ws/inflate.ts)', () => {
+describe('agent frames are inflated here, on one zlib handle per socket (src/ws/inflate.ts)', () => {
   it('a stream of messages with context takeover inflates exactly, window carried across messages past 32 KiB', async () => {
     const deflate = createDeflateRaw({ windowBits: 15 });
     const inflater = new MessageInflater({ maxPayload: 25 * MiB, contextTakeover: true });
@@ -58,13 +58,34 @@ describe('agent frames are inflated here, one zlib call each (src/ws/inflate.ts)
     }
   });
 
-  it(`a message that inflates past ${INFLATE_HERE_BYTES / 1024} KiB is inflated on the thread pool, and the next one still sees its window`, async () => {
+  it(`a message that inflates past ${INFLATE_SLICE_BYTES / 1024} KiB is inflated a slice at a time, other work running between the slices, and the next one still sees its window`, async () => {
     const deflate = createDeflateRaw({ windowBits: 15 });
     const inflater = new MessageInflater({ maxPayload: 25 * MiB, contextTakeover: true });
-    const big = Buffer.from(JSON.stringify({ type: 'log.chunk', lines: [randomBytes(INFLATE_HERE_BYTES).toString('hex')] }));
-    assert.deepEqual(await inflate(inflater, await deflateMessage(deflate, big)), big);
+    const inflateNoting = async (message: Buffer) => {
+      const compressed = await deflateMessage(deflate, message);
+      let ranBefore = false;
+      const inflated = inflate(inflater, compressed);
+      setImmediate(() => (ranBefore = true));
+      assert.deepEqual(await inflated, message);
+      return ranBefore;
+    };
+    const big = Buffer.from(JSON.stringify({ type: 'log.chunk', lines: [randomBytes(INFLATE_SLICE_BYTES).toString('hex')] }));
+    assert.equal(await inflateNoting(big), true, 'other work ran before the message was whole');
     const after = Buffer.from(big.subarray(big.length - 2_000));
-    assert.deepEqual(await inflate(inflater, await deflateMessage(deflate, after)), after);
+    assert.equal(await inflateNoting(after), false, 'a small message is inflated at once');
+    deflate.close();
+  });
+
+  it('a socket closed between the slices of a message frees its handle, and the message is dropped', async () => {
+    const deflate = createDeflateRaw({ windowBits: 15 });
+    const inflater = new MessageInflater({ maxPayload: 25 * MiB, contextTakeover: true });
+    const big = Buffer.from(randomBytes(4 * INFLATE_SLICE_BYTES).toString('hex'));
+    let answered = false;
+    inflater.inflate(await deflateMessage(deflate, big), true, () => (answered = true));
+    await new Promise((resolve) => queueMicrotask(() => resolve(undefined)));
+    inflater.close();
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    assert.equal(answered, false);
     deflate.close();
   });
 
