@@ -173,11 +173,21 @@ export class MessageInflater {
       run.inLeft = inLeft;
       if (produced > 0 && !run.add(SCRATCH.subarray(0, produced))) return tooLargeError(run.cap);
       sliced += produced;
-      // Room left in the output: all input is consumed and flushed.
-      if (outLeft !== 0) return 'done';
+      // Room left in the output: all input is consumed and flushed, or the deflate stream ended.
+      if (outLeft !== 0) return run.inLeft === 0 ? 'done' : endOfStream(zlib, run);
       if (sliced >= INFLATE_SLICE_BYTES) return 'more';
     }
   }
+}
+
+/**
+ * The message ended its deflate stream (a final block): the agent's next message starts a new one,
+ * with no window. Only the trailer added here may follow the final block.
+ */
+function endOfStream(zlib: { handle: ZlibHandle }, run: InflateRun): 'done' | Error {
+  zlib.handle.reset();
+  const rest = run.message.subarray(run.inOffset);
+  return rest.equals(TRAILER) ? 'done' : new Error('compressed data goes on past the end of its deflate stream');
 }
 
 /** One message being inflated: where its input stands and what it gave so far. */

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { describe, it } from 'node:test';
-import { createDeflateRaw } from 'node:zlib';
+import { createDeflateRaw, deflateRawSync } from 'node:zlib';
 import { INFLATE_SLICE_BYTES, MessageInflater } from '../../../src/ws/inflate.ts';
 import { deflateAsAgent as deflateMessage } from '../../support/raw-websocket.ts';
 
@@ -47,6 +47,18 @@ describe('agent frames are inflated here, on one zlib handle per socket (src/ws/
     assert.equal((await inflate(inflater, compressed.subarray(0, cut), false)).length, 0);
     assert.deepEqual(await inflate(inflater, compressed.subarray(cut)), second);
     deflate.close();
+  });
+
+  it('a message that ends its deflate stream (a final block) is inflated, and the next one starts a new stream; data past the end is refused with 1007', async () => {
+    const inflater = new MessageInflater({ maxPayload: 25 * MiB, contextTakeover: true });
+    const [first, second, third] = messages(3) as [Buffer, Buffer, Buffer];
+    assert.deepEqual(await inflate(inflater, deflateRawSync(first)), first);
+    assert.deepEqual(await inflate(inflater, deflateRawSync(second)), second);
+    const deflate = createDeflateRaw({ windowBits: 15 });
+    assert.deepEqual(await inflate(inflater, await deflateMessage(deflate, third)), third, 'a stream with context takeover after it');
+    deflate.close();
+    const trailing = new MessageInflater({ maxPayload: 25 * MiB, contextTakeover: true });
+    await assert.rejects(inflate(trailing, Buffer.concat([deflateRawSync(first), Buffer.from([1, 2, 3])])), (error) => closeCodeOf(error) === 1007);
   });
 
   it('without context takeover each message stands alone', async () => {
