@@ -21,7 +21,7 @@ export interface StoredSnapshotMark {
  * join it instead of storing a snapshot: the tail stays under MAX_TAIL_EVENTS and the journal written
  * since the snapshot still weighs less than the snapshot. A run of many jobs has a large snapshot and
  * small events, so it writes the snapshot about once every MAX_TAIL_EVENTS events instead of every
- * few; the snapshot bytes a run writes never exceed its journal's by more than one snapshot.
+ * few; a run whose events are large writes it about as often as its journal outweighs it.
  */
 export function mayJoinTail(mark: StoredSnapshotMark, tail: number): boolean {
   return tail < MAX_TAIL_EVENTS && mark.tailBytes < mark.snapshotBytes;
