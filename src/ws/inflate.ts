@@ -122,7 +122,7 @@ export class MessageInflater {
     const zlib = this.failed === null ? this.open() : null;
     if (zlib === null) {
       const why = this.failed === null ? 'no zlib inflate handle' : `an earlier message did not inflate (${this.failed.message})`;
-      return queueMicrotask(() => callback(closeError(new Error(why))));
+      return queueMicrotask(() => callback(notInflatedError(new Error(why))));
     }
     if (!this.options.contextTakeover) zlib.handle.reset();
     const cap = this.options.maxPayload > 0 ? this.options.maxPayload : Number.MAX_SAFE_INTEGER;
@@ -135,7 +135,7 @@ export class MessageInflater {
       if (done instanceof Error) {
         this.failed = done;
         this.close();
-        return callback(closeError(done));
+        return callback(done);
       }
       callback(null, run.output());
     };
@@ -159,19 +159,19 @@ export class MessageInflater {
     return this.zlib;
   }
 
-  /** Inflates up to a slice of the message: 'more' when some is left for the next turn, the error that stopped it, or 'done'. */
+  /** Inflates up to a slice of the message: 'more' when some is left for the next turn, the error ws closes with, or 'done'. */
   private inflateSlice(zlib: { handle: ZlibHandle; state: Uint32Array }, run: InflateRun): 'done' | 'more' | Error {
     const stream = this.stream as InflateRaw;
     let sliced = 0;
     for (;;) {
       zlib.handle.writeSync(constants.Z_SYNC_FLUSH, run.message, run.inOffset, run.inLeft, SCRATCH, 0, SCRATCH.length);
-      if (stream.destroyed) return stream.errored ?? new Error('zlib closed the inflate stream');
+      if (stream.destroyed) return notInflatedError(stream.errored ?? new Error('zlib closed the inflate stream'));
       const outLeft = zlib.state[0] as number;
       const inLeft = zlib.state[1] as number;
       const produced = SCRATCH.length - outLeft;
       run.inOffset += run.inLeft - inLeft;
       run.inLeft = inLeft;
-      if (produced > 0 && !run.add(SCRATCH.subarray(0, produced))) return tooLargeError(run.cap);
+      if (produced > 0 && !run.add(SCRATCH.subarray(0, produced))) return pastCapError();
       sliced += produced;
       // Room left in the output: all input is consumed and flushed, or the deflate stream ended.
       if (outLeft !== 0) return run.inLeft === 0 ? 'done' : endOfStream(zlib, run);
@@ -187,7 +187,7 @@ export class MessageInflater {
 function endOfStream(zlib: { handle: ZlibHandle }, run: InflateRun): 'done' | Error {
   zlib.handle.reset();
   const rest = run.message.subarray(run.inOffset);
-  return rest.equals(TRAILER) ? 'done' : new Error('compressed data goes on past the end of its deflate stream');
+  return rest.equals(TRAILER) ? 'done' : notInflatedError(new Error('compressed data goes on past the end of its deflate stream'));
 }
 
 /** One message being inflated: where its input stands and what it gave so far. */
@@ -217,22 +217,17 @@ class InflateRun {
   }
 }
 
-function tooLargeError(cap: number): Error {
-  return Object.assign(new RangeError(`Cannot create a Buffer larger than ${cap} bytes`), { code: 'ERR_BUFFER_TOO_LARGE' });
+/** The error ws closes the socket with for a message past the frame cap: 1009. */
+function pastCapError(): Error {
+  return withCloseCode(Object.assign(new RangeError('Max payload size exceeded'), { code: 'WS_ERR_UNSUPPORTED_MESSAGE_LENGTH' }), 1009);
 }
 
-function tooLarge(error: unknown): boolean {
-  return error instanceof RangeError && (error as { code?: unknown }).code === 'ERR_BUFFER_TOO_LARGE';
+/** The error ws closes the socket with for data that does not inflate: 1007. */
+function notInflatedError(error: Error): Error {
+  return withCloseCode(error, 1007);
 }
 
-/** The error ws closes the socket with: 1009 for a message past the cap, 1007 for data that does not inflate. */
-function closeError(thrown: unknown): Error {
-  const pastCap = tooLarge(thrown);
-  const error = pastCap
-    ? Object.assign(new RangeError('Max payload size exceeded'), { code: 'WS_ERR_UNSUPPORTED_MESSAGE_LENGTH' })
-    : thrown instanceof Error
-      ? thrown
-      : new Error(String(thrown));
-  if (STATUS_CODE !== null) Object.defineProperty(error, STATUS_CODE, { value: pastCap ? 1009 : 1007 });
+function withCloseCode(error: Error, code: number): Error {
+  if (STATUS_CODE !== null) Object.defineProperty(error, STATUS_CODE, { value: code });
   return error;
 }
