@@ -89,9 +89,21 @@ describe('embedded Postgres', () => {
 
   it('takes over a lock left by a dead process', async () => {
     const dataDir = await tempDir();
+    const lockPath = join(dataDir, 'switchyard.lock');
     await (await open(dataDir)).close();
-    await writeFile(join(dataDir, 'switchyard.lock'), JSON.stringify({ pid: 2 ** 22 + 7 }));
-    await (await open(dataDir)).close();
+    const deadPid = 2 ** 22 + 7;
+    assert.equal(isProcessAlive(deadPid), false);
+    await writeFile(lockPath, JSON.stringify({ pid: deadPid }));
+    const database = await open(dataDir);
+    try {
+      const holder = JSON.parse(await readFile(lockPath, 'utf8')) as { pid: number };
+      assert.equal(holder.pid, process.pid, 'the lock now names this process');
+      const { epoch } = await claimCoordinatorLease(database.db, { id: 'a', ttlMs: 1, now: 0 });
+      assert.equal(epoch, 1, 'the database opened on the taken-over lock works');
+    } finally {
+      await database.close();
+    }
+    await assert.rejects(readFile(lockPath), { code: 'ENOENT' }, 'closing released the lock');
   });
 
   it('refuses to start while another process runs on the data dir; after it is killed, stops its leftover server and starts on the same data', async () => {

@@ -17,6 +17,7 @@ function deferred() {
 }
 
 function harness(records: Record<string, DispatchRecord>) {
+  const logged: { msg: string; runId?: string; event?: string; err?: { message: string } }[] = [];
   const delivered: string[] = [];
   const commits: ReturnType<typeof deferred>[] = [];
   const writes: { chunks: readonly LogChunkInput[]; done: ReturnType<typeof deferred> }[] = [];
@@ -35,9 +36,9 @@ function harness(records: Record<string, DispatchRecord>) {
       return done.promise;
     },
     now: () => NOW,
-    log: pino({ level: 'silent' }),
+    log: pino({ level: 'warn' }, { write: (line: string) => void logged.push(JSON.parse(line) as (typeof logged)[number]) }),
   });
-  return { frames, delivered, commits, writes };
+  return { frames, delivered, commits, writes, logged };
 }
 
 const ids = { runId: 'run-1', jobId: 'd-1' };
@@ -57,10 +58,23 @@ describe('job frames of one connection: mailbox order without waiting for commit
   });
 
   it('a failed delivery is logged, never an unhandled rejection', async () => {
-    const { frames, commits } = harness(owned);
-    await frames.handle('a-1', ack);
-    commits[0]?.reject(new Error('supervisor stopped'));
-    await tick();
+    const unhandled: unknown[] = [];
+    const onUnhandled = (reason: unknown) => void unhandled.push(reason);
+    process.on('unhandledRejection', onUnhandled);
+    try {
+      const { frames, commits, logged } = harness(owned);
+      await frames.handle('a-1', ack);
+      commits[0]?.reject(new Error('supervisor stopped'));
+      await tick();
+      await tick();
+      assert.deepEqual(
+        logged.map(({ msg, runId, event, err }) => ({ msg, runId, event, error: err?.message })),
+        [{ msg: 'agent event delivery failed', runId: 'run-1', event: 'agent.job.ack', error: 'supervisor stopped' }],
+      );
+      assert.deepEqual(unhandled, []);
+    } finally {
+      process.off('unhandledRejection', onUnhandled);
+    }
   });
 
   it('log chunks are written in batches without holding up frames; a terminal status waits for its lines, later events of its run queue behind it', async () => {
