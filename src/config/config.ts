@@ -69,6 +69,11 @@ export interface CompiledConfig {
   readonly staleMultiplier: number;
   /** How long a disconnected agent may take to reclaim its jobs (`SWITCHYARD_RECOVERY_WINDOW_MS`). @default 120000 */
   readonly recoveryWindowMs: number;
+  /**
+   * An agent that sent no `heartbeat` for this long gets no new job until it does; after twice as long
+   * its socket is closed (`SWITCHYARD_AGENT_SILENT_MS`; the stock agent heartbeats every 30 s). @default 90000
+   */
+  readonly agentSilentMs: number;
   /** How long a job may stay queued; 0 means never expire (`SWITCHYARD_QUEUE_TIMEOUT_MS`). @default 3600000 */
   readonly queueTimeoutMs: number;
   /** Dispatch attempts per job before it fails (`SWITCHYARD_MAX_DISPATCH_ATTEMPTS`). @default 5 */
@@ -158,6 +163,7 @@ function compile(raw: RawEnv): Omit<CompiledConfig, 'scaler'> {
     jobHeartbeatIntervalMs: raw.SWITCHYARD_JOB_HEARTBEAT_INTERVAL_MS ?? 60_000,
     staleMultiplier: raw.SWITCHYARD_STALE_MULTIPLIER ?? 2,
     recoveryWindowMs: raw.SWITCHYARD_RECOVERY_WINDOW_MS ?? 120_000,
+    agentSilentMs: raw.SWITCHYARD_AGENT_SILENT_MS ?? 90_000,
     queueTimeoutMs: raw.SWITCHYARD_QUEUE_TIMEOUT_MS ?? 3_600_000,
     maxDispatchAttempts: raw.SWITCHYARD_MAX_DISPATCH_ATTEMPTS ?? 5,
     inlineEvalTimeoutMs: raw.SWITCHYARD_INLINE_EVAL_TIMEOUT_MS ?? 100,

@@ -43,6 +43,7 @@ export function createAgentGateway(deps: GatewayDeps) {
   };
   const connection: ConnectionDeps = {
     authMode: deps.config.agentAuth,
+    silentMs: deps.config.agentSilentMs,
     validateToken: (token) => validateAgentToken(db, token, deps.now()),
     registry,
     deliver: deps.deliver,

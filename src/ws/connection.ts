@@ -13,6 +13,8 @@ import { ConnectionLimits, ViolationWindow, frameClassOf } from './rate-limit.ts
 
 export interface ConnectionDeps extends JobMessageDeps {
   authMode: 'token' | 'none';
+  /** Silent this long (no `heartbeat`), the agent gets no new job; twice as long, its socket is closed. */
+  silentMs: number;
   validateToken: (token: string) => Promise<TokenInfo | null>;
   /** Reclaims the agent's in-flight jobs (docs/protocol.md#reconnect-reclaim-and-lost-attempts); runs after register.ack. */
   reclaim: (session: AgentSession, inFlight: { jobId: string; runId: string }[]) => Promise<void>;
@@ -31,9 +33,8 @@ type Phase = 'auth' | 'register' | 'ready' | 'closed';
 
 const AUTH_TIMEOUT_MS = 5_000;
 const REGISTER_TIMEOUT_MS = 10_000;
-const UNHEALTHY_MS = 90_000;
-const SILENT_CLOSE_MS = 180_000;
-const WATCH_EVERY_MS = 10_000;
+/** The liveness watch looks at least this often, and nine times per silence threshold. */
+const WATCH_AT_MOST_EVERY_MS = 10_000;
 const MAX_HELD_FRAMES = 256;
 /** Why a session that just registered with `inFlightJobs` is not offered jobs yet. */
 export const RECLAIMING = 'reclaiming';
@@ -295,14 +296,15 @@ export class AgentConnection {
   }
 
   private startWatchdog(): void {
+    const { silentMs } = this.deps;
     this.watchdog ??= setInterval(() => {
       const silent = this.deps.now() - this.lastHeartbeatAt;
-      if (silent > SILENT_CLOSE_MS) this.close(CLOSE_CODES.HEARTBEAT_TIMEOUT, 'Heartbeat timeout');
-      else if (silent > UNHEALTHY_MS && this.session && this.session.unusable === null) {
+      if (silent > 2 * silentMs) this.close(CLOSE_CODES.HEARTBEAT_TIMEOUT, 'Heartbeat timeout');
+      else if (silent > silentMs && this.session && this.session.unusable === null) {
         this.session.unusable = 'silent';
         this.log.warn({ agentId: this.session.agentId, silentMs: silent }, 'agent unhealthy: no heartbeat');
       }
-    }, WATCH_EVERY_MS);
+    }, Math.min(WATCH_AT_MOST_EVERY_MS, Math.ceil(silentMs / 9)));
   }
 
   send(message: object): void {

@@ -23,7 +23,7 @@ async function coordinatorSide(authMode: 'token' | 'none', extra: Partial<Connec
   const records = new Map<string, DispatchRecord>();
   const seen = { delivered: [] as IncomingRunEvent[], logs: [] as string[][], invalidInformational: [] as string[], unknown: [] as string[], reclaimed: [] as string[], metricsFrom: [] as string[] };
   const deps: ConnectionDeps = {
-    ...{ authMode, registry, now: Date.now, log: pino({ level: 'silent' }), onViolation: () => undefined },
+    ...{ authMode, silentMs: 90_000, registry, now: Date.now, log: pino({ level: 'silent' }), onViolation: () => undefined },
     validateToken: (token) => Promise.resolve(token === GOOD_TOKEN ? { id: 't1', agentType: 'static', labels: null, mandatoryLabels: [], createdBy: null } : null),
     deliver: (_runId, event) => Promise.resolve(seen.delivered.push(event)),
     lookupDispatch: (dispatchId) => Promise.resolve(records.get(dispatchId) ?? null),
