@@ -1,65 +1,37 @@
-import { randomBytes } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe } from 'node:test';
 import pg from 'pg';
-import { pino, type Logger } from 'pino';
 import { Kysely, PostgresDialect, type RawBuilder } from 'kysely';
 import { connectDatabase, openDatabase, type Database, type DatabaseKind } from '../../src/db/database.ts';
 import { startEmbeddedPostgres, type EmbeddedServer } from '../../src/db/embedded-postgres.ts';
 import { migrateToLatest } from '../../src/db/migrate.ts';
 import type { Schema } from '../../src/db/schema.ts';
+import { createFromTemplate, externalAdminConfig, externalUrl, sharedTestDatabases, skipReason, testDatabaseName, testLog } from './test-databases.ts';
 
 /** Every DB test runs once per kind. */
 export const DATABASE_KINDS: readonly DatabaseKind[] = ['external', 'embedded'];
 
-export const testLog: Logger = pino({ level: process.env.TEST_LOG_LEVEL ?? 'silent' });
-
-/** The Postgres on 127.0.0.1:5432 (PGHOST/PGPORT/PGUSER/PGPASSWORD override), as an admin. */
-export function externalAdminConfig(database = 'postgres'): pg.ClientConfig {
-  return {
-    host: process.env.PGHOST ?? '127.0.0.1',
-    port: Number(process.env.PGPORT ?? 5432),
-    user: process.env.PGUSER ?? 'postgres',
-    password: process.env.PGPASSWORD,
-    database,
-    connectionTimeoutMillis: 5_000,
-  };
-}
-
-export function externalUrl(database: string): string {
-  const { host, port } = externalAdminConfig(database);
-  const user = encodeURIComponent(process.env.PGUSER ?? 'postgres');
-  const password = process.env.PGPASSWORD === undefined ? '' : `:${encodeURIComponent(process.env.PGPASSWORD)}`;
-  return `postgres://${user}${password}@${host}:${port}/${database}`;
-}
-
-/**
- * Why a kind's suite is skipped, or undefined to run it. An unreachable external Postgres skips
- * locally but throws under CI=true, so the file fails instead of passing vacuously.
- */
-export async function skipReason(kind: DatabaseKind): Promise<string | undefined> {
-  if (kind === 'embedded') return undefined;
-  const client = new pg.Client(externalAdminConfig());
-  try {
-    await client.connect();
-    await client.end();
-    return undefined;
-  } catch (error) {
-    const reason = `external Postgres at ${externalUrl('postgres')} is unreachable: ${String(error)}`;
-    if (process.env.CI === 'true') throw new Error(`${reason} (CI=true: failing instead of skipping)`, { cause: error });
-    return reason;
-  }
-}
+export { externalAdminConfig, externalUrl, skipReason, testLog } from './test-databases.ts';
 
 /** Opens a fresh, migrated, empty database of `kind`, runs `fn`, then drops it. */
 export async function withTestDatabase<T>(kind: DatabaseKind, fn: (database: Database) => Promise<T>): Promise<T> {
-  const name = `sy_test_${process.pid}_${randomBytes(4).toString('hex')}`;
+  const name = testDatabaseName('sy_test');
+  const shared = sharedTestDatabases();
   if (kind === 'external') {
-    await adminQuery(externalAdminConfig(), `CREATE DATABASE "${name}"`);
+    const template = shared?.externalTemplate;
+    if (template === undefined) await adminQuery(externalAdminConfig(), `CREATE DATABASE "${name}"`);
+    else await createFromTemplate(externalAdminConfig(), name, template);
     return useDatabase(await openDatabase({ databaseUrl: externalUrl(name), dataDir: tmpdir() }, testLog), fn, () =>
       adminQuery(externalAdminConfig(), `DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`),
+    );
+  }
+  if (shared?.embedded !== undefined) {
+    const { admin, template } = shared.embedded;
+    await createFromTemplate(admin, name, template);
+    return useDatabase(connectDatabase({ ...admin, database: name }, 'embedded', testLog), fn, () =>
+      adminQuery(admin, `DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`),
     );
   }
   const server = await acquireSharedEmbedded();
@@ -210,7 +182,7 @@ class PoolWhoseFirstConnectionIsCut extends pg.Pool {
  * restarts, or when an operator terminates the backends. With `migrated`, the schema is there first.
  */
 export async function withFirstConnectionCut(options: { migrated: boolean }, fn: (db: Kysely<Schema>) => Promise<void>): Promise<void> {
-  const name = `sy_test_${process.pid}_${randomBytes(4).toString('hex')}`;
+  const name = testDatabaseName('sy_test');
   await adminQuery(externalAdminConfig(), `CREATE DATABASE "${name}"`);
   try {
     if (options.migrated) {

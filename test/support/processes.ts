@@ -7,6 +7,7 @@ import { findFreePort } from '../../src/db/free-port.ts';
 import type { DatabaseKind } from '../../src/db/database.ts';
 import { adminQuery, externalAdminConfig, externalUrl, tempDir, testLog } from './database.ts';
 import { eventually } from './runtime.ts';
+import { createFromTemplate, sharedTestDatabases, testDatabaseName, urlOf } from './test-databases.ts';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 export const ADMIN_TOKEN = `sya_test_${randomBytes(8).toString('hex')}`;
@@ -40,19 +41,26 @@ process.on('exit', () => {
   spawnSync(process.execPath, ['-e', DROP_DATABASES, JSON.stringify(externalAdminConfig()), ...externalDatabases.splice(0)], { cwd: ROOT, stdio: 'inherit', timeout: 15_000 });
 });
 
-/** A database URL other processes can connect to: a fresh database on the kind's server. */
+/** A database URL other processes can connect to: a fresh, migrated database on the kind's server. */
 export async function sharedDatabaseUrl(kind: DatabaseKind): Promise<string> {
-  const name = `sy_e2e_${process.pid}_${randomBytes(4).toString('hex')}`;
+  const name = testDatabaseName('sy_e2e');
+  const shared = sharedTestDatabases();
   if (kind === 'external') {
-    await adminQuery(externalAdminConfig(), `CREATE DATABASE "${name}"`);
+    const template = shared?.externalTemplate;
+    if (template === undefined) await adminQuery(externalAdminConfig(), `CREATE DATABASE "${name}"`);
+    else await createFromTemplate(externalAdminConfig(), name, template);
     externalDatabases.push(name);
     return externalUrl(name);
+  }
+  if (shared?.embedded !== undefined) {
+    const { admin, template } = shared.embedded;
+    await createFromTemplate(admin, name, template); // gone with the run's embedded server
+    return urlOf(admin, name);
   }
   const server = await startEmbeddedPostgres(await tempDir('sy-e2e-pg-'), testLog);
   after.push(() => server.stop());
   await server.ensureDatabase(name);
-  const c = server.connection(name);
-  return `postgres://${encodeURIComponent(c.user)}:${encodeURIComponent(c.password)}@${c.host}:${c.port}/${name}`;
+  return urlOf(server.connection('postgres'), name);
 }
 
 export const after: (() => Promise<void>)[] = [];
