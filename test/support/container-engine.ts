@@ -9,7 +9,10 @@ import { eventually } from './runtime.ts';
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 /** Gitignored: the rootfs tarball is rebuilt only when the host binaries change. */
 const CACHE = join(ROOT, 'test-artifacts', 'scaler-image');
-const BINARIES = ['/usr/bin/node', '/usr/bin/git', '/bin/sh', '/bin/dash', '/bin/cat', '/bin/echo', '/bin/ls', '/usr/bin/env', '/bin/sleep', '/usr/bin/test', '/bin/hostname', '/usr/bin/id', '/bin/true'];
+/** Host binaries copied into the image at the same path; the Node running the tests goes in as /usr/bin/node. */
+const BINARIES = ['/usr/bin/git', '/bin/sh', '/bin/dash', '/bin/cat', '/bin/echo', '/bin/ls', '/usr/bin/env', '/bin/sleep', '/usr/bin/test', '/bin/hostname', '/usr/bin/id', '/bin/true'];
+/** Where the image has the test run's own Node (`process.execPath`). */
+export const IMAGE_NODE = '/usr/bin/node';
 
 export interface ContainerEngine {
   socketPath: string;
@@ -25,8 +28,17 @@ function which(command: string): string | null {
   }
 }
 
-/** Why this machine cannot run the container tests, or null when it can. */
+/**
+ * Why this machine cannot run the container tests, or null when it can. Under CI=true a missing
+ * runtime throws instead: CI installs podman and runc (.ci/run), so the backend is never skipped there.
+ */
 export function containerEngineUnavailable(): string | null {
+  const reason = whyUnavailable();
+  if (reason !== null && process.env.CI === 'true') throw new Error(`${reason} (CI=true: failing instead of skipping the container tests)`);
+  return reason;
+}
+
+function whyUnavailable(): string | null {
   if (process.platform !== 'linux') return 'containers need Linux';
   if (!which('podman')) return 'podman is not installed (apt-get install -y podman runc); the container backend was not run against a real engine';
   if (!which('runc')) return 'runc is not installed (apt-get install -y runc)';
@@ -43,19 +55,23 @@ function libsOf(binary: string): string[] {
   return [...out.matchAll(/(\/[^\s]+\.so[^\s]*)/g)].map((m) => m[1] as string);
 }
 
-/** A minimal image: the host's node, git and a shell with their shared libraries, imported with `podman import`. */
+/** A minimal image: the test run's node, the host's git and a shell with their shared libraries, imported with `podman import`. */
 function buildImage(): string {
-  const present = BINARIES.filter((b) => existsSync(b));
-  const key = createHash('sha256').update(present.map((b) => `${b}:${statSync(b).size}:${statSync(b).mtimeMs}`).join('\n')).digest('hex').slice(0, 12);
+  const files = new Map<string, string>([[IMAGE_NODE, process.execPath], ...BINARIES.filter((b) => existsSync(b)).map((b): [string, string] => [b, b])]);
+  const key = createHash('sha256')
+    .update([...files].map(([at, from]) => `${at}<-${from}:${statSync(from).size}:${statSync(from).mtimeMs}`).join('\n'))
+    .digest('hex')
+    .slice(0, 12);
   const image = `localhost/switchyard-test-agent:${key}`;
   const known = execFileSync('podman', ['images', '--format', '{{.Repository}}:{{.Tag}}'], { encoding: 'utf8' });
   if (known.split('\n').includes(image)) return image;
   const rootfs = join(CACHE, 'rootfs');
   rmSync(rootfs, { recursive: true, force: true });
   for (const dir of ['tmp', 'etc', 'proc', 'sys', 'dev', 'root']) mkdirSync(join(rootfs, dir), { recursive: true });
-  for (const file of new Set(present.flatMap((b) => [b, ...libsOf(b)]))) {
-    mkdirSync(join(rootfs, dirname(file)), { recursive: true });
-    copyFileSync(file, join(rootfs, file));
+  const libraries = new Set([...files.values()].flatMap(libsOf));
+  for (const [at, from] of [...files, ...[...libraries].map((l): [string, string] => [l, l])]) {
+    mkdirSync(join(rootfs, dirname(at)), { recursive: true });
+    copyFileSync(from, join(rootfs, at));
   }
   if (!existsSync(join(rootfs, 'bin/sh'))) symlinkSync('dash', join(rootfs, 'bin/sh'));
   for (const file of ['/etc/passwd', '/etc/group', '/etc/hosts', '/etc/nsswitch.conf']) if (existsSync(file)) copyFileSync(file, join(rootfs, file));
@@ -63,6 +79,7 @@ function buildImage(): string {
   execFileSync('tar', ['-C', rootfs, '-cf', tarball, '.']);
   execFileSync('podman', ['import', tarball, image], { stdio: 'ignore' });
   rmSync(rootfs, { recursive: true, force: true });
+  rmSync(tarball, { force: true });
   return image;
 }
 

@@ -7,7 +7,7 @@ import { pino } from 'pino';
 import { reapOrphans } from '../../../actors/scaler/reaper.ts';
 import { REFERENCE_AGENT } from '../../../src/config/agent-launch.ts';
 import { ContainerBackend } from '../../../src/scaler/container.ts';
-import { containerEngineUnavailable, startContainerEngine } from '../../support/container-engine.ts';
+import { containerEngineUnavailable, IMAGE_NODE, startContainerEngine } from '../../support/container-engine.ts';
 import type { ContainerEngine } from '../../support/container-engine.ts';
 import { skipReason, tempDir } from '../../support/database.ts';
 import { after, sharedDatabaseUrl, startCoordinatorProcess, stopProcess } from '../../support/processes.ts';
@@ -40,7 +40,7 @@ describe('container scaler against podman (Docker API)', { skip }, () => {
       name,
       image: engine.image,
       socketPath: engine.socketPath,
-      command: ['/usr/bin/node', '--no-node-snapshot', '--import', 'tsx', `${ROOT}src/cli/main.ts`],
+      command: [IMAGE_NODE, '--no-node-snapshot', '--import', 'tsx', `${ROOT}src/cli/main.ts`],
       workingDir: ROOT,
       binds: [`${ROOT}:${ROOT}:ro`],
       network: 'host',
