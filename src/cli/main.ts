@@ -1,5 +1,6 @@
 import { loadConfig } from '../config/index.ts';
 import { createLogger } from '../log.ts';
+import { unsupportedNode } from './node-support.ts';
 
 const USAGE = `usage: switchyard <command>
 
@@ -65,6 +66,12 @@ async function start(): Promise<void> {
 }
 
 async function main(argv: string[]): Promise<void> {
+  const unsupported = unsupportedNode(process.version);
+  if (unsupported !== null) {
+    process.stderr.write(`switchyard: ${unsupported}\n`);
+    process.exitCode = 1;
+    return;
+  }
   const [command] = argv;
   if (command === 'start') return start();
   if (command === undefined || command === 'help' || command === '--help') {
