@@ -7,8 +7,8 @@ import { ADMIN_TOKEN, after as processCleanups, sharedDatabaseUrl, startCoordina
 import type { CoordinatorProcess } from '../support/processes.ts';
 import { eventually } from '../support/runtime.ts';
 
-/** Short leases so a killed coordinator is adopted within seconds. */
-const ENV = { SWITCHYARD_LEASE_RENEW_MS: '300', SWITCHYARD_LEASE_TTL_MS: '1500', SWITCHYARD_SCALERS: 'none' };
+/** Short leases so a killed coordinator is adopted within seconds; a graceful stop waits 1 s (not 30) for running jobs. */
+const ENV = { SWITCHYARD_LEASE_RENEW_MS: '300', SWITCHYARD_LEASE_TTL_MS: '1500', SWITCHYARD_SCALERS: 'none', SWITCHYARD_SHUTDOWN_DRAIN_MS: '1000' };
 
 async function owner(client: CoordinatorClient, runId: string): Promise<string | null> {
   const view = await client.json<{ owner: { coordinator_id: string } | null }>(`/api/v1/runs/${runId}`);
@@ -95,12 +95,17 @@ describe('agents shared by coordinators on one database (real processes)', { ski
     const first = await clientA.createRun(runStepsWorkflow('first', label, [{ name: 'build', steps: [['s', 'true']] }]));
     const second = await clientA.createRun(runStepsWorkflow('second', label, [{ name: 'build', steps: [['s', 'true']] }]));
     const one = await agent.dispatch(0, 20_000);
-    await clientA.waitForJob(second, 'build', (j) => j.waiting_reason !== null, 20_000, 'the second job to wait');
+    const other = one.runId === first ? second : first;
+    await clientA.waitForJob(other, 'build', (j) => j.status === 'pending' && j.waiting_reason !== null, 20_000, 'the other job to wait, with a reason');
+    assert.equal(agent.types().filter((t) => t === 'job.dispatch').length, 1, 'nothing more is dispatched while the slot is held');
     agent.runAtOnce({ runId: one.runId, jobId: one.jobId });
     const two = await agent.dispatch(1, 20_000);
+    assert.equal(two.runId, other, 'the freed slot goes to the waiting job');
     agent.runAtOnce({ runId: two.runId, jobId: two.jobId });
-    await clientA.waitForRunStatus(first, 'success', 20_000);
-    await clientA.waitForRunStatus(second, 'success', 20_000);
+    for (const runId of [first, second]) {
+      const view = await clientA.waitForRunStatus(runId, 'success', 20_000);
+      assert.deepEqual(view.jobs.map((j) => [j.job_key, j.status, j.agent_id]), [['build', 'success', agent.agentId]]);
+    }
   });
 
   it('kill -9 of the owner: B adopts the run and its job on B’s agent finishes there', async () => {
