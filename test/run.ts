@@ -56,7 +56,7 @@ async function main(): Promise<number> {
   const total = results.reduce((sum, r) => addCounts(sum, r.counts), zero());
   const diagnostic = (message: string) => report.write({ type: 'test:diagnostic', data: { nesting: 0, message, level: 'info' } });
   for (const r of results) diagnostic(`tier ${r.tier.name}: ${r.seconds.toFixed(1)} s, ${r.files} files, ${r.counts.tests} tests (${r.tier.isolation === 'none' ? 'one process' : `${r.tier.concurrency} processes at a time`})`);
-  for (const s of slowest.sort((a, b) => b.seconds - a.seconds).slice(0, 8)) diagnostic(`slow file: ${s.seconds.toFixed(1)} s ${s.file}`);
+  for (const s of slowest.sort((a, b) => b.seconds - a.seconds).slice(0, 12)) diagnostic(`slow file: ${s.seconds.toFixed(1)} s ${s.file}`);
   for (const key of SUMMARY_KEYS) diagnostic(`${key} ${total[key]}`);
   diagnostic(`duration_ms ${(performance.now() - started).toFixed(0)}`);
   report.end();

@@ -24,14 +24,36 @@ export const TIERS: readonly Tier[] = [
 ];
 
 /**
- * The test files of each tier under `paths` (files or folders; every tier's roots when empty).
- * Longest first where the tier runs files in parallel, so the last to finish is not a long one.
+ * Files that take about 15 s or more (`npm test` prints the slowest): started first, so a tier does
+ * not end with one of them running alone.
+ */
+export const LONG_RUNNING: readonly string[] = [
+  'test/chaos/chaos.test.ts',
+  'test/e2e/failover.test.ts',
+  'test/e2e/burst.test.ts',
+  'test/e2e/restart.test.ts',
+  'test/e2e/runs-page/runs-page.test.ts',
+  'test/e2e/dispatch/reconnect-and-cancel.test.ts',
+  'test/integration/cli/runs-cli.test.ts',
+  'test/integration/ws/conformance.test.ts',
+  'test/integration/runtime/supervisor.test.ts',
+  'test/integration/scaler/manager.test.ts',
+  'test/integration/ws/handshake-timeouts.test.ts',
+];
+
+/**
+ * The test files of each tier under `paths` (files or folders; every tier's roots when empty), the
+ * long-running ones first.
  */
 export async function testFiles(paths: readonly string[]): Promise<Map<Tier['name'], string[]>> {
   const wanted = paths.length === 0 ? TIERS.flatMap((t) => t.roots) : paths;
   const found = (await Promise.all(wanted.map((p) => collect(resolve(p))))).flat();
   const byTier = new Map<Tier['name'], string[]>();
-  for (const file of [...new Set(found)].sort()) {
+  const rank = (file: string) => {
+    const index = LONG_RUNNING.indexOf(relative(process.cwd(), file));
+    return index === -1 ? LONG_RUNNING.length : index;
+  };
+  for (const file of [...new Set(found)].sort((a, b) => rank(a) - rank(b) || a.localeCompare(b))) {
     const path = relative(process.cwd(), file);
     const tier = TIERS.find((t) => t.roots.some((root) => path.startsWith(`${root}/`)));
     if (tier === undefined) throw new Error(`${path} is in no test tier (${TIERS.flatMap((t) => t.roots).join(', ')})`);
