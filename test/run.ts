@@ -68,7 +68,10 @@ async function main(): Promise<number> {
 async function runTier(tier: Tier, files: readonly string[], report: PassThrough, slowest: { file: string; seconds: number }[]): Promise<TierResult> {
   const started = performance.now();
   let counts = zero();
-  const events: AsyncIterable<TestEvent> = run({ files: [...files], isolation: tier.isolation, concurrency: tier.isolation === 'none' ? true : tier.concurrency, timeout: TEST_TIMEOUT_MS });
+  // forceExit: a file whose tests are done ends even if a failed test left a handle open (a database
+  // client, a socket) instead of holding its tier forever; its `after` hooks still run first.
+  const concurrency = tier.isolation === 'none' ? true : tier.concurrency;
+  const events: AsyncIterable<TestEvent> = run({ files: [...files], isolation: tier.isolation, concurrency, timeout: TEST_TIMEOUT_MS, forceExit: tier.isolation === 'process' });
   for await (const event of events) {
     if (event.type === 'test:summary') {
       if (event.data.file === undefined) counts = countsOf(event.data.counts);
