@@ -263,7 +263,8 @@ export function spawnRealAgent(args: { wsUrl: string; token: string; labels: str
   let output = '';
   child.stdout?.on('data', (chunk: Buffer) => (output += chunk.toString()));
   child.stderr?.on('data', (chunk: Buffer) => (output += chunk.toString()));
-  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  // 'close', not 'exit': by then every line it wrote has been read, so `output()` is complete.
+  const exited = new Promise<number | null>((resolve) => child.once('close', (code) => resolve(code)));
   return {
     child,
     exited,

@@ -76,7 +76,8 @@ export async function startCoordinatorProcess(env: Record<string, string>): Prom
   let output = '';
   child.stdout?.on('data', (chunk: Buffer) => (output += chunk.toString()));
   child.stderr?.on('data', (chunk: Buffer) => (output += chunk.toString()));
-  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  // 'close', not 'exit': by then every line it wrote has been read, so `output()` is complete.
+  const exited = new Promise<number | null>((resolve) => child.once('close', (code) => resolve(code)));
   // A test that failed before stopping it: killed with the file's cleanups, or it would keep the file's
   // process alive (its pipes) and go on polling a database dropped under it.
   after.push(() => stopProcess({ child, exited }, 'SIGKILL'));
