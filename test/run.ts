@@ -14,9 +14,12 @@ import { run } from 'node:test';
 import { spec, type TestEvent } from 'node:test/reporters';
 import { setUpTestDatabases, type TestRunDatabases } from './support/test-run-setup.ts';
 import { publishSharedTestDatabases } from './support/test-databases.ts';
+import { StallWatch } from './stall-watch.ts';
 import { testFiles, TIERS, type Tier } from './tiers.ts';
 
 const TEST_TIMEOUT_MS = 180_000;
+/** No test event for this long (twice a test's timeout): the files still running are ended. */
+const STALL_MS = Number(process.env.SWITCHYARD_TEST_STALL_MS ?? 2 * TEST_TIMEOUT_MS);
 const SUMMARY_KEYS = ['tests', 'suites', 'pass', 'fail', 'cancelled', 'skipped', 'todo'] as const;
 type Counts = Record<(typeof SUMMARY_KEYS)[number], number>;
 
@@ -68,17 +71,21 @@ async function main(): Promise<number> {
 async function runTier(tier: Tier, files: readonly string[], report: PassThrough, slowest: { file: string; seconds: number }[]): Promise<TierResult> {
   const started = performance.now();
   let counts = zero();
-  // forceExit: a file whose tests are done ends even if a failed test left a handle open (a database
-  // client, a socket) instead of holding its tier forever; its `after` hooks still run first.
   const concurrency = tier.isolation === 'none' ? true : tier.concurrency;
-  const events: AsyncIterable<TestEvent> = run({ files: [...files], isolation: tier.isolation, concurrency, timeout: TEST_TIMEOUT_MS, forceExit: tier.isolation === 'process' });
-  for await (const event of events) {
-    if (event.type === 'test:summary') {
-      if (event.data.file === undefined) counts = countsOf(event.data.counts);
-      else slowest.push({ file: relative(process.cwd(), event.data.file), seconds: event.data.duration_ms / 1000 });
+  const events: AsyncIterable<TestEvent> = run({ files: [...files], isolation: tier.isolation, concurrency, timeout: TEST_TIMEOUT_MS });
+  const stalls = new StallWatch(STALL_MS, (message) => report.write({ type: 'test:diagnostic', data: { nesting: 0, message, level: 'error' } }));
+  try {
+    for await (const event of events) {
+      stalls.saw(event);
+      if (event.type === 'test:summary') {
+        if (event.data.file === undefined) counts = countsOf(event.data.counts);
+        else slowest.push({ file: relative(process.cwd(), event.data.file), seconds: event.data.duration_ms / 1000 });
+      }
+      if (event.type === 'test:diagnostic' && event.data.nesting === 0 && isSummaryLine(event.data.message)) continue;
+      report.write(event);
     }
-    if (event.type === 'test:diagnostic' && event.data.nesting === 0 && isSummaryLine(event.data.message)) continue;
-    report.write(event);
+  } finally {
+    stalls.stop();
   }
   return { tier, files: files.length, seconds: (performance.now() - started) / 1000, counts };
 }
