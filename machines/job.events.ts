@@ -30,10 +30,14 @@ interface JobScoped {
 
 export type AgentKind = 'static' | 'scaler';
 
+/** How a job came to wait for its agent: `reconnect` is a new socket of the agent before the old one was seen to close. */
+export type RecoveryCause = 'coordinator_restart' | 'disconnect' | 'reconnect';
+
 export type JobTimerEvent =
   | ({ type: 'timer.ack.expired' } & TimerFields)
   | ({ type: 'timer.lease.expired' } & TimerFields)
   | ({ type: 'timer.recovery.expired' } & TimerFields)
+  | ({ type: 'timer.replay.expired' } & TimerFields)
   | ({ type: 'timer.queue.expired' } & TimerFields)
   | ({ type: 'timer.cancel.expired' } & TimerFields)
   | ({ type: 'timer.jobTimeout.expired' } & TimerFields)
@@ -137,6 +141,7 @@ export const JOB_EVENT_TYPES = [
   'timer.ack.expired',
   'timer.lease.expired',
   'timer.recovery.expired',
+  'timer.replay.expired',
   'timer.queue.expired',
   'timer.cancel.expired',
   'timer.jobTimeout.expired',
@@ -191,6 +196,8 @@ export interface Assignment {
    * run after the reclaim (a peer's close goes through the run inbox): it no longer says the attempt is lost.
    */
   connectionId?: string;
+  /** Why the attempt is recovering: the coordinator holding its socket restarted (or stopped), or the agent's socket closed or was replaced. */
+  recovery?: RecoveryCause;
 }
 
 export interface ArmedDeadline {

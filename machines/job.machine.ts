@@ -5,9 +5,6 @@ export const JOB_MACHINE_ID = 'job';
 /** Bump when a change makes stored job snapshots unreadable (docs/architecture.md#ownership-leases-epochs-fencing-and-adoption). */
 export const JOB_MACHINE_VERSION = 4;
 
-const LOST_AFTER_START = 'agent restarted without the job';
-const LOST_BEFORE_START = 'agent restarted without the job before starting it';
-
 /**
  * The dispatch lifecycle of one job (docs/architecture.md#one-delivery-from-webhook-to-finished-run). Deadlines are armed and disarmed
  * by name and arrive as `timer.*.expired` events; a firing that is not the armed one is ignored.
@@ -144,7 +141,7 @@ export const jobMachine = jobSetup.createMachine({
         'agent.job.status': endAsReported,
         'agent.step.status': { guard: 'fromAssignedAgent', actions: 'recordStep' },
         'placement.granted': { actions: 'releaseStaleGrant' },
-        'agent.job.lost': { guard: 'fromAssignedAgent', target: '#job.requeued', actions: { type: 'setOutcome', params: { outcome: LOST_BEFORE_START } } },
+        'agent.job.lost': { guard: 'fromAssignedAgent', target: '#job.recovering.unlistedBeforeStart' },
       },
       states: {
         dispatched: {
@@ -239,7 +236,7 @@ export const jobMachine = jobSetup.createMachine({
                   { guard: 'assignedAgentLost', target: '#job.recovering.afterStart' },
                 ],
                 'job.restored': { guard: 'assignedAgentGone', target: '#job.recovering.afterStart' },
-                'agent.job.lost': { guard: 'fromAssignedAgent', target: '#job.failed', actions: { type: 'setOutcome', params: { outcome: LOST_AFTER_START } } },
+                'agent.job.lost': { guard: 'fromAssignedAgent', target: '#job.recovering.unlistedAfterStart' },
                 'timer.jobTimeout.expired': {
                   guard: { type: 'isCurrentDeadline', params: { kind: 'jobTimeout' } },
                   target: '#job.failed',
@@ -275,9 +272,9 @@ export const jobMachine = jobSetup.createMachine({
       },
     },
     recovering: {
-      description: 'The static agent disconnected; it may reclaim the job within the recovery window.',
+      description: 'Its agent disconnected, or its coordinator restarted: the agent may reclaim the attempt within the recovery window.',
       tags: ['status:recovering', 'awaits-reclaim'],
-      entry: [{ type: 'enter', params: { status: 'recovering' } }, { type: 'arm', params: { kind: 'recovery' } }],
+      entry: [{ type: 'enter', params: { status: 'recovering' } }, 'noteRecovery', { type: 'arm', params: { kind: 'recovery' } }],
       exit: { type: 'disarm', params: { kind: 'recovery' } },
       initial: 'beforeStart',
       on: {
@@ -289,20 +286,43 @@ export const jobMachine = jobSetup.createMachine({
           actions: { type: 'setOutcome', params: { outcome: 'agent did not reconnect within the recovery window' } },
         },
         'job.cancel.requested': { target: 'cancelled', actions: 'outcomeFromEvent' },
+        'job.restored': { actions: 'noteRestart' },
       },
       states: {
         beforeStart: {
           description: 'The agent had not reported running: a lost attempt is tried again.',
           on: {
             'agent.job.reclaim': { guard: 'fromAssignedAgent', target: '#job.assigned.running.accepted', actions: 'recordReclaim' },
-            'agent.job.lost': { guard: 'fromAssignedAgent', target: '#job.requeued', actions: { type: 'setOutcome', params: { outcome: LOST_BEFORE_START } } },
+            'agent.job.lost': { guard: 'fromAssignedAgent', target: 'unlistedBeforeStart' },
           },
         },
         afterStart: {
           description: 'The agent had reported running: a reclaim resumes it started, a lost attempt fails the job.',
           on: {
             'agent.job.reclaim': { guard: 'fromAssignedAgent', target: '#job.assigned.running.started', actions: 'recordReclaim' },
-            'agent.job.lost': { guard: 'fromAssignedAgent', target: '#job.failed', actions: { type: 'setOutcome', params: { outcome: LOST_AFTER_START } } },
+            'agent.job.lost': { guard: 'fromAssignedAgent', target: 'unlistedAfterStart' },
+          },
+        },
+        unlistedBeforeStart: {
+          description:
+            'The agent registered again without the attempt, which had not started. It may replay what it kept while disconnected (the stock agent does, after register.ack); nothing by the replay deadline, and the job is tried again.',
+          entry: { type: 'arm', params: { kind: 'replay' } },
+          exit: { type: 'disarm', params: { kind: 'replay' } },
+          on: {
+            'agent.step.status': { guard: 'fromAssignedAgent', actions: 'recordStep' },
+            'timer.replay.expired': { guard: { type: 'isCurrentDeadline', params: { kind: 'replay' } }, target: '#job.requeued', actions: { type: 'setLostOutcome', params: { started: false } } },
+            'timer.recovery.expired': { guard: { type: 'isCurrentDeadline', params: { kind: 'recovery' } }, target: '#job.requeued', actions: { type: 'setLostOutcome', params: { started: false } } },
+          },
+        },
+        unlistedAfterStart: {
+          description:
+            'The agent registered again without the attempt, which had started: it may have finished while disconnected, and its replayed status ends the job as reported. Nothing by the replay deadline, and the job fails.',
+          entry: { type: 'arm', params: { kind: 'replay' } },
+          exit: { type: 'disarm', params: { kind: 'replay' } },
+          on: {
+            'agent.step.status': { guard: 'fromAssignedAgent', actions: 'recordStep' },
+            'timer.replay.expired': { guard: { type: 'isCurrentDeadline', params: { kind: 'replay' } }, target: '#job.failed', actions: { type: 'setLostOutcome', params: { started: true } } },
+            'timer.recovery.expired': { guard: { type: 'isCurrentDeadline', params: { kind: 'recovery' } }, target: '#job.failed', actions: { type: 'setLostOutcome', params: { started: true } } },
           },
         },
       },

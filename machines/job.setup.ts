@@ -1,7 +1,7 @@
 import { assertEvent, enqueueActions, setup } from 'xstate';
 import { assign, compactEnqueue } from './assign.ts';
 import type { ParameterizedObject } from 'xstate';
-import type { ArmedDeadlines, Assignment, JobConcurrency, JobEvent, JobInput, MatrixPlace } from './job.events.ts';
+import type { ArmedDeadlines, Assignment, JobConcurrency, JobEvent, JobInput, MatrixPlace, RecoveryCause } from './job.events.ts';
 import { JOB_INTENTS, intentSlots } from './intents.ts';
 import type { Intent, JobIntentKind } from './intents.ts';
 import { closeGate, closedOutcome, decides, openGate } from './job.approval.ts';
@@ -22,6 +22,7 @@ import type {
   UpstreamResults,
   WaitingReason,
 } from './types.ts';
+import { DEFAULT_REPLAY_MS } from './types.ts';
 
 export interface JobContext {
   runId: string;
@@ -82,6 +83,8 @@ function deadlineAt(context: JobContext, kind: TimerKind, now: number): number {
       return now + t.leaseMs;
     case 'recovery':
       return now + t.recoveryMs;
+    case 'replay':
+      return now + (t.replayMs ?? DEFAULT_REPLAY_MS);
     case 'queue':
       return now + t.queueMs;
     case 'cancel':
@@ -106,6 +109,27 @@ function stamped(enteredAt: Record<string, number>, status: string, at: number):
 /** The host stamps every event with `at`; only xstate.init has none, and it happens at creation. */
 function timeOf(context: JobContext, event: { at?: number }): number {
   return typeof event.at === 'number' ? event.at : context.createdAt;
+}
+
+/** The socket went with the coordinator that held it (this one restarted, or a peer stopped), or the agent's own socket closed. */
+function recoveryCauseOf(event: Ev): RecoveryCause {
+  if (event.type === 'job.restored') return 'coordinator_restart';
+  if (event.type === 'agent.disconnected') return event.cause === 'coordinator' ? 'coordinator_restart' : 'disconnect';
+  return 'reconnect';
+}
+
+const RECONNECTED_AFTER: Record<RecoveryCause, string> = {
+  coordinator_restart: ' after the coordinator restarted',
+  disconnect: ' after losing its connection',
+  reconnect: '',
+};
+
+/** "agent X reconnected after the coordinator restarted and did not report job Y", and what happens next. */
+export function lostOutcome(context: JobContext, started: boolean): string {
+  const agent = context.assignment?.agentId ?? 'unknown';
+  const after = RECONNECTED_AFTER[context.assignment?.recovery ?? 'reconnect'];
+  const next = started ? '' : ' before starting it; it is tried again';
+  return `agent ${agent} reconnected${after} and did not report job ${context.jobKey}${next}`;
 }
 
 function attemptsExhausted(context: JobContext): string {
@@ -294,6 +318,12 @@ export const jobSetup = jobBase.extend({
       initFailure: { scope: 'job' as const, category: 'no_agent' as const, message: params.message, jobName: context.jobKey },
     })),
     clearAssignment: assign({ assignment: null }),
+    /** Entering `recovering`: the attempt remembers why, for the words of a loss. */
+    noteRecovery: assign(({ context, event }) => (context.assignment ? { assignment: { ...context.assignment, recovery: recoveryCauseOf(event) } } : {})),
+    /** Restored while it waits for its agent: the coordinator restarted meanwhile, whatever told the job its agent was gone. */
+    noteRestart: assign(({ context }) => (context.assignment ? { assignment: { ...context.assignment, recovery: 'coordinator_restart' as const } } : {})),
+    /** The agent registered again without the attempt and replayed nothing for it in time. */
+    setLostOutcome: update<{ started: boolean }>(({ context }, params) => ({ outcome: lostOutcome(context, params.started) })),
     /** The attempt now lives on the socket that reclaimed it; a disconnect of another socket of the agent is stale. */
     recordReclaim: assign(({ context, event }) => {
       assertEvent(event, 'agent.job.reclaim');

@@ -64,6 +64,11 @@ export interface JobTimeouts {
   ackMs: number;
   leaseMs: number;
   recoveryMs: number;
+  /**
+   * How long an agent that registered again without the attempt has to replay a status it kept while
+   * disconnected; absent in jobs created before it existed. @default 10000
+   */
+  replayMs?: number;
   /** 0 means a queued job never expires. */
   queueMs: number;
   cancelGraceMs: number;
@@ -71,10 +76,14 @@ export interface JobTimeouts {
   jobTimeoutMs: number | null;
 }
 
+/** `JobTimeouts.replayMs` when a job has none. */
+export const DEFAULT_REPLAY_MS = 10_000;
+
 export const DEFAULT_JOB_TIMEOUTS: JobTimeouts = {
   ackMs: 10_000,
   leaseMs: 2 * 60_000,
   recoveryMs: 120_000,
+  replayMs: DEFAULT_REPLAY_MS,
   queueMs: 60 * 60_000,
   cancelGraceMs: 30_000 + 30_000,
   jobTimeoutMs: null,
@@ -103,7 +112,7 @@ export interface DeadlineSpec {
 }
 
 /** Every kind of deadline the charts arm; the timer service fires `timer.<kind>.expired`. */
-export const DEADLINE_KINDS = ['ack', 'lease', 'recovery', 'queue', 'cancel', 'jobTimeout', 'workflow', 'approval'] as const;
+export const DEADLINE_KINDS = ['ack', 'lease', 'recovery', 'replay', 'queue', 'cancel', 'jobTimeout', 'workflow', 'approval'] as const;
 export type DeadlineKind = (typeof DEADLINE_KINDS)[number];
 
 export function isDeadlineKind(kind: string): kind is DeadlineKind {

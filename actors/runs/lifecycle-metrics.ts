@@ -27,6 +27,7 @@ const REQUEUE_CAUSES: Record<string, string> = {
   'agent.job.lost': 'agent_lost',
   'agent.disconnected': 'agent_lost',
   'timer.recovery.expired': 'agent_lost',
+  'timer.replay.expired': 'agent_lost',
   'timer.lease.expired': 'lease_expired',
   'provision.failed': 'provisioning',
 };

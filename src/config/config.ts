@@ -6,6 +6,7 @@ import { parseMasterKey } from './master-key.ts';
 import { ConfigError } from './errors.ts';
 import { envSchema, type LogFormat, type LogLevel, type RawEnv } from './env.ts';
 import { compileScalerSettings, type ScalerSettings } from './scaler.ts';
+import { DEFAULT_REPLAY_MS } from '../../machines/types.ts';
 
 /** Everything the coordinator reads from its environment, validated and with defaults applied. */
 export interface CompiledConfig {
@@ -74,6 +75,11 @@ export interface CompiledConfig {
    * its socket is closed (`SWITCHYARD_AGENT_SILENT_MS`; the stock agent heartbeats every 30 s). @default 90000
    */
   readonly agentSilentMs: number;
+  /**
+   * An agent that registers again without a job it held has this long to replay the status it kept
+   * while disconnected before the job counts as lost (`SWITCHYARD_REPLAY_GRACE_MS`). @default 10000
+   */
+  readonly replayGraceMs: number;
   /** How long a job may stay queued; 0 means never expire (`SWITCHYARD_QUEUE_TIMEOUT_MS`). @default 3600000 */
   readonly queueTimeoutMs: number;
   /** Dispatch attempts per job before it fails (`SWITCHYARD_MAX_DISPATCH_ATTEMPTS`). @default 5 */
@@ -164,6 +170,7 @@ function compile(raw: RawEnv): Omit<CompiledConfig, 'scaler'> {
     staleMultiplier: raw.SWITCHYARD_STALE_MULTIPLIER ?? 2,
     recoveryWindowMs: raw.SWITCHYARD_RECOVERY_WINDOW_MS ?? 120_000,
     agentSilentMs: raw.SWITCHYARD_AGENT_SILENT_MS ?? 90_000,
+    replayGraceMs: raw.SWITCHYARD_REPLAY_GRACE_MS ?? DEFAULT_REPLAY_MS,
     queueTimeoutMs: raw.SWITCHYARD_QUEUE_TIMEOUT_MS ?? 3_600_000,
     maxDispatchAttempts: raw.SWITCHYARD_MAX_DISPATCH_ATTEMPTS ?? 5,
     inlineEvalTimeoutMs: raw.SWITCHYARD_INLINE_EVAL_TIMEOUT_MS ?? 100,

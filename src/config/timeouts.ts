@@ -7,6 +7,7 @@ export function jobTimeoutsOf(config: CompiledConfig): JobTimeouts {
     ackMs: config.dispatchAckTimeoutMs,
     leaseMs: config.jobHeartbeatIntervalMs * config.staleMultiplier,
     recoveryMs: config.recoveryWindowMs,
+    replayMs: config.replayGraceMs,
     queueMs: config.queueTimeoutMs,
     cancelGraceMs: 60_000,
     jobTimeoutMs: null,

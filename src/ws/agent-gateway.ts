@@ -111,9 +111,11 @@ async function reclaimInFlight(deps: ReclaimDeps, session: AgentSession, inFligh
 }
 
 /**
- * docs/protocol.md#facts-about-the-stock-agent-that-switchyard-lives-with: the stock agent drops statuses it cannot send, so an attempt it no longer lists
- * ended unseen. Its job is settled now (requeued or failed) instead of after the recovery window.
- * Attempts reserved on this very connection are new, not lost.
+ * An attempt of this agent that it no longer lists ended while it was away (the stock agent keeps the
+ * statuses it could not send and replays them after register.ack), or was lost with the agent's
+ * restart: its job gets `agent.job.lost` and waits for the replay, briefly, instead of the whole
+ * recovery window (docs/protocol.md#reconnect-reclaim-and-lost-attempts). Attempts reserved on this
+ * very connection are new, not lost.
  */
 async function settleLostAttempts(deps: ReclaimDeps, session: AgentSession, listed: Set<string>) {
   try {
@@ -121,7 +123,7 @@ async function settleLostAttempts(deps: ReclaimDeps, session: AgentSession, list
     for (const attempt of open) {
       if (listed.has(attempt.dispatchId)) continue;
       if (deps.registry.dispatchOf(attempt.dispatchId)?.connectionId === session.connectionId) continue;
-      deps.log.warn({ agentId: session.agentId, runId: attempt.runId, jobKey: attempt.jobKey }, 'agent registered without a job it was running; its status was lost');
+      deps.log.warn({ agentId: session.agentId, runId: attempt.runId, jobKey: attempt.jobKey }, 'agent registered without a job it held; waiting for it to replay the job\'s status');
       deps.registry.release(session.agentId, attempt.dispatchId);
       await deps.deliver(attempt.runId, { type: 'agent.job.lost', jobKey: attempt.jobKey, agentId: session.agentId, dispatchId: attempt.dispatchId });
     }

@@ -7,7 +7,7 @@ import { checkRegisterGates } from './gates.ts';
 import type { TokenInfo } from './gates.ts';
 import { JOB_SCOPED_TYPES, JobFrames } from './job-messages.ts';
 import type { JobMessageDeps, JobScopedMessage, OwnershipCause } from './job-messages.ts';
-import { CLOSE_CODES, MIN_PROTOCOL_VERSION, isRefusedRequest, parseAgentMessage, refusalFor, truncateCloseReason } from './messages.ts';
+import { CLOSE_CODES, INFORMATIONAL_AGENT_TYPES, MIN_PROTOCOL_VERSION, isRefusedRequest, parseAgentMessage, refusalFor, truncateCloseReason } from './messages.ts';
 import type { AgentMessage, AgentMessageOf, ParseResult } from './messages.ts';
 import { ConnectionLimits, ViolationWindow, frameClassOf } from './rate-limit.ts';
 
@@ -181,6 +181,8 @@ export class AgentConnection {
         this.held.push(message as JobScopedMessage);
         return;
       }
+      // A reconnecting stock agent reports on any open socket: what settles nothing is not worth its socket.
+      if (INFORMATIONAL_AGENT_TYPES.has(message.type)) return this.log.debug({ type: message.type }, 'informational frame before agent.register ignored');
       return this.close(CLOSE_CODES.INVALID_MESSAGE, 'Expected agent.register');
     }
     return this.routeRegistered(message);

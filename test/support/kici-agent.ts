@@ -184,6 +184,19 @@ export class KiciTestAgent {
     return this.until(() => this.ended.get(jobId), timeoutMs, `the end of job ${jobId}`);
   }
 
+  /**
+   * Runs `act` synchronously the next time the agent enters `state`, before it reads another frame:
+   * a test can place an action exactly in a window of the handshake (between auth.request and register).
+   */
+  whenState(state: KiciAgentState, act: () => void): void {
+    const check = () => {
+      if (this.currentState !== state) return;
+      this.listeners.delete(check);
+      act();
+    };
+    this.listeners.add(check);
+  }
+
   /** Waits for the agent's own state, e.g. `registered` again after a reconnect. */
   waitForState(state: KiciAgentState, timeoutMs = 15_000): Promise<KiciAgentState> {
     return this.until(() => (this.currentState === state ? state : undefined), timeoutMs, `state ${state}`, state === 'stopped');

@@ -136,7 +136,7 @@ export function cancel(at: number, force: boolean, reason = 'cancelled by user')
   return { type: 'job.cancel.requested', force, reason, at };
 }
 
-export type JobTimerKind = 'ack' | 'lease' | 'recovery' | 'queue' | 'cancel' | 'jobTimeout';
+export type JobTimerKind = 'ack' | 'lease' | 'recovery' | 'replay' | 'queue' | 'cancel' | 'jobTimeout';
 
 /** The firing of a job deadline exactly as armed in `context` (at its due time unless `at` says otherwise). */
 export function expiry(snapshot: { context: { deadlines: Partial<Record<string, { id: string; at: number }>> } }, kind: JobTimerKind, at?: number): JobEvent {

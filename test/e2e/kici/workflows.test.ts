@@ -35,7 +35,7 @@ function tsJob(name: string, steps: string[], fields: object = {}): object {
 }
 
 const ALWAYS = ['success', 'failed', 'cancelled', 'skipped', 'timed_out_stale', 'drift_dropped'];
-const ENV = { SWITCHYARD_RECOVERY_WINDOW_MS: '60000', SWITCHYARD_SCALERS: 'none' };
+const ENV = { SWITCHYARD_RECOVERY_WINDOW_MS: '60000', SWITCHYARD_SCALERS: 'none', SWITCHYARD_REPLAY_GRACE_MS: '2000' };
 
 /** How the agent answers each job, by name; init jobs by their target. Unnamed jobs succeed. */
 const scripts = new Map<string, (dispatch: JobDispatch) => JobScript>([
@@ -183,7 +183,7 @@ describe('KiCI workflows end to end on a stock-protocol agent (real coordinator 
     assert.ok(agent.sent.some((frame) => frame.type === 'job.context'), 'job.context frames were sent');
   });
 
-  it('an agent back without its running job (restarted) has the job failed at once, not after the recovery window', async () => {
+  it('an agent back without its running job (restarted) has the job failed once the replay grace passes, not after the recovery window', async () => {
     const runId = await client.createRun({ name: 'restart', jobs: [tsJob('held', ['wait'])] });
     await client.waitForJob(runId, 'held', (j) => j.status === 'running', 20_000, 'running');
     await agent.close({ abrupt: true });
@@ -191,7 +191,7 @@ describe('KiCI workflows end to end on a stock-protocol agent (real coordinator 
     const restarted = Date.now();
     await agent.start();
     const view = await client.waitForRunStatus(runId, 'failed', 20_000);
-    assert.equal(job(view, 'held').outcome, 'agent restarted without the job');
+    assert.equal(job(view, 'held').outcome, `agent ${agent.agentId} reconnected after losing its connection and did not report job held`);
     assert.ok(Date.now() - restarted < 30_000, 'settled well before the 60 s recovery window');
   });
 });

@@ -33,6 +33,7 @@ describe('loadConfig', () => {
     assert.equal(config.staleMultiplier, 2);
     assert.equal(config.recoveryWindowMs, 120000);
     assert.equal(config.agentSilentMs, 90000);
+    assert.equal(config.replayGraceMs, 10000);
     assert.equal(config.queueTimeoutMs, 3600000);
     assert.equal(config.maxDispatchAttempts, 5);
     assert.equal(config.inlineEvalTimeoutMs, 100);
@@ -72,6 +73,7 @@ describe('loadConfig', () => {
       SWITCHYARD_STALE_MULTIPLIER: '2.5',
       SWITCHYARD_RECOVERY_WINDOW_MS: '3000',
       SWITCHYARD_AGENT_SILENT_MS: '5000',
+      SWITCHYARD_REPLAY_GRACE_MS: '2000',
       SWITCHYARD_QUEUE_TIMEOUT_MS: '0',
       SWITCHYARD_MAX_DISPATCH_ATTEMPTS: '3',
       SWITCHYARD_INLINE_EVAL_TIMEOUT_MS: '250',
@@ -108,6 +110,7 @@ describe('loadConfig', () => {
       staleMultiplier: 2.5,
       recoveryWindowMs: 3000,
       agentSilentMs: 5000,
+      replayGraceMs: 2000,
       queueTimeoutMs: 0,
       maxDispatchAttempts: 3,
       inlineEvalTimeoutMs: 250,

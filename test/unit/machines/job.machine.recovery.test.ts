@@ -25,7 +25,7 @@ describe('job machine: static agent loss and recovery', () => {
   it('disconnect while running → recovering: lease disarmed, slot released, recovery deadline armed for 120 s', () => {
     const [recovering, intents] = stepJob(startedJob(), disconnected(5_000));
     assert.deepEqual(recovering.value, { recovering: 'afterStart' });
-    assert.deepEqual(recovering.context.assignment, { ...OWNER, agentKind: 'static' });
+    assert.deepEqual(recovering.context.assignment, { ...OWNER, agentKind: 'static', recovery: 'disconnect' });
     assert.deepEqual(intents, [intent.disarm('lease'), intent.releaseSlot(), intent.arm('recovery', 5_000 + 120_000)]);
   });
 

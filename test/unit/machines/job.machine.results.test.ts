@@ -81,28 +81,66 @@ describe('job machine: step and job results', () => {
   });
 });
 
-describe('job machine: an agent back without its job (agent.job.lost)', () => {
-  it('in recovering: a started job fails at once with the reason, its recovery deadline disarmed', () => {
+describe('job machine: an agent back without its job (agent.job.lost) gets its replay first', () => {
+  it('in recovering, started: it waits for the replay (10 s), and a replayed success ends it green with its steps', () => {
     const [recovering] = stepJob(startedJob(), disconnected(5_000));
-    const [failed, intents] = stepJob(recovering, lost(6_000));
+    const [unlisted, intents] = stepJob(recovering, lost(6_000));
+    assert.deepEqual(unlisted.value, { recovering: 'unlistedAfterStart' });
+    assert.deepEqual(intents, [intent.arm('replay', 6_000 + 10_000)]);
+    const [stepped] = stepJob(unlisted, stepStatus(6_100, OWNER, step({ status: 'success', exitCode: 0 })));
+    const [done, ended] = stepJob(stepped, status('success', 6_200));
+    assert.equal(done.value, 'success');
+    assert.equal(done.context.steps[0]?.status, 'success', 'the replayed step status is kept');
+    assert.ok(ended.some((i) => i.type === 'disarmDeadline' && i.params.id === 'build#replay'));
+    assert.ok(ended.some((i) => i.type === 'disarmDeadline' && i.params.id === 'build#recovery'));
+  });
+
+  it('in recovering, started: no replay by the deadline fails it, saying the agent reconnected and did not report it', () => {
+    const [recovering] = stepJob(startedJob(), disconnected(5_000));
+    const [unlisted] = stepJob(recovering, lost(6_000));
+    const [failed, intents] = stepJob(unlisted, expiry(unlisted, 'replay'));
     assert.equal(failed.value, 'failed');
-    assert.equal(failed.context.outcome, 'agent restarted without the job');
+    assert.equal(failed.context.outcome, `agent ${OWNER.agentId} reconnected after losing its connection and did not report job build`);
     assert.ok(intents.some((i) => i.type === 'disarmDeadline' && i.params.id === 'build#recovery'));
   });
 
-  it('in recovering: a job that never started is requeued with a new placement request', () => {
+  it('in recovering, not started: no replay by the deadline requeues it with a new placement request', () => {
     const [recovering] = stepJob(acceptedJob(), disconnected(5_000));
-    const [queued, intents] = stepJob(recovering, lost(6_000));
+    const [unlisted] = stepJob(recovering, lost(6_000));
+    assert.deepEqual(unlisted.value, { recovering: 'unlistedBeforeStart' });
+    const [queued, intents] = stepJob(unlisted, expiry(unlisted, 'replay'));
     assert.equal(queued.value, 'queued');
     assert.equal(queued.context.assignment, null);
+    assert.equal(queued.context.outcome, `agent ${OWNER.agentId} reconnected after losing its connection and did not report job build before starting it; it is tried again`);
     assert.deepEqual(intents.at(-1), intent.placement(1));
   });
 
-  it('while assigned: started → failed, dispatched → requeued; from another attempt it changes nothing', () => {
-    assert.equal(stepJob(startedJob(), lost(T.running + 10))[0].value, 'failed');
-    assert.equal(stepJob(dispatchedJob(), lost(T.granted + 10))[0].value, 'queued');
+  it('the recovery window ending while it waits for the replay says the same', () => {
+    const [recovering] = stepJob(startedJob(), disconnected(5_000));
+    const [unlisted] = stepJob(recovering, lost(5_000 + 119_000));
+    const [failed] = stepJob(unlisted, expiry(unlisted, 'recovery'));
+    assert.equal(failed.value, 'failed');
+    assert.match(failed.context.outcome ?? '', /^agent .* reconnected after losing its connection and did not report job build$/);
+  });
+
+  it('while assigned (a new socket before the old one was seen to close): started or dispatched, it waits for the replay; another attempt changes nothing', () => {
+    const [started] = stepJob(startedJob(), lost(T.running + 10));
+    assert.deepEqual(started.value, { recovering: 'unlistedAfterStart' });
+    assert.equal(stepJob(started, expiry(started, 'replay'))[0].context.outcome, `agent ${OWNER.agentId} reconnected and did not report job build`);
+    assert.deepEqual(stepJob(dispatchedJob(), lost(T.granted + 10))[0].value, { recovering: 'unlistedBeforeStart' });
     const other = stepJob(startedJob(), lost(T.running + 10, { agentId: OWNER.agentId, dispatchId: 'older-attempt' }))[0];
     assert.deepEqual(other.value, { assigned: { running: 'started' } });
+  });
+
+  // Regression: a coordinator restart turned a job that finished during the outage red ("agent restarted without the job").
+  it('after a coordinator restart, the success the agent kept while the coordinator was down ends the job green', () => {
+    const restore: JobEvent = { type: 'job.restored', liveAgents: [], at: 7_000 };
+    const [restored] = stepJob(startedJob(), restore);
+    assert.deepEqual(restored.value, { recovering: 'afterStart' });
+    const [unlisted] = stepJob(restored, lost(8_000));
+    assert.equal(stepJob(unlisted, status('success', 8_050))[0].value, 'success');
+    const [failed] = stepJob(unlisted, expiry(unlisted, 'replay'));
+    assert.equal(failed.context.outcome, `agent ${OWNER.agentId} reconnected after the coordinator restarted and did not report job build`);
   });
 });
 

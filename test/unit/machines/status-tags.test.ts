@@ -23,6 +23,8 @@ const EXPECTED: Record<string, JobStatus> = {
   'assigned.cancelling': 'cancelling',
   'recovering.beforeStart': 'recovering',
   'recovering.afterStart': 'recovering',
+  'recovering.unlistedBeforeStart': 'recovering',
+  'recovering.unlistedAfterStart': 'recovering',
   success: 'success',
   failed: 'failed',
   cancelled: 'cancelled',
@@ -91,7 +93,7 @@ describe('job machine: status comes from tags', () => {
     const tagged = (tag: string) => LEAVES.filter((node) => tagsOn(node).includes(tag)).map(key).sort();
     assert.deepEqual(tagged('waits-for-agent'), ['queued', 'waiting.agent']);
     assert.deepEqual(tagged('holds-slot'), ['assigned.cancelling', 'assigned.dispatched', 'assigned.running.accepted', 'assigned.running.started']);
-    assert.deepEqual(tagged('awaits-reclaim'), ['recovering.afterStart', 'recovering.beforeStart']);
+    assert.deepEqual(tagged('awaits-reclaim'), ['recovering.afterStart', 'recovering.beforeStart', 'recovering.unlistedAfterStart', 'recovering.unlistedBeforeStart']);
   });
 });
 

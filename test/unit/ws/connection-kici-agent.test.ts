@@ -198,6 +198,28 @@ describe('the KiCI test agent against a real AgentConnection', () => {
   });
 });
 
+describe('AgentConnection: a job that ends while its agent reconnects', () => {
+  // Regression: informational frames between auth.success and agent.register closed the new socket 4003, and the held status went with it.
+  it('its status and step statuses sent before agent.register are held and applied after the reclaim; its informational frames (run.event, agent.status…) are ignored, the socket stays', async () => {
+    const side = await setup('token');
+    const agent = agentFor(side.url, { token: GOOD_TOKEN, script: () => hold(), reconnectBaseMs: 60_000, paceMs: 0 });
+    await agent.start();
+    const job = side.dispatch(agent.agentId);
+    await agent.waitForSent('job.status', (f) => f['state'] === 'running');
+    agent.dropConnection();
+    await agent.waitForState('disconnected');
+    agent.whenState('authenticating', () => agent.finish(job.jobId));
+    const sentBefore = agent.sent.length;
+    agent.reconnectNow();
+    await agent.waitFor('register.ack', { from: agent.received.length });
+    const beforeRegister = agent.sent.slice(sentBefore, agent.sent.findIndex((f, i) => i >= sentBefore && f.type === 'agent.register'));
+    const types = new Set(beforeRegister.map((f) => f.type));
+    for (const type of ['job.status', 'step.status', 'run.event']) assert.ok(types.has(type), `${type} went out before agent.register`);
+    await settled(() => side.seen.delivered.some((e) => e.type === 'agent.job.status' && 'state' in e && e.state === 'success'), 'the held success delivered');
+    assert.deepEqual(agent.closes.map((c) => c.code), [1006], 'only the drop; the new socket stays open');
+  });
+});
+
 describe('register.ack of an agent a scaler spawned for a job', () => {
   it('carries pendingDispatch: true while its bound job waits; absent for any other agent, never false (SCL-3)', async () => {
     const asked: string[] = [];
