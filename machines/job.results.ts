@@ -47,6 +47,12 @@ function asStepState(value: string): StepState | null {
   return (STEP_STATES as readonly string[]).includes(value) ? (value as StepState) : null;
 }
 
+/** A job that ended otherwise than green stopped its steps that were still running: they show `cancelled`, not `running` forever. */
+export function interruptSteps(steps: readonly StepRecord[]): StepRecord[] {
+  if (!steps.some((s) => s.status === 'running')) return [...steps];
+  return steps.map((s) => (s.status === 'running' ? { ...s, status: 'cancelled' as const } : s));
+}
+
 /** Why a job failed, in one line: the agent's own error, else the first failed step's. */
 export function failureReasonOf(error: string | undefined, steps: readonly StepRecord[]): string | null {
   if (error !== undefined && error.trim() !== '') return oneLine(error);

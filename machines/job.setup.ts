@@ -6,7 +6,7 @@ import { JOB_INTENTS, intentSlots } from './intents.ts';
 import type { Intent, JobIntentKind } from './intents.ts';
 import { closeGate, closedOutcome, decides, openGate } from './job.approval.ts';
 import type { ApprovalGate, EnvironmentHold } from './environment.ts';
-import { failureReasonOf, mergeStepResults, upsertStep } from './job.results.ts';
+import { failureReasonOf, interruptSteps, mergeStepResults, upsertStep } from './job.results.ts';
 import { isTerminalJobStatus } from './status.ts';
 import type { JobStatusTag, TerminalJobStatus } from './status.ts';
 import type {
@@ -359,7 +359,9 @@ export const jobSetup = jobBase.extend({
       const steps = mergeStepResults(context.steps, event.data?.stepResults);
       const data = event.data;
       const result: JobResult = { durationMs: data?.durationMs ?? null, outputs: data?.outputs ?? null, initResult: data?.initResult ?? null };
-      return { steps, result, outcome: failureReasonOf(event.error, steps) };
+      // A job cancelled here already says why (the cancel's reason); the agent's words come second.
+      const cancelReason = event.state === 'cancelled' ? context.outcome : null;
+      return { steps, result, outcome: cancelReason ?? failureReasonOf(event.error, steps) };
     }),
     setOutcomeExhausted: assign(({ context }) => ({ outcome: attemptsExhausted(context) })),
     setOutcomeQueueExpired: assign(({ context }) => ({
@@ -416,7 +418,8 @@ export const jobSetup = jobBase.extend({
       for (const armed of Object.values(context.deadlines)) {
         enqueue({ type: 'disarmDeadline', params: { id: armed.id, jobKey: context.jobKey } });
       }
-      enqueue.assign({ deadlines: {}, waiting: null, enteredAt: stamped(context.enteredAt, params.status, timeOf(context, event)) });
+      const steps = params.status === 'success' ? context.steps : interruptSteps(context.steps);
+      enqueue.assign({ deadlines: {}, waiting: null, steps, enteredAt: stamped(context.enteredAt, params.status, timeOf(context, event)) });
       if (context.concurrency && (context.holdsConcurrency || context.enteredAt['concurrency'] !== undefined)) {
         enqueue({ type: 'releaseConcurrency', params: { jobKey: context.jobKey, key: context.concurrency.key } });
       }

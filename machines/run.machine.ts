@@ -89,7 +89,8 @@ function failureReasonOf(context: RunContext): string | null {
   if (context.workflowTimedOut) return 'workflow_timeout';
   if (context.initFailure) return context.initFailure.message;
   const failed = Object.entries(context.jobs).filter(([, node]) => node.status !== null && countsAsFailure(node.status));
-  return failed.length > 0 ? `Failed jobs: ${failed.map(([key]) => key).join(', ')}` : null;
+  if (failed.length > 0) return `Failed jobs: ${failed.map(([key]) => key).join(', ')}`;
+  return context.cancel ? `Cancelled: ${context.cancel.reason}` : null;
 }
 
 export function finalRunStatus(context: RunContext): TerminalRunStatus {

@@ -105,6 +105,9 @@ for (const kind of DATABASE_KINDS) {
       const view = await suite.client.waitForRunStatus(runId, 'cancelled', 15_000);
       assert.ok(Date.now() - started < 10_000, 'the agent stopped the step instead of letting sleep 30 finish');
       assert.equal(view.jobs[0]?.status, 'cancelled');
+      assert.equal(view.jobs[0]?.outcome, 'stop it', 'the cancel’s reason is the job’s outcome');
+      assert.equal(view.run.failure_reason, 'Cancelled: stop it');
+      assert.deepEqual(view.jobs[0]?.steps.filter((step) => step.status === 'running'), [], 'no step is left running');
       await eventually(() => /"kind":"cancel","force":false/.test(agent.output()), 5_000, 'the agent to log a graceful job.cancel (its log comes through a pipe)');
       const sequence = jobJournal(await suite.client.journal(runId), 'build');
       assert.ok(inOrder(sequence, ['agent.job.status:running', 'agent.job.status:cancelled']), sequence.join(' → '));

@@ -2,7 +2,7 @@ import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { computeRunStatus } from '../../../machines/status.ts';
 import type { TerminalJobStatus } from '../../../machines/status.ts';
-import { RunHarness, ack, jobPlan, need, status } from '../../support/machines.ts';
+import { RunHarness, ack, jobPlan, need, status, stepStatus } from '../../support/machines.ts';
 import type { RecordedIntent } from '../../support/machines.ts';
 
 const WORKFLOW = { id: 'run#workflow', at: 60_000 };
@@ -24,6 +24,7 @@ function cancels(intents: readonly RecordedIntent[]): Array<[string, unknown]> {
 describe('run machine: run.cancel', () => {
   it('graceful: queued and needs-gated jobs are cancelled (not skipped), the running job is asked to stop', () => {
     const h = mixedRun();
+    h.fromOwner('a', (o) => stepStatus(90, o));
     h.send({ type: 'run.cancel', reason: 'cancelled by alice', force: false, by: 'alice', at: 100 });
     assert.equal(h.snapshot.value, 'cancelling');
     assert.deepEqual(h.jobStates(), { a: 'assigned.cancelling', b: 'cancelled', c: 'cancelled' });
@@ -34,7 +35,10 @@ describe('run machine: run.cancel', () => {
     assert.ok(!intents.some((i) => i.type === 'requestPlacement'), 'nothing is placed while cancelling');
     h.fromOwner('a', (o) => status('cancelled', 120, o));
     assert.equal(h.snapshot.value, 'cancelled');
-    assert.equal(h.snapshot.context.failureReason, null);
+    // Regression: the reason was in neither, and the step the agent never reported ended stayed `running`.
+    assert.equal(h.snapshot.context.failureReason, 'Cancelled: cancelled by alice');
+    assert.equal(h.child('a').context.outcome, 'cancelled by alice', 'the agent’s cancelled report keeps the cancel’s reason');
+    assert.deepEqual(h.child('a').context.steps.map((s) => [s.name, s.status]), [['build', 'cancelled']]);
   });
 
   it('force: the running job is force-cancelled and the run is cancelled at once', () => {
