@@ -42,8 +42,8 @@ const RETRY_AFTER_ERROR_MS = 1_000;
 export interface ScalerPort {
   /** Asks for an agent for the job; the answer is its waiting reason, or null to keep the dispatcher's own. */
   requestAgent(request: PlacementRequest): WaitingReason | null;
-  /** An agent the scaler keeps for another waiting job, or one that already served its single job. */
-  unavailableFor(agentId: string, runId: string, jobKey: string, isWaiting: (runId: string, jobKey: string) => boolean): boolean;
+  /** An agent the scaler spawned for another job, or one that already served its single job. */
+  unavailableFor(agentId: string, runId: string, jobKey: string): boolean;
   onGranted(agentId: string, runId: string, jobKey: string): void;
 }
 
@@ -328,8 +328,7 @@ export class Dispatcher {
   private findAgent(request: PlacementRequest) {
     const scaler = this.scaler;
     if (!scaler) return this.registry.find(request.requirements);
-    const isWaiting = (runId: string, jobKey: string) => this.isWaiting(runId, jobKey);
-    return findHonouringScaler(this.registry, request.requirements, (s) => scaler.unavailableFor(s.agentId, request.runId, request.jobKey, isWaiting));
+    return findHonouringScaler(this.registry, request.requirements, (s) => scaler.unavailableFor(s.agentId, request.runId, request.jobKey));
   }
 }
 

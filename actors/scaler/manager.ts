@@ -209,12 +209,14 @@ export class ScalerManager implements ScalerPort {
   }
 
   /** An agent kept for another waiting job, or one that already served its single job, is not offered (SCL-3, SCL-7). */
-  unavailableFor(agentId: string, runId: string, jobKey: string, isWaiting: (runId: string, jobKey: string) => boolean): boolean {
+  unavailableFor(agentId: string, runId: string, jobKey: string): boolean {
     const agent = this.context?.agents[agentId];
     if (!agent) return false;
     if (agent.state === 'busy' || agent.state === 'destroying') return true;
+    // A spawn serves the job it was made for. Once that job went elsewhere the agent only idles out,
+    // and a stock agent exits by itself after 5 s idle: another job given to it would race its end.
     const bound = agent.bound;
-    return bound !== null && !(bound.runId === runId && bound.jobKey === jobKey) && isWaiting(bound.runId, bound.jobKey);
+    return bound !== null && !(bound.runId === runId && bound.jobKey === jobKey);
   }
 
   /**

@@ -33,8 +33,8 @@ export function wrongExecutorBackends(requirements: AgentRequirements, backends:
 }
 
 /**
- * The registry's `find`, except that an agent a scaler keeps for another job (or that already
- * served its one job) is not offered: the bound job wins its agent (SCL-3, SCL-7).
+ * The registry's `find`, except that an agent a scaler spawned for another job (or that already
+ * served its one job) is not offered: a spawn serves its bound job only (SCL-3, SCL-7).
  */
 export function findHonouringScaler(
   registry: AgentRegistry,

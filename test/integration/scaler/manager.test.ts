@@ -186,6 +186,38 @@ await describeEachKind('scaler manager on a real runtime', (kind) => {
     });
   });
 
+  // Regression: an agent spawned for a job that went elsewhere was offered the next job and then idled out (or, a stock
+  // agent, exited by itself) under it: an extra attempt for nothing.
+  it(`a single-use agent whose own job went elsewhere is offered no other job; that job waits for its own agent (${kind})`, async (t) => {
+    await withTestDatabase(kind, async ({ db }) => {
+      const runtime = await startTestRuntime(db, 'coord-single');
+      const backend = new RecordingBackend(10);
+      const manager = managerFor(runtime, db, backend, 'coord-single');
+      t.after(async () => {
+        await manager.stop();
+        await runtime.stop();
+      });
+      await manager.start();
+      const [first] = await createRuns(runtime, 1);
+      await eventually(() => backend.spawned.length === 1, 10_000, 'a spawn for the first job');
+      await runtime.supervisor.send(first as string, { type: 'run.cancel', reason: 'not needed', force: false, by: 'test' });
+      const [second] = await createRuns(runtime, 1);
+      await eventually(() => backend.spawned.length === 2, 10_000, 'a spawn for the second job');
+      const register = (agentId: string, connectionId: string) => {
+        const link = { send: () => undefined, close: () => undefined };
+        runtime.registry.add({ ...{ agentId, labels: [LABEL], taints: [], properties: { 'switchyard.runSteps': true }, connectionId, tokenId: null }, ...{ maxConcurrency: 1, scalerManaged: true, unusable: null, lastFrameAt: 0, slots: new Map(), sent: new Set<string>(), link } });
+      };
+      const [forFirst, forSecond] = backend.spawned.map((s) => s.agentId);
+      register(forFirst as string, 'c-first');
+      await eventually(() => manager.context?.agents[forFirst as string]?.state === 'idle', 10_000, 'the first agent registered');
+      await runtime.dispatcher.offer();
+      assert.equal(runtime.registry.get(forFirst as string)?.slots.size, 0, 'the agent spawned for the cancelled job is not given the second job');
+      register(forSecond as string, 'c-second');
+      await eventually(() => runtime.registry.get(forSecond as string)?.slots.size === 1, 10_000, 'the second job granted to its own agent');
+      assert.equal([...(runtime.registry.get(forSecond as string)?.slots.values() ?? [])][0]?.runId, second);
+    });
+  });
+
   it(`a bound spawn failure reaches its job as provision.failed with a readable reason; a spawn that never registers is released (B14) (${kind})`, async (t) => {
     await withTestDatabase(kind, async ({ db }) => {
       const runtime = await startTestRuntime(db, 'coord-fail');
