@@ -26,8 +26,11 @@ export interface IntentParams {
   sendCancel: { jobKey: string; agentId: string; dispatchId: string; force: boolean; reason: string };
   closeAgentConnection: { agentId: string; code: number; reason: string };
   releaseSlot: { agentId: string; dispatchId: string };
-  requestConcurrency: { jobKey: string; key: string; policy: ConcurrencyPolicy };
-  releaseConcurrency: { jobKey: string; key: string };
+  /** `jobKey` null: the run itself holds the key (a workflow's own group, CONC-1). */
+  requestConcurrency: { jobKey: string | null; key: string; policy: ConcurrencyPolicy };
+  releaseConcurrency: { jobKey: string | null; key: string };
+  /** `job.concurrency.ack` to the agent that reported a workflow's group (CONC-7); `wait` is followed by `proceed` or `cancel` with the same request id. */
+  answerConcurrency: { agentId: string; dispatchId: string; requestId: string; action: 'proceed' | 'wait' | 'cancel'; reason?: string };
   /** A job's hold was opened or decided: its record is written (docs/http-api.md#approvals). */
   recordApprovalGate: { jobKey: string; gate: ApprovalGate };
   /** A commit status for the run on its forge (docs/http-api.md#commit-status-on-github); recorded by the run only. */
@@ -69,7 +72,15 @@ export const JOB_INTENTS = [
   'recordApprovalGate',
 ] as const satisfies readonly IntentKind[];
 
-export const RUN_INTENTS = ['armDeadline', 'disarmDeadline', 'releaseSlot', 'reportForgeStatus'] as const satisfies readonly IntentKind[];
+export const RUN_INTENTS = [
+  'armDeadline',
+  'disarmDeadline',
+  'releaseSlot',
+  'reportForgeStatus',
+  'requestConcurrency',
+  'releaseConcurrency',
+  'answerConcurrency',
+] as const satisfies readonly IntentKind[];
 
 /**
  * Effects that call a slow outside service: each runs in a line of its own per run, so a forge
@@ -101,6 +112,7 @@ const SLOTS: IntentSlots<IntentKind> = {
   releaseSlot: () => {},
   requestConcurrency: () => {},
   releaseConcurrency: () => {},
+  answerConcurrency: () => {},
   recordApprovalGate: () => {},
   reportForgeStatus: () => {},
 };

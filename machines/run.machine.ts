@@ -15,6 +15,8 @@ import { RUN_INTENTS, intentSlots } from './intents.ts';
 import type { Intent, RunIntentKind } from './intents.ts';
 import { forgeReportOf } from './run.forge.ts';
 import type { InitFailure } from './types.ts';
+import { cancelled, refused, released, stepWorkflowGroups } from './run.concurrency.ts';
+import type { ReportEvent, WorkflowGroups } from './run.concurrency.ts';
 
 export const RUN_MACHINE_ID = 'run';
 /** Bump when a change makes stored run snapshots unreadable (docs/architecture.md#ownership-leases-epochs-fencing-and-adoption). */
@@ -51,6 +53,8 @@ export interface RunContext {
   finishedAt: number | null;
   /** The forge status context the run reports under (docs/http-api.md#commit-status-on-github); null: it reports none. */
   forgeStatus: { context: string } | null;
+  /** The workflow's own concurrency groups, by key (CONC-7); absent in runs created before they were enforced. */
+  workflowGroups?: WorkflowGroups;
 }
 
 export type RunCommand =
@@ -59,7 +63,12 @@ export type RunCommand =
   /** Sent once after the run is restored in a new process; `liveAgents` as in `job.restored`. */
   | { type: 'run.restored'; liveAgents: string[]; at: number }
   | ({ type: 'timer.workflow.expired' } & TimerFields)
-  | ({ type: 'timer.approval.expired' } & TimerFields);
+  | ({ type: 'timer.approval.expired' } & TimerFields)
+  /** A job's agent reported the workflow's own concurrency group (`job.concurrency.report`, CONC-7). */
+  | ({ type: 'agent.concurrency.report'; at: number } & ReportEvent)
+  /** The group's arbiter granted the run the key, or queued it at `position`. */
+  | { type: 'run.concurrency.granted'; key: string; at: number }
+  | { type: 'run.concurrency.queued'; key: string; position: number; at: number };
 
 export type RunEvent = RunCommand | JobReport | JobEvent;
 
@@ -228,6 +237,17 @@ export const runMachine = runSetup.extend({
       if (event.initResult) ended.initResult = event.initResult;
       return { jobs: { ...context.jobs, [event.jobKey]: ended } };
     }),
+    /** The workflow's own concurrency groups (machines/run.concurrency.ts): a job's report, the arbiter's grant or queue place. */
+    stepGroups: compose(({ context, event, enqueue }) => {
+      assertEvent(event, ['agent.concurrency.report', 'run.concurrency.granted', 'run.concurrency.queued']);
+      const step = stepWorkflowGroups(context.workflowGroups ?? {}, event, context.concurrencyScope);
+      enqueue.assign({ workflowGroups: step.groups });
+      for (const intent of step.intents) enqueue(intent);
+    }),
+    refuseGroupReport: compose(({ context, event, enqueue }) => {
+      assertEvent(event, 'agent.concurrency.report');
+      enqueue(refused(event, context.cancel?.reason ?? 'the run is ending'));
+    }),
     markStarted: update(({ context, event }) => ({ startedAt: context.startedAt ?? timeOf(context, event) })),
     recordCancel: update(({ event }) => {
       assertEvent(event, ['run.cancel', 'run.approval']);
@@ -246,6 +266,9 @@ export const runMachine = runSetup.extend({
     }),
     cancelOpenJobs: compose(({ context, event, enqueue }) => {
       const cancel = context.cancel ?? { reason: 'cancelled', force: false };
+      const groups = cancelled(context.workflowGroups ?? {}, cancel.reason);
+      enqueue.assign({ workflowGroups: groups.groups });
+      for (const intent of groups.intents) enqueue(intent);
       const jobs = { ...context.jobs };
       for (const key of openJobs(context)) {
         const node = jobs[key];
@@ -285,6 +308,7 @@ export const runMachine = runSetup.extend({
       for (const armed of Object.values(context.deadlines)) {
         enqueue({ type: 'disarmDeadline', params: { id: armed.id, jobKey: null } });
       }
+      for (const intent of released(context.workflowGroups ?? {})) enqueue(intent);
       enqueue.assign({ deadlines: {}, finishedAt: timeOf(context, event), failureReason: failureReasonOf(context) });
     }),
   },
@@ -315,10 +339,16 @@ export const runMachine = runSetup.extend({
       startedAt: null,
       finishedAt: null,
       forgeStatus: input.forgeStatus ?? null,
+      workflowGroups: {},
     };
   },
   initial: 'starting',
-  on: { ...forwardJobEvents, 'run.restored': { actions: 'tellJobsRestored' } },
+  on: {
+    ...forwardJobEvents,
+    'run.restored': { actions: 'tellJobsRestored' },
+    'run.concurrency.granted': { actions: 'stepGroups' },
+    'run.concurrency.queued': { actions: 'stepGroups' },
+  },
   states: {
     starting: {
       entry: ['spawnJobs', 'armWorkflowDeadline', 'reportRunStarted'],
@@ -333,6 +363,7 @@ export const runMachine = runSetup.extend({
       initial: 'pending',
       on: {
         'run.cancel': { target: 'cancelling', actions: ['recordCancel', 'cancelOpenJobs'] },
+        'agent.concurrency.report': { actions: 'stepGroups' },
         'timer.workflow.expired': {
           guard: { type: 'isCurrentDeadline', params: { kind: 'workflow' } },
           target: 'cancelling',
@@ -384,6 +415,7 @@ export const runMachine = runSetup.extend({
         'job.started': { actions: 'markStarted' },
         'job.finished': { actions: 'recordJobEnd' },
         'run.cancel': { guard: 'isForced', actions: ['recordCancel', 'cancelOpenJobs'] },
+        'agent.concurrency.report': { actions: 'refuseGroupReport' },
       },
     },
     finishing: {

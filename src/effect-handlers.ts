@@ -44,6 +44,7 @@ export function effectHandlers(deps: EffectHandlerDeps, parts: EffectHandlerPart
     releaseSlot: (effect) => agents.releaseSlot(effect),
     requestConcurrency: (effect) => groups.request(effect),
     releaseConcurrency: (effect) => groups.release(effect),
+    answerConcurrency: (effect) => agents.answerConcurrency(effect),
     recordApprovalGate: (effect) => recordApprovalGate(db, effect.runId, effect.payload.jobKey, effect.payload.gate),
     reportForgeStatus: createForgeStatusReporter(deps, parts),
   };

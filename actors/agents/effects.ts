@@ -160,6 +160,16 @@ export class AgentEffects {
     this.deps.fence?.raiseUnreachable(effect.runId, jobKey, agentId);
   }
 
+  /** `job.concurrency.ack` to the agent that asked, on this coordinator's socket or a peer's; an agent with no socket asks again. */
+  async answerConcurrency(effect: Effect<'answerConcurrency'>): Promise<void> {
+    const { agentId, dispatchId, requestId, action, reason } = effect.payload;
+    const frame = { type: 'job.concurrency.ack', requestId, action, runId: effect.runId, jobId: dispatchId, ...(reason === undefined ? {} : { reason }) };
+    const here = this.deps.registry.get(agentId);
+    if (here) return void here.link.send(frame);
+    const remote = await this.deps.shared?.remoteSession(agentId);
+    if (remote) await this.deps.shared?.send(remote, { kind: 'frame', frame, dispatchId: null });
+  }
+
   private cancelHere(session: AgentSession, message: object, effect: Effect<'sendCancel'>): void {
     session.link.send(message);
     const { jobKey, agentId, force, reason } = effect.payload;

@@ -51,17 +51,22 @@ export class ConcurrencyGroups {
       const [next, actions] = transition(concurrencyMachine, restored, event);
       return { snapshot: concurrencyMachine.getPersistedSnapshot(next), result: actions.flatMap(intentOf) };
     });
-    for (const intent of intents) await this.announce(intent);
+    for (const intent of intents) await this.announce(key, intent);
   }
 
-  private async announce(intent: ConcurrencyIntent): Promise<void> {
+  private async announce(key: string, intent: ConcurrencyIntent): Promise<void> {
     const { runId, jobKey } = intent.params;
-    if (jobKey === null) {
-      if (intent.type === 'supersede') await this.deliver(runId, { type: 'run.cancel', reason: intent.params.reason, force: false, by: 'concurrency' });
-      return;
-    }
+    if (jobKey === null) return this.announceToRun(key, intent);
     if (intent.type === 'grant') await this.deliver(runId, { type: 'concurrency.granted', jobKey });
     else if (intent.type === 'queued') await this.deliver(runId, { type: 'concurrency.queued', jobKey, position: intent.params.position });
     else await this.deliver(runId, { type: 'job.cancel.requested', jobKey, force: false, reason: intent.params.reason });
+  }
+
+  /** The run itself holds a workflow's group: it is granted, queued or superseded as a whole (CONC-7). */
+  private async announceToRun(key: string, intent: ConcurrencyIntent): Promise<void> {
+    const { runId } = intent.params;
+    if (intent.type === 'grant') await this.deliver(runId, { type: 'run.concurrency.granted', key });
+    else if (intent.type === 'queued') await this.deliver(runId, { type: 'run.concurrency.queued', key, position: intent.params.position });
+    else await this.deliver(runId, { type: 'run.cancel', reason: intent.params.reason, force: false, by: 'concurrency' });
   }
 }

@@ -267,11 +267,6 @@ export class AgentConnection {
   }
 
   private otherMessage(message: AgentMessage): void {
-    if (message.type === 'job.concurrency.report') {
-      // Groups are resolved before dispatch (docs/architecture.md#concurrency-groups); a workflow-level group is not enforced in v1.
-      this.send({ type: 'job.concurrency.ack', requestId: message.messageId, action: 'proceed', runId: message.runId, jobId: message.jobId });
-      return;
-    }
     if (message.type === 'step.approval-request') {
       const outcome = { outcome: 'rejected', reason: 'step approvals are not supported by this coordinator' };
       this.send({ type: 'step.approval-resolved', requestId: message.messageId, runId: message.runId, jobId: message.jobId, stepIndex: message.stepIndex, ...outcome });
@@ -289,6 +284,11 @@ export class AgentConnection {
     const outcome = await this.jobs.handle(agentId, message);
     if (this.jobs.logBacklogBytes > LOG_BACKLOG_HIGH) this.hold(this.jobs.logsBelow(LOG_BACKLOG_LOW));
     if (outcome.ok) return;
+    if (message.type === 'job.concurrency.report') {
+      // The stock agent waits 30 s for an answer: one that holds no such job is told at once.
+      const reason = `job ${message.jobId} is not an attempt this agent holds`;
+      this.send({ type: 'job.concurrency.ack', requestId: message.messageId, action: 'cancel', reason, runId: message.runId, jobId: message.jobId });
+    }
     this.deps.onViolation(outcome.cause);
     const fields = { agentId, dispatchId: message.jobId, type: message.type, cause: outcome.cause };
     // Only another agent's attempt is a violation; an agent's own old attempts are what it replays after a reconnect.

@@ -12,10 +12,11 @@ import type { AgentMessageOf } from './messages.ts';
 import type { SecretOutputRow } from '../db/secrets.ts';
 
 export type JobScopedMessage = AgentMessageOf<
-  'job.ack' | 'job.reject' | 'job.status' | 'step.status' | 'job.heartbeat' | 'log.chunk' | 'job.context' | 'run.event'
+  'job.ack' | 'job.reject' | 'job.status' | 'step.status' | 'job.heartbeat' | 'log.chunk' | 'job.context' | 'run.event' | 'job.concurrency.report'
 >;
 
 export const JOB_SCOPED_TYPES = new Set<string>([
+  'job.concurrency.report',
   'job.ack',
   'job.reject',
   'job.status',
@@ -119,6 +120,8 @@ export class JobFrames {
         return this.deliver(runId, { type: 'agent.step.status', step: stepRecordOf(message, redact), ...base });
       case 'job.heartbeat':
         return this.deliver(runId, { type: 'agent.job.heartbeat', ...base });
+      case 'job.concurrency.report':
+        return this.deliver(runId, { type: 'agent.concurrency.report', ...base, requestId: message.messageId, group: message.group });
       case 'log.chunk': {
         const lines = message.lines.map(redact);
         return this.logs.add({ runId, jobKey, dispatchId, stepIndex: message.stepIndex, lines, now: this.deps.now(), ...sentAt(message.timestamp) });

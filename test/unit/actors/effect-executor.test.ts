@@ -21,6 +21,7 @@ function setup(handlers: Partial<EffectHandlers>) {
     releaseSlot: unexpected,
     requestConcurrency: unexpected,
     releaseConcurrency: unexpected,
+    answerConcurrency: unexpected,
     recordApprovalGate: unexpected,
     reportForgeStatus: unexpected,
     ...handlers,
