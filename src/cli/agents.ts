@@ -43,6 +43,7 @@ function render(agents: AgentView[], now = Date.now()): string {
     a.coordinatorId,
     a.connectedAt === null ? '-' : `${age(a.connectedAt, now)} ago`,
     a.unusable ?? 'ready',
+    a.jobs.map((job) => `${job.jobKey} (run ${job.runId.slice(0, 8)})`).join(', ') || '-',
   ]);
-  return table([['AGENT', 'LABELS', 'SLOTS', 'COORDINATOR', 'CONNECTED', 'STATE'], ...rows]);
+  return table([['AGENT', 'LABELS', 'SLOTS', 'COORDINATOR', 'CONNECTED', 'STATE', 'JOBS'], ...rows]);
 }

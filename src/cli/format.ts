@@ -4,6 +4,12 @@ export function table(rows: string[][]): string {
   return rows.map((row) => row.map((cell, column) => cell.padEnd(widths[column] ?? 0)).join('  ').trimEnd()).join('\n') + '\n';
 }
 
+/** A table cell or a one-line field: whitespace runs (newlines too) made one space, trimmed, at most `max` characters. */
+export function oneLine(text: string, max = 160): string {
+  const flat = text.replace(/\s+/g, ' ').trim();
+  return flat.length <= max ? flat : `${flat.slice(0, max - 1)}…`;
+}
+
 export function formatTime(ms: number | null, none: string): string {
   return ms === null ? none : new Date(ms).toISOString();
 }

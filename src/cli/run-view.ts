@@ -1,6 +1,7 @@
 import type { RunStatus, TerminalRunStatus } from '../../machines/status.ts';
 import type { StepRecord } from '../../machines/types.ts';
-import { age, duration, formatTime, table } from './format.ts';
+import type { UnreportedStepStatus } from '../http/planned-steps.ts';
+import { age, duration, formatTime, oneLine, table } from './format.ts';
 
 /** A `runs` row as `GET /api/v1/runs[/:id]` answers it. */
 export interface RunRow {
@@ -23,7 +24,8 @@ export interface JobRow {
   agent_id: string | null;
   outcome: string | null;
   init_failure: { message?: string } | null;
-  steps: StepRecord[] | null;
+  /** As the agent reported them, then the lock file's steps it did not report (`not_run` once the job ended, else `pending`). */
+  steps: (Omit<StepRecord, 'status'> & { status: StepRecord['status'] | UnreportedStepStatus })[] | null;
   duration_ms: number | null;
   outputs: Record<string, unknown> | null;
 }
@@ -90,16 +92,16 @@ function renderJob(job: JobRow): string[] {
   const lines = [`job ${job.job_key}  ${job.status}  attempt ${job.attempt}${agent}  ${duration(job.duration_ms)}`];
   if (job.waiting_reason) lines.push(`  waiting: ${[job.waiting_reason.kind, job.waiting_reason.message].filter(Boolean).join(': ')}`);
   if (job.init_failure?.message) lines.push(`  init failed: ${job.init_failure.message}`);
-  if (job.outcome && job.outcome !== job.status) lines.push(`  outcome: ${job.outcome}`);
+  if (job.outcome && job.outcome !== job.status) lines.push(`  ${job.status === 'skipped' ? 'skipped' : 'outcome'}: ${oneLine(job.outcome)}`);
   const steps = job.steps ?? [];
   if (steps.length > 0) {
     const rows = steps.map((step) => [
       `  ${step.index}`,
       step.hook ? `${step.name} (${step.hook})` : step.name,
-      step.status,
+      step.status.replace('_', ' '),
       duration(step.durationMs),
       step.exitCode === null ? '-' : String(step.exitCode),
-      step.error ?? '',
+      oneLine(step.error ?? ''),
     ]);
     lines.push(...table([['  #', 'STEP', 'STATUS', 'DURATION', 'EXIT', 'ERROR'], ...rows]).trimEnd().split('\n'));
   }

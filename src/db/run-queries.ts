@@ -63,16 +63,19 @@ export async function listOpenAttemptsOfAgent(db: Kysely<Schema>, agentId: strin
 }
 
 /** How many open attempts each agent holds, by the job projection: the slots of agents connected elsewhere. */
-export async function countOpenAttemptsByAgent(db: Kysely<Schema>, agentIds: readonly string[]): Promise<Map<string, number>> {
-  if (agentIds.length === 0) return new Map();
+export async function listOpenAttemptsByAgent(db: Kysely<Schema>, agentIds: readonly string[]): Promise<Map<string, { runId: string; jobKey: string }[]>> {
+  const byAgent = new Map<string, { runId: string; jobKey: string }[]>();
+  if (agentIds.length === 0) return byAgent;
   const rows = await db
     .selectFrom('jobs')
-    .select(['agent_id', (eb) => eb.fn.countAll<string>().as('open')])
+    .select(['agent_id', 'run_id', 'job_key'])
     .where('agent_id', 'in', agentIds)
     .where('status', 'in', OPEN_ATTEMPT_STATUSES)
-    .groupBy('agent_id')
+    .orderBy('run_id')
+    .orderBy('job_key')
     .execute();
-  return new Map(rows.flatMap((row) => (row.agent_id === null ? [] : [[row.agent_id, Number(row.open)] as const])));
+  for (const row of rows) if (row.agent_id !== null) byAgent.set(row.agent_id, [...(byAgent.get(row.agent_id) ?? []), { runId: row.run_id, jobKey: row.job_key }]);
+  return byAgent;
 }
 
 /** Each job's reported steps and the run's frozen source, to name log lines by step. */

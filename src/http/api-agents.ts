@@ -1,7 +1,7 @@
 import type { Kysely } from 'kysely';
 import type { AgentRegistry, AgentSession } from '../../actors/agents/registry.ts';
 import { coordinatorHttpUrl, listLiveAgentSessions, type AgentSessionRow } from '../db/agent-sessions.ts';
-import { countOpenAttemptsByAgent } from '../db/run-queries.ts';
+import { listOpenAttemptsByAgent } from '../db/run-queries.ts';
 import type { Schema } from '../db/schema.ts';
 import { MAX_LIMIT, pageOf, readPage } from './pagination.ts';
 import { HttpError, sendJson } from './respond.ts';
@@ -31,6 +31,8 @@ export interface AgentView {
   scalerManaged: boolean;
   /** Why the agent is not offered new jobs (known for this coordinator's agents only). */
   unusable: string | null;
+  /** The jobs it runs: its slots here, its open attempts in the job projection for a peer's. */
+  jobs: { runId: string; jobKey: string }[];
 }
 
 const DISCONNECT_REASON = 'disconnected by an administrator';
@@ -54,10 +56,10 @@ async function listAgents(deps: AgentApiDeps): Promise<AgentView[]> {
   const localIds = new Set(local.map((session) => session.agentId));
   const recorded = new Map(rows.map((row) => [row.agentId, row]));
   const peers = rows.filter((row) => row.coordinatorId !== deps.coordinatorId && !localIds.has(row.agentId));
-  const open = await countOpenAttemptsByAgent(deps.db, peers.map((row) => row.agentId));
+  const open = await listOpenAttemptsByAgent(deps.db, peers.map((row) => row.agentId));
   const views = [
     ...local.map((session) => localView(session, deps.coordinatorId, recorded.get(session.agentId))),
-    ...peers.map((row) => peerView(row, open.get(row.agentId) ?? 0)),
+    ...peers.map((row) => peerView(row, open.get(row.agentId) ?? [])),
   ];
   // Code-unit order, as the cursor compares ids.
   return views.sort((a, b) => (a.agentId < b.agentId ? -1 : a.agentId > b.agentId ? 1 : 0));
@@ -73,12 +75,13 @@ function localView(session: AgentSession, coordinatorId: string, row: AgentSessi
     connectedAt: row?.coordinatorId === coordinatorId ? row.connectedAt : null,
     scalerManaged: session.scalerManaged,
     unusable: session.unusable,
+    jobs: [...session.slots.values()].map(({ runId, jobKey }) => ({ runId, jobKey })),
   };
 }
 
-function peerView(row: AgentSessionRow, slotsUsed: number): AgentView {
+function peerView(row: AgentSessionRow, jobs: { runId: string; jobKey: string }[]): AgentView {
   const { agentId, labels, maxConcurrency, coordinatorId, connectedAt, scalerManaged } = row;
-  return { agentId, labels, slotsUsed, maxConcurrency, coordinatorId, connectedAt, scalerManaged, unusable: null };
+  return { agentId, labels, slotsUsed: jobs.length, maxConcurrency, coordinatorId, connectedAt, scalerManaged, unusable: null, jobs };
 }
 
 /**

@@ -18,6 +18,7 @@ import { getRunWithJobs, listJobsByStatus, listRuns, readRunRow, runExists } fro
 import { pageOf, readPage } from './pagination.ts';
 import { rerunOf, rerunRunRoute } from './api-rerun.ts';
 import { decideApprovalRoute, gatesOf, withRenewedReasons } from './api-approvals.ts';
+import { withPlannedSteps } from './planned-steps.ts';
 import type { Schema } from '../db/schema.ts';
 import { resolveRunEnvironments } from '../pipeline/environments.ts';
 import type { RunSource } from '../pipeline/run-source.ts';
@@ -93,7 +94,8 @@ async function getRunRoute(deps: RunApiDeps, res: RouteContext['res'], runId: st
   const original = rerunOf(found.run.input_summary);
   // `originalRunId` is the spec's name for the link (RUN-5); `rerunOf` the one the CLI and runs page read.
   const gates = await gatesOf(deps.db, runId, found.run.status);
-  sendJson(res, 200, { ...found, jobs: withRenewedReasons(found.jobs, deps.now()), ...gates, rerunOf: original, originalRunId: original });
+  const jobs = withPlannedSteps(withRenewedReasons(found.jobs, deps.now()), found.run.input_summary);
+  sendJson(res, 200, { ...found, jobs, ...gates, rerunOf: original, originalRunId: original });
 }
 
 /** Starts a workflow by hand: the same planning and run actor as a webhook run. */

@@ -18,7 +18,7 @@ export function stepNamer(sources: StepSources): (jobKey: string, stepIndex: num
   for (const job of sources.jobs) reported.set(job.jobKey, reportedNames(job.steps));
   const source = isRunSource(sources.inputSummary) ? sources.inputSummary : null;
   const lockNames = new Map<string, string[]>();
-  for (const job of source?.workflow.jobs ?? []) if (job._type === 'static') lockNames.set(job.name, flatten(job.steps));
+  for (const job of source?.workflow.jobs ?? []) if (job._type === 'static') lockNames.set(job.name, lockStepNames(job.steps));
   const baseOf = (jobKey: string) => jobKey.replace(/ \(.*\)$/, '');
   return (jobKey, stepIndex) => {
     if (stepIndex === -1) return RUNNER_STEP_NAME;
@@ -38,6 +38,7 @@ function reportedNames(steps: unknown): Map<number, string> {
   return names;
 }
 
-function flatten(steps: readonly LockStep[]): string[] {
+/** A lock-file job's step names in the order the agent numbers them (a parallel group's children in turn). */
+export function lockStepNames(steps: readonly LockStep[]): string[] {
   return steps.flatMap((step) => (step.kind === 'parallel' ? step.children.map((child) => child.name) : [step.name]));
 }

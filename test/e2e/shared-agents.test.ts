@@ -98,6 +98,10 @@ describe('agents shared by coordinators on one database (real processes)', { ski
     const other = one.runId === first ? second : first;
     await clientA.waitForJob(other, 'build', (j) => j.status === 'pending' && j.waiting_reason !== null, 20_000, 'the other job to wait, with a reason');
     assert.equal(agent.types().filter((t) => t === 'job.dispatch').length, 1, 'nothing more is dispatched while the slot is held');
+    for (const client of [clientA, clientB]) {
+      const { agents } = await client.json<{ agents: { agentId: string; jobs: { runId: string; jobKey: string }[] }[] }>('/api/v1/agents');
+      assert.deepEqual(agents.find((a) => a.agentId === agent.agentId)?.jobs, [{ runId: one.runId, jobKey: 'build' }], 'each coordinator lists the job the agent runs');
+    }
     agent.runAtOnce({ runId: one.runId, jobId: one.jobId });
     const two = await agent.dispatch(1, 20_000);
     assert.equal(two.runId, other, 'the freed slot goes to the waiting job');

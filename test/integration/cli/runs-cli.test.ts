@@ -160,8 +160,8 @@ describe('switchyard runs, run, logs, cancel, rerun, agents against a running co
   it('agents lists the connected agent with labels, slots and coordinator; disconnect of an unknown agent fails', async () => {
     const listed = await cli('agents');
     assert.equal(listed.code, 0, listed.stderr);
-    assert.match(listed.stdout, /^AGENT +LABELS +SLOTS +COORDINATOR +CONNECTED +STATE$/m);
-    assert.match(listed.stdout, new RegExp(`^agent-${label} +${label},kici:\\S+ +0/\\d+ +coord-cli +\\d+[smhd] ago +ready$`, 'm'));
+    assert.match(listed.stdout, /^AGENT +LABELS +SLOTS +COORDINATOR +CONNECTED +STATE +JOBS$/m);
+    assert.match(listed.stdout, new RegExp(`^agent-${label} +${label},kici:\\S+ +0/\\d+ +coord-cli +\\d+[smhd] ago +ready +-$`, 'm'));
     failedInOneLine(await cli('agents', 'disconnect', 'nobody'), 1, /answered 404 to DELETE \/api\/v1\/agents\/nobody: not found: no connected agent nobody/);
   });
 

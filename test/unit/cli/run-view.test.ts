@@ -21,3 +21,25 @@ describe('switchyard run <id>', () => {
     assert.equal(lockLine(renderRunDetail(detailOf(null), 0)), undefined);
   });
 });
+
+describe('switchyard run <id>: jobs and steps', () => {
+  const job = (fields: Partial<RunDetail['jobs'][number]>): RunDetail['jobs'][number] => ({
+    ...{ job_key: 'build', status: 'failed', attempt: 1, agent_id: 'agent-1', duration_ms: 1200, waiting_reason: null, init_failure: null },
+    ...{ outcome: null, steps: [], outputs: null },
+    ...fields,
+  });
+  const step = (index: number, name: string, status: 'failed' | 'not_run', error: string | null = null) => ({ index, name, status, hook: null, durationMs: null, exitCode: null, error });
+
+  // Regression: an error starting with a newline left its cell blank; steps that never started were not shown.
+  it('an error is one line in its cell, and a step that never ran reads "not run"', () => {
+    const text = renderRunDetail({ ...detailOf(null), jobs: [job({ steps: [step(0, 'compile', 'failed', '\nerror: missing semicolon\n  at main.c:3'), step(1, 'test', 'not_run')] })] }, 0);
+    const lines = text.split('\n');
+    assert.ok(lines.some((line) => /^\s+0\s+compile\s+failed\s+-\s+-\s+error: missing semicolon at main\.c:3$/.test(line)), text);
+    assert.ok(lines.some((line) => /^\s+1\s+test\s+not run\b/.test(line)), text);
+  });
+
+  it('a skipped job says why it was skipped', () => {
+    const text = renderRunDetail({ ...detailOf(null), jobs: [job({ status: 'skipped', attempt: 0, agent_id: null, outcome: 'upstream build ended failed; this job runs on success' })] }, 0);
+    assert.match(text, /\n {2}skipped: upstream build ended failed; this job runs on success\n/);
+  });
+});

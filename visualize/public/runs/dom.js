@@ -18,7 +18,7 @@
   }
 
   function badge(status) {
-    return h('span', { class: `badge status-${status}`, 'data-status': status }, status);
+    return h('span', { class: `badge status-${status}`, 'data-status': status }, status.replace('_', ' '));
   }
 
   /** `12 s`, `4 min 3 s`, `2 h 5 min`. */

@@ -56,8 +56,9 @@
   }
 
   function renderJob(section, job) {
+    const neverDispatched = job.status === 'skipped' ? `skipped: ${job.outcome ?? 'its needs were not met'}` : isFinalJob(job.status) ? 'never dispatched' : 'not dispatched yet';
     const facts = [
-      job.attempt > 0 ? `attempt ${job.attempt}` : 'not dispatched yet',
+      job.attempt > 0 ? `attempt ${job.attempt}` : neverDispatched,
       job.agent_id ? `agent ${job.agent_id}` : null,
       job.duration_ms != null ? duration(Number(job.duration_ms)) : null,
     ].filter(Boolean);
@@ -65,7 +66,7 @@
       h('h3', { class: 'job-name' }, job.job_key),
       badge(job.status),
       h('span', { class: 'job-facts' }, facts.join(' · ')),
-      job.outcome ? h('span', { class: 'job-outcome' }, job.outcome) : null,
+      job.outcome && job.status !== 'skipped' ? h('span', { class: 'job-outcome' }, job.outcome) : null,
       job.init_failure ? h('span', { class: 'job-outcome' }, `${job.init_failure.category}: ${job.init_failure.message}`) : null,
     ];
     section.querySelector('.job-header').replaceChildren(...header.filter(Boolean));
