@@ -13,7 +13,7 @@ export interface RunRow {
   finished_at: number | null;
   failure_reason: string | null;
   init_failure: { message?: string } | null;
-  input_summary: { ref?: unknown; sha?: unknown; trustTier?: unknown; lockFileSource?: unknown; workflowChangesIgnored?: unknown } | null;
+  input_summary: { ref?: unknown; sha?: unknown; trustTier?: unknown; lockFileSource?: unknown; workflowChangesIgnored?: unknown; unsupported?: unknown } | null;
 }
 
 export interface JobRow {
@@ -73,6 +73,8 @@ export function renderRunDetail(detail: RunDetail, now = Date.now()): string {
   const baseRead = baseReadLine(run);
   if (baseRead) lines.push(baseRead);
   if (run.failure_reason) lines.push(`  failure     ${run.failure_reason}`);
+  const unsupported = run.input_summary?.unsupported;
+  if (Array.isArray(unsupported)) for (const line of unsupported) lines.push(`  not supported  ${oneLine(String(line), 200)}`);
   if (run.init_failure?.message) lines.push(`  init failed ${run.init_failure.message}`);
   for (const job of detail.jobs) lines.push('', ...renderJob(job));
   return `${lines.join('\n')}\n`;

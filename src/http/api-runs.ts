@@ -22,6 +22,7 @@ import { withPlannedSteps } from './planned-steps.ts';
 import type { Schema } from '../db/schema.ts';
 import { resolveRunEnvironments } from '../pipeline/environments.ts';
 import type { RunSource } from '../pipeline/run-source.ts';
+import { unsupportedParts } from '../lockfile/unsupported.ts';
 import { HttpError, parseBody, readJson, sendJson } from './respond.ts';
 import type { RouteContext, Router } from './router.ts';
 
@@ -149,6 +150,8 @@ export async function planManualRun(deps: Pick<RunApiDeps, 'db' | 'timeouts' | '
     trustTier: origin.trustTier,
     environments: environments.frozen,
   };
+  const unsupported = unsupportedParts(body.workflow);
+  if (unsupported.length > 0) source.unsupported = unsupported;
   return { runId, input, source };
 }
 

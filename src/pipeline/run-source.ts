@@ -27,6 +27,8 @@ export interface RunSource {
   environments?: RunEnvironments;
   /** The delivery that started the run, when a webhook did. */
   delivery?: { source: string; deliveryId: string };
+  /** What the workflow asks for that Switchyard does not do, one line each (src/lockfile/unsupported.ts); absent: nothing. */
+  unsupported?: string[];
   /** A test run that brought an encrypted secrets blob (kept apart, decrypted at dispatch; docs/http-api.md#test-runs). */
   testRunSecrets?: true;
 }

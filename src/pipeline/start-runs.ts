@@ -20,6 +20,7 @@ import type { RunSource } from './run-source.ts';
 import { matchWorkflows } from './triggers.ts';
 import { runExists } from '../db/run-queries.ts';
 import { DeliveryNotRecordedError, isRecorded } from '../queue/delivery-queue.ts';
+import { unsupportedParts } from '../lockfile/unsupported.ts';
 
 export interface StartedRun {
   workflow: string;
@@ -179,9 +180,11 @@ function withForgeStatus(input: RunInput, source: SourceBase): RunInput {
 }
 
 function toSource(source: SourceBase, workflow: LockWorkflow, delivery: Delivery, resolvedEnv: Record<string, Record<string, string>>, environments?: RunEnvironments): RunSource {
+  const unsupported = unsupportedParts(workflow);
   return {
     ...source,
     workflow,
+    ...(unsupported.length > 0 ? { unsupported } : {}),
     resolvedEnv,
     ...(environments ? { environments } : {}),
     delivery: { source: delivery.source, deliveryId: delivery.deliveryId },

@@ -55,7 +55,7 @@ describe('switchyard runs, run, logs, cancel, rerun, agents against a running co
     agent = spawnRealAgent({ wsUrl: client.wsUrl, token, labels: [label], agentId: `agent-${label}`, workDir: await tempDir('sy-cli-agent-') });
     const workflow = runStepsWorkflow('pipeline', label, [
       { name: 'build', steps: [['hello', 'echo hello'], ['compile', 'echo compiled']] },
-      { name: 'test', needs: ['build'], steps: [['unit', 'echo testing; exit 3']] },
+      { name: 'test', needs: ['build'], steps: [['unit', 'echo testing; exit 3'], ['integration', 'echo never']] },
     ]);
     failedRun = await client.createRun(workflow, { ref: 'refs/heads/feature-x', sha: 'abc123' });
     await client.waitForRunStatus(failedRun, 'failed', 60_000);
@@ -97,8 +97,14 @@ describe('switchyard runs, run, logs, cancel, rerun, agents against a running co
     assert.match(shown.stdout, /^ {2}1 +compile +success +\d+ms +-$/m);
     assert.match(shown.stdout, new RegExp(`^job test  failed  attempt 1  agent agent-${label}  `, 'm'));
     assert.match(shown.stdout, /^ {2}0 +unit +failed +\d+ms +3 +exit code 3$/m);
+    assert.match(shown.stdout, /^ {2}1 +integration +skipped +0ms +-$/m, 'the reference agent reports the steps after a failure skipped');
     const waiting = await cli('run', waitingRun);
     assert.match(waiting.stdout, /^job idle {2}\w+ {2}attempt \d+ .*\n {2}waiting: \S+/m);
+    const hooked = await client.createRun({ ...runStepsWorkflow('hooked', `nobody-${label}`, [{ name: 'idle', steps: [['never', 'true']] }]), hasOnFailure: true });
+    assert.match((await cli('run', hooked)).stdout, /^ {2}not supported {2}workflow hooked: its onFailure hook is not run here$/m);
+    await client.cancel(hooked, { force: true });
+    await client.waitForRunStatus(hooked, 'cancelled');
+    assert.match((await cli('run', hooked)).stdout, /^ {2}0 +never +not run +- +-$/m, 'a step that never started is listed');
     failedInOneLine(await cli('run', 'no-such-run'), 1, /^switchyard run: the coordinator answered 404 to GET \/api\/v1\/runs\/no-such-run: not found: no run no-such-run$/);
   });
 

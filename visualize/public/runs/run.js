@@ -29,6 +29,9 @@
     const failure = run.failure_reason || (run.init_failure && run.init_failure.message) || '';
     $('run-failure').hidden = !failure;
     $('run-failure').textContent = failure;
+    const unsupported = Array.isArray(run.input_summary?.unsupported) ? run.input_summary.unsupported : [];
+    $('run-unsupported').hidden = unsupported.length === 0;
+    $('run-unsupported').replaceChildren(h('h3', {}, 'Not supported here'), h('ul', {}, ...unsupported.map((line) => h('li', {}, line))));
     $('cancel-run').disabled = isFinalRun(run.status) || run.status === 'cancelling';
     $('rerun-failed').disabled = run.status !== 'failed' && run.status !== 'cancelled';
     $('statechart-link').href = `/visualize/#run=${encodeURIComponent(run.run_id)}`;
