@@ -18,12 +18,8 @@ export function unsupportedParts(workflow: LockWorkflow): string[] {
 
 const IGNORED = 'is not supported here and was ignored';
 
-const WORKFLOW_FIELDS: readonly [string, string][] = [
-  ['registries', `${IGNORED} (no registry credentials reach the install step)`],
-  ['installEnv', `${IGNORED} (no secrets reach the install step)`],
-  ['hashFiles', IGNORED],
-  ['rules', IGNORED],
-];
+/** Job-level `rules` go to the agent with the dispatch; a workflow's own do not. */
+const WORKFLOW_FIELDS: readonly [string, string][] = [['rules', `${IGNORED} (a job's own rules are sent to its agent)`]];
 
 const WORKFLOW_HOOKS: readonly [string, string][] = [
   ['hasOnSuccess', 'onSuccess'],

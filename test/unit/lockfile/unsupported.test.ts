@@ -8,18 +8,19 @@ const workflow = (fields: object, jobs: object[]): LockWorkflow => ({ name: 'ci'
 
 describe('lock-file parts Switchyard accepts but does not do are named on the run', () => {
   it('a workflow using none gets no line', () => {
-    assert.deepEqual(unsupportedParts(workflow({ concurrency: { hasGroup: true }, timeout: 60_000 }, [job('build', { environments: [], gracePeriod: 5 })])), []);
+    const supported = { concurrency: { hasGroup: true }, timeout: 60_000, registries: [{ url: 'https://npm.example', tokenSecret: 'prod:npm' }], installEnv: ['prod:TOKEN'] };
+    assert.deepEqual(unsupportedParts(workflow(supported, [job('build', { environments: [], gracePeriod: 5, rules: [] })])), []);
   });
 
-  it('names each: workflow registries and hooks, job approval, container, cache, group needs, step approvals', () => {
+  it('names each: workflow rules and hooks, job approval, container, cache, group needs, step approvals', () => {
     const lines = unsupportedParts(
-      workflow({ registries: [{ url: 'https://npm.example', tokenSecret: 'prod:npm' }], hasOnFailure: true, hasCleanup: true, hasOnCancel: false }, [
+      workflow({ rules: [{ _type: 'dynamic', label: 'only-main', source: { file: 'ci.ts', index: 0 } }], registries: [{ url: 'https://npm.example', tokenSecret: 'prod:npm' }], hasOnFailure: true, hasCleanup: true, hasOnCancel: false }, [
         job('deploy', { approval: { timeoutSeconds: 60 }, container: { image: 'node:24' }, cache: [{ key: 'deps' }] }),
         job('report', { needs: [{ group: 'gen', runOn: ['success'] }], steps: [{ kind: 'parallel', name: 'p', failFast: true, children: [{ name: 'sign', hasOutputs: false, approval: { message: 'ok?' } }] }] }),
       ]),
     );
     assert.deepEqual(lines, [
-      'workflow ci: `registries` is not supported here and was ignored (no registry credentials reach the install step)',
+      "workflow ci: `rules` is not supported here and was ignored (a job's own rules are sent to its agent)",
       'workflow ci: its onFailure, cleanup hooks are not run here',
       "job deploy: `approval` is not supported here and was ignored: the job is not held (an environment with required reviewers holds it)",
       "job deploy: `container` is not supported here and was ignored: steps run on the agent's host (a container scaler backend runs the whole agent in one)",
