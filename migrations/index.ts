@@ -13,6 +13,7 @@ import * as secrets011 from './011_secrets.ts';
 import * as environments012 from './012_environments.ts';
 import * as liveOwners013 from './013_live_owners.ts';
 import * as livenessLock014 from './014_liveness_lock.ts';
+import * as blobs015 from './015_blobs.ts';
 
 /**
  * Every migration, by name, in the order they apply. A static import map works under tsx, node
@@ -33,4 +34,5 @@ export const MIGRATIONS: Readonly<Record<string, Migration>> = {
   '012_environments': environments012,
   '013_live_owners': liveOwners013,
   '014_liveness_lock': livenessLock014,
+  '015_blobs': blobs015,
 };

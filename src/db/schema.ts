@@ -284,6 +284,73 @@ export interface Schema {
   test_uploads: TestUploadsTable;
   test_run_secrets: TestRunSecretsTable;
   attempt_secrets: AttemptSecretsTable;
+  blobs: BlobsTable;
+  blob_chunks: BlobChunksTable;
+  blob_uploads: BlobUploadsTable;
+  user_cache_entries: UserCacheEntriesTable;
+  attestations: AttestationsTable;
+}
+
+/** An object of the Postgres blob store: under its key once committed, under its staging id before. */
+export interface BlobsTable {
+  id: Generated<number>;
+  key: string | null;
+  staging_id: string | null;
+  size_bytes: number;
+  sha256: string | null;
+  created_at: Millis;
+}
+
+export interface BlobChunksTable {
+  blob_id: number;
+  seq: number;
+  data: Buffer;
+}
+
+/** An upload URL handed to an agent for one attempt: what it may write (`purpose`, `target`), until when, and what it wrote. */
+export interface BlobUploadsTable {
+  upload_id: string;
+  purpose: string;
+  repository: string;
+  target: string;
+  run_id: string;
+  job_key: string;
+  dispatch_id: string;
+  agent_id: string;
+  max_bytes: number;
+  expires_at: Millis;
+  staging_id: string | null;
+  size_bytes: number | null;
+  sha256: string | null;
+  uploaded_at: Millis | null;
+  created_at: Millis;
+}
+
+/** A user cache entry (`ctx.cache`): immutable once written; `scope` keeps branches and untrusted runs apart. */
+export interface UserCacheEntriesTable {
+  repository: string;
+  scope: string;
+  key: string;
+  blob_key: string;
+  size_bytes: number;
+  sha256: string;
+  created_at: Millis;
+  last_used_at: Millis;
+  created_by_run: string;
+}
+
+/** A provenance bundle a job attested (`ctx.attestProvenance`). */
+export interface AttestationsTable {
+  id: Generated<number>;
+  run_id: string;
+  job_key: string;
+  subject_name: string;
+  subject_digest: string;
+  media_type: string;
+  blob_key: string;
+  size_bytes: number;
+  sha256: string;
+  created_at: Millis;
 }
 
 /** The secret values sent to one attempt, as a JSON list sealed under the master key (AAD `attempt:<dispatchId>`), for redaction. */
