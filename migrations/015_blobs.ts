@@ -41,6 +41,11 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     created_at bigint NOT NULL
   )`.execute(db);
   await sql`CREATE INDEX blob_uploads_expires_idx ON blob_uploads (expires_at)`.execute(db);
+  await referringTables(db);
+}
+
+/** The rows that make uploads visible: user cache entries and provenance attestations. */
+async function referringTables(db: Kysely<unknown>): Promise<void> {
   await sql`CREATE TABLE user_cache_entries (
     repository text NOT NULL,
     scope text NOT NULL,
