@@ -80,6 +80,8 @@ import { attachObserveServer } from './ws/observe.ts';
 import { attachAgentServer } from './ws/server.ts';
 import { startTokenExpirySweep } from './ws/token-expiry.ts';
 import { coerceError } from '../lib/errors.ts';
+import { createStorage } from './caches/index.ts';
+import { registerStorageRoutes } from './http/storage-routes.ts';
 
 /** How a coordinator stops: `drainMs` lets running jobs finish first, `abort` ends that wait. */
 export type CloseOptions = DrainOptions;
@@ -115,14 +117,18 @@ export async function startCoordinator(configured: CompiledConfig, log: Logger, 
   const takeLiveness = () => LivenessLock.take(database.connection, log.child({ component: 'ownership' }));
   const runtime = createRuntime({ config, db, clock, log, registry, onFenced, listen: listenToPeers, takeLiveness });
   const agentMetrics = createAgentMetrics(registry, runtime.registry);
+  let httpBase = '';
+  const storage = createStorage({ config, db, now: () => clock.now(), log, baseUrl: () => httpBase });
   const gateway = createAgentGateway({
     ...{ db, config, registry: runtime.registry, shared: runtime.shared, supervisor: runtime.supervisor, deliver: runtime.deliver, dispatchedSecrets: runtime.secrets.dispatched },
+    storage: { caches: storage.caches, attestations: storage.attestations, sourceOf: (runId) => runtime.sources.of(runId) },
     now: () => clock.now(),
     log,
     ...connectionCounters(agentMetrics),
   });
   const router = adminRoutes({ db, config, timeouts: jobTimeoutsOf(config), now: () => clock.now(), metrics: registry, runtime, kickToken: gateway.kickToken });
   const intake = createIntake({ db, config, registry, createRun: (run) => runtime.createRun(run), repositories: runtime.repositories, now: () => clock.now(), log });
+  registerStorageRoutes(router, { db, storage });
   registerGithubWebhook(router, intake.webhooks);
   registerGenericWebhook(router, intake.webhooks);
   registerSourceRoutes(router, { db, now: () => clock.now(), onRequeued: (key) => intake.queue.notify(key), onRepositoriesChanged: () => runtime.repositories.invalidate() });
@@ -136,10 +142,13 @@ export async function startCoordinator(configured: CompiledConfig, log: Logger, 
   const observers = attachObserveServer(server, { observe: (listener) => runtime.supervisor.observe(listener), adminTokenHash, log });
   const port = await listen(server, config.port, config.host);
   scaler.setOrchestratorUrl(config.scaler.orchestratorUrl ?? `ws://${reachableAddress(config.host, port)}/ws/agent`);
+  httpBase = config.publicUrl ?? `http://${reachableAddress(config.host, port)}`;
+  const stopSweeping = storage.startSweeping(SWEEP_UPLOADS_MS);
   log.info({ port, host: config.host, coordinatorId: config.coordinatorId, database: database.kind }, 'coordinator listening');
   let closing: Promise<void> | null = null;
   async function close(options: CloseOptions = {}): Promise<void> {
     closing ??= (async () => {
+      stopSweeping();
       await intake.stop();
       const busy = await drainAgents(runtime, options, log);
       await scaler.stop({ keep: busy });
@@ -169,6 +178,9 @@ export interface RuntimeDeps {
   /** The lock whose release tells peers this process is gone (src/db/liveness-lock.ts); without it they wait for its lease to end. */
   takeLiveness?: OwnershipOptions['takeLiveness'];
 }
+
+/** How often expired upload URLs and the bytes they staged are swept. */
+const SWEEP_UPLOADS_MS = 15 * 60_000;
 
 /** With signals the tables are read when a peer writes and only checked now and then; without, often. */
 const POLL_WITH_SIGNALS_MS = 2_000;
@@ -216,7 +228,7 @@ export function createRuntime(deps: RuntimeDeps) {
   const executor = new EffectExecutor({ handlers, markDone: (ids) => store.markEffectsDone(ids), clock, log, metrics });
   const ownership = createOwnership(deps, { store, metrics, supervisor, router, fence: sharing.fence, reattach: { supervisor, deliver, shared: sharing.shared, registry, log } });
   return {
-    ...{ supervisor, router, dispatcher, registry, deliver, executor, ownership, shared: sharing.shared, secrets, repositories },
+    ...{ supervisor, router, dispatcher, registry, deliver, executor, ownership, shared: sharing.shared, secrets, repositories, sources },
     /** Creates a run here; its source is kept for its dispatches. */
     createRun(run: NewRun): Promise<void> {
       sources.remember(run.input.runId, run.inputSummary);

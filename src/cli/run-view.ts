@@ -35,6 +35,8 @@ export interface RunDetail {
   jobs: JobRow[];
   owner: { coordinator_id: string } | null;
   rerunOf: string | null;
+  /** Provenance bundles recorded by its jobs (absent from coordinators before they were kept). */
+  attestations?: { id: number; jobKey: string; subjectName: string; subjectDigest: string }[];
 }
 
 /** Every run status, checked against the union so a new one cannot be missed. */
@@ -76,6 +78,9 @@ export function renderRunDetail(detail: RunDetail, now = Date.now()): string {
   const unsupported = run.input_summary?.unsupported;
   if (Array.isArray(unsupported)) for (const line of unsupported) lines.push(`  not supported  ${oneLine(String(line), 200)}`);
   if (run.init_failure?.message) lines.push(`  init failed ${run.init_failure.message}`);
+  for (const attestation of detail.attestations ?? []) {
+    lines.push(`  provenance  ${oneLine(attestation.subjectName, 120)} sha256:${attestation.subjectDigest} (job ${attestation.jobKey}, bundle #${attestation.id})`);
+  }
   for (const job of detail.jobs) lines.push('', ...renderJob(job));
   return `${lines.join('\n')}\n`;
 }

@@ -80,6 +80,15 @@ export interface CompiledConfig {
    * while disconnected before the job counts as lost (`SWITCHYARD_REPLAY_GRACE_MS`). @default 10000
    */
   readonly replayGraceMs: number;
+  /**
+   * Where blobs (user caches, provenance bundles) live (`SWITCHYARD_BLOB_STORE`): `files` under
+   * `<dataDir>/blobs`, or `postgres`, which coordinators sharing a database share. @default files with the embedded database, else postgres
+   */
+  readonly blobStore: 'files' | 'postgres';
+  /** Bytes of user cache entries one repository keeps; its least recently used go past it (`SWITCHYARD_CACHE_QUOTA_BYTES`). @default 10 GiB */
+  readonly cacheQuotaBytes: number;
+  /** Bytes of one user cache entry (`SWITCHYARD_CACHE_MAX_ENTRY_BYTES`). @default 2 GiB */
+  readonly cacheMaxEntryBytes: number;
   /** How long a job may stay queued; 0 means never expire (`SWITCHYARD_QUEUE_TIMEOUT_MS`). @default 3600000 */
   readonly queueTimeoutMs: number;
   /** Dispatch attempts per job before it fails (`SWITCHYARD_MAX_DISPATCH_ATTEMPTS`). @default 5 */
@@ -171,6 +180,9 @@ function compile(raw: RawEnv): Omit<CompiledConfig, 'scaler'> {
     recoveryWindowMs: raw.SWITCHYARD_RECOVERY_WINDOW_MS ?? 120_000,
     agentSilentMs: raw.SWITCHYARD_AGENT_SILENT_MS ?? 90_000,
     replayGraceMs: raw.SWITCHYARD_REPLAY_GRACE_MS ?? DEFAULT_REPLAY_MS,
+    blobStore: raw.SWITCHYARD_BLOB_STORE ?? (raw.DATABASE_URL === undefined ? 'files' : 'postgres'),
+    cacheQuotaBytes: raw.SWITCHYARD_CACHE_QUOTA_BYTES ?? 10 * 1024 ** 3,
+    cacheMaxEntryBytes: raw.SWITCHYARD_CACHE_MAX_ENTRY_BYTES ?? 2 * 1024 ** 3,
     queueTimeoutMs: raw.SWITCHYARD_QUEUE_TIMEOUT_MS ?? 3_600_000,
     maxDispatchAttempts: raw.SWITCHYARD_MAX_DISPATCH_ATTEMPTS ?? 5,
     inlineEvalTimeoutMs: raw.SWITCHYARD_INLINE_EVAL_TIMEOUT_MS ?? 100,

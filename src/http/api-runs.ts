@@ -7,6 +7,7 @@ import type { DeliveryRoute } from '../../actors/runs/event-router.ts';
 import type { IncomingRunEvent } from '../../actors/runs/supervisor.ts';
 import { planRun } from '../../machines/run.plan.ts';
 import type { RunInput } from '../../machines/run.types.ts';
+import { listAttestations } from '../caches/attestations.ts';
 import { getRepository, type RepositoryRegistration } from '../db/repositories.ts';
 import { forgeStatusFor } from '../../machines/run.forge.ts';
 import { isTerminalRunStatus } from '../../machines/status.ts';
@@ -96,7 +97,8 @@ async function getRunRoute(deps: RunApiDeps, res: RouteContext['res'], runId: st
   // `originalRunId` is the spec's name for the link (RUN-5); `rerunOf` the one the CLI and runs page read.
   const gates = await gatesOf(deps.db, runId, found.run.status);
   const jobs = withPlannedSteps(withRenewedReasons(found.jobs, deps.now()), found.run.input_summary);
-  sendJson(res, 200, { ...found, jobs, ...gates, rerunOf: original, originalRunId: original });
+  const attestations = await listAttestations(deps.db, runId);
+  sendJson(res, 200, { ...found, jobs, ...gates, rerunOf: original, originalRunId: original, attestations });
 }
 
 /** Starts a workflow by hand: the same planning and run actor as a webhook run. */
@@ -144,6 +146,7 @@ export async function planManualRun(deps: Pick<RunApiDeps, 'db' | 'timeouts' | '
     repoUrl: body.repoUrl ?? null,
     ref: body.ref,
     sha: body.sha,
+    ...(repository?.defaultBranch ? { defaultBranch: repository.defaultBranch } : {}),
     provider: 'api',
     event: null,
     workflow: body.workflow,

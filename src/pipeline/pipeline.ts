@@ -187,6 +187,7 @@ function runSourceBase(repo: RepositoryRegistration, event: NormalizedEvent, tru
     repoUrl: cloneUrl,
     ref,
     sha: event.sha ?? lockSha,
+    ...(repo.defaultBranch ? { defaultBranch: repo.defaultBranch } : {}),
     provider: event.envelope.provider === 'generic' ? 'generic' : repo.provider,
     event: event.envelope,
     trustTier: trust.tier,

@@ -13,6 +13,8 @@ export interface RunSource {
   repoUrl: string | null;
   ref: string;
   sha: string;
+  /** The repository's default branch, whose user cache entries every run may restore; absent in runs made before it was kept: `main`. */
+  defaultBranch?: string;
   provider: 'github' | 'local' | 'generic' | 'api';
   event: EventEnvelope | null;
   workflow: LockWorkflow;

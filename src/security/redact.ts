@@ -8,11 +8,11 @@ export const MIN_SECRET_LENGTH = 4;
 export const SENSITIVE_NAME = /TOKEN|SECRET|PASSWORD|KEY|CREDENTIAL/i;
 
 const AGENT_TOKEN = /kat_[0-9a-fA-F]{64}/g;
-/** The value of any query parameter whose name holds "token" (`?token=`, `&access_token=`). */
-const QUERY_TOKEN = /([?&;][^=&#;?]*token[^=&#;?]*=)[^&#;]*/gi;
+/** The value of any query parameter whose name holds "token" or "signature" (`?token=`, `&access_token=`, a signed blob URL's `&signature=`). */
+const QUERY_TOKEN = /([?&;][^=&#;?]*(?:token|signature)[^=&#;?]*=)[^&#;]*/gi;
 /** Admin API tokens (`sya_…`), wherever they appear. */
 const ADMIN_TOKEN = /sya_[A-Za-z0-9_-]*/g;
-const MAY_HOLD_TOKEN = /token|sya_|kat_/i;
+const MAY_HOLD_TOKEN = /token|signature|sya_|kat_/i;
 
 export interface EnvVar {
   name: string;

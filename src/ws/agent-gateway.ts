@@ -12,6 +12,7 @@ import { listOpenAttemptsOfAgent, readAttemptOf } from '../db/run-queries.ts';
 import { storeSecretOutputs } from '../db/secrets.ts';
 import type { Schema } from '../db/schema.ts';
 import type { ConnectionDeps } from './connection.ts';
+import { AgentRequests, type AgentRequestDeps } from './agent-requests.ts';
 import { CLOSE_CODES } from './messages.ts';
 
 export interface GatewayDeps {
@@ -31,6 +32,8 @@ export interface GatewayDeps {
   onLogBytesStored: (bytes: number) => void;
   /** Secret values sent with each attempt, to mask what the agent sends back (SEC-4). */
   dispatchedSecrets?: ConnectionDeps['dispatchedSecrets'];
+  /** User caches and provenance (null parts are not offered), and each run's frozen source to scope them by. */
+  storage: Pick<AgentRequestDeps, 'caches' | 'attestations' | 'sourceOf'>;
 }
 
 /** The wiring from agent sockets to run actors: job messages in, reclaim after a reconnect (docs/protocol.md#messages-from-the-agent, docs/protocol.md#reconnect-reclaim-and-lost-attempts, docs/protocol.md#ownership-rule). */
@@ -41,8 +44,10 @@ export function createAgentGateway(deps: GatewayDeps) {
     if (record?.endedAt != null && isRecovering(supervisor, record, dispatchId)) return { ...record, endedAt: null };
     return record ?? readAttemptOf(db, dispatchId);
   };
+  const requests = new AgentRequests({ ...deps.storage, lookupDispatch: async (dispatchId) => (await lookupDispatch(dispatchId)) ?? null, now: deps.now, log: log.child({ component: 'agent-requests' }) });
   const connection: ConnectionDeps = {
     authMode: deps.config.agentAuth,
+    requests,
     silentMs: deps.config.agentSilentMs,
     validateToken: (token) => validateAgentToken(db, token, deps.now()),
     registry,

@@ -7,7 +7,9 @@ import { checkRegisterGates } from './gates.ts';
 import type { TokenInfo } from './gates.ts';
 import { JOB_SCOPED_TYPES, JobFrames } from './job-messages.ts';
 import type { JobMessageDeps, JobScopedMessage, OwnershipCause } from './job-messages.ts';
-import { CLOSE_CODES, INFORMATIONAL_AGENT_TYPES, MIN_PROTOCOL_VERSION, isRefusedRequest, parseAgentMessage, refusalFor, truncateCloseReason } from './messages.ts';
+import { CLOSE_CODES, INFORMATIONAL_AGENT_TYPES, MIN_PROTOCOL_VERSION, isStorageRequest, parseAgentMessage, refusalFor, truncateCloseReason } from './messages.ts';
+import type { StorageRequest } from './messages.ts';
+import type { AgentRequests } from './agent-requests.ts';
 import type { AgentMessage, AgentMessageOf, ParseResult } from './messages.ts';
 import { ConnectionLimits, ViolationWindow, frameClassOf } from './rate-limit.ts';
 
@@ -15,6 +17,8 @@ export interface ConnectionDeps extends JobMessageDeps {
   authMode: 'token' | 'none';
   /** Silent this long (no `heartbeat`), the agent gets no new job; twice as long, its socket is closed. */
   silentMs: number;
+  /** Storage and event requests (caches, provenance, events, the agent API). */
+  requests: AgentRequests;
   validateToken: (token: string) => Promise<TokenInfo | null>;
   /** Reclaims the agent's in-flight jobs (docs/protocol.md#reconnect-reclaim-and-lost-attempts); runs after register.ack. */
   reclaim: (session: AgentSession, inFlight: { jobId: string; runId: string }[]) => Promise<void>;
@@ -166,10 +170,12 @@ export class AgentConnection {
     this.close(CLOSE_CODES.INVALID_MESSAGE, reason);
   }
 
-  /** Informational frames settle nothing, so a broken one never costs the agent its socket. */
+  /** Informational frames and storage requests settle no job, so a broken one never costs the agent its socket. */
   private invalidInformational(type: string, reason: string): void {
     this.log.warn({ type, reason }, 'invalid informational agent frame ignored');
     this.deps.onInvalidInformational(type);
+    // A broken request is told why; the agent's own timeout ends its wait for an answer.
+    if (!INFORMATIONAL_AGENT_TYPES.has(type)) this.send({ type: 'error', code: 'invalid_message', message: reason });
   }
 
   private async route(message: AgentMessage): Promise<void> {
@@ -262,8 +268,18 @@ export class AgentConnection {
       return;
     }
     if (JOB_SCOPED_TYPES.has(message.type)) return this.jobMessage(message as JobScopedMessage);
-    if (isRefusedRequest(message)) return this.send(refusalFor(message));
+    if (isStorageRequest(message)) return void this.request(message);
     return this.otherMessage(message);
+  }
+
+  /** Answered beside the frame order: a slow store never holds up the job frames behind it. */
+  private async request(message: StorageRequest): Promise<void> {
+    if (!this.session) return;
+    const reply = await this.deps.requests.answer(this.session.agentId, message).catch((thrown: unknown) => {
+      this.log.error({ err: coerceError(thrown), type: message.type }, 'agent request failed');
+      return refusalFor(message, 'the request failed on the coordinator');
+    });
+    if (reply) this.send(reply);
   }
 
   private otherMessage(message: AgentMessage): void {

@@ -9,4 +9,5 @@ export * from './messages/dispatch.ts';
 export * from './messages/orchestrator.ts';
 export * from './messages/agent-job.ts';
 export * from './messages/agent-fleet.ts';
+export * from './messages/agent-storage.ts';
 export * from './messages/parse.ts';

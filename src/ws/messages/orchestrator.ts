@@ -43,7 +43,7 @@ export const rateLimitWarningSchema = z.object({
   retryAfterMs: z.number().nonnegative(),
 });
 
-/** Refusals of docs/protocol.md#refused-requests: `requestId` is the request's `messageId` (or its `requestId`). */
+/** Refusals of docs/protocol.md#requests-storage-and-events: `requestId` is the request's `messageId` (or its `requestId`). */
 export const cacheUploadResponseSchema = z.object({
   type: z.literal('cache.upload.response'),
   requestId: id,
@@ -60,23 +60,29 @@ export const cacheUserRestoreResponseSchema = z.object({
   type: z.literal('cache.user.restore.response'),
   requestId: id,
   hit: z.boolean(),
+  matchedKey: z.string().optional(),
+  downloadUrl: z.string().optional(),
+  tarHash: z.string().optional(),
 });
 
 export const cacheUserSaveResponseSchema = z.object({
   type: z.literal('cache.user.save.response'),
   requestId: id,
+  uploadUrl: z.string().optional(),
   skip: z.boolean(),
 });
 
 export const eventEmitResponseSchema = z.object({
   type: z.literal('event.emit.response'),
   requestId: id,
+  deliveryId: z.string().optional(),
   error: z.string().optional(),
 });
 
 export const agentApiResponseSchema = z.object({
   type: z.literal('agent.api.response'),
   requestId: id,
+  result: z.unknown().optional(),
   error: z.string().optional(),
 });
 

@@ -1,5 +1,6 @@
 import type { z } from 'zod';
 import * as fleet from './agent-fleet.ts';
+import * as storage from './agent-storage.ts';
 import * as job from './agent-job.ts';
 import { dispatchSchema } from './dispatch.ts';
 import * as handshake from './handshake.ts';
@@ -24,12 +25,15 @@ export const AGENT_MESSAGE_SCHEMAS = {
   'agent.status': fleet.agentStatusSchema,
   'agent.metrics': fleet.agentMetricsSchema,
   'agent.log': fleet.agentLogSchema,
-  'cache.upload.request': fleet.cacheUploadRequestSchema,
-  'provenance.upload.request': fleet.provenanceUploadRequestSchema,
-  'cache.user.restore.request': fleet.cacheUserRestoreRequestSchema,
-  'cache.user.save.request': fleet.cacheUserSaveRequestSchema,
-  'event.emit': fleet.eventEmitSchema,
-  'agent.api.request': fleet.agentApiRequestSchema,
+  'cache.upload.request': storage.cacheUploadRequestSchema,
+  'cache.upload.complete': storage.cacheUploadCompleteSchema,
+  'cache.user.restore.request': storage.cacheUserRestoreRequestSchema,
+  'cache.user.save.request': storage.cacheUserSaveRequestSchema,
+  'cache.user.save.complete': storage.cacheUserSaveCompleteSchema,
+  'provenance.upload.request': storage.provenanceUploadRequestSchema,
+  'provenance.upload.complete': storage.provenanceUploadCompleteSchema,
+  'event.emit': storage.eventEmitSchema,
+  'agent.api.request': storage.agentApiRequestSchema,
 } as const;
 
 /** Every orchestrator → agent message of protocol v1, by wire `type`. */
@@ -71,9 +75,9 @@ export type ParseFailure = {
   type?: string;
   /** The type is not part of protocol v1: ignore and count it, never disconnect (docs/protocol.md#endpoints-and-transport). */
   unknownType?: boolean;
-  /** Also set with `unknownType` for `*.complete` and `fleet.bundle.*`, which docs/protocol.md#refused-requests says to ignore. */
+  /** Also set with `unknownType` for `*.complete` and `fleet.bundle.*`, which docs/protocol.md#requests-storage-and-events says to ignore. */
   ignored?: boolean;
-  /** A known informational type failed its schema: warn, count and carry on, never close. */
+  /** A known type that settles no job (informational, a storage or event request) failed its schema: warn, count and carry on, never close. */
   informational?: boolean;
 };
 export type ParseResult<M> = { ok: true; message: M } | ParseFailure;
@@ -96,7 +100,9 @@ interface FrameRules {
   isInformational: (type: string) => boolean;
 }
 
-const AGENT_RULES: FrameRules = { isIgnored: isIgnoredAgentType, isInformational: (type) => INFORMATIONAL_AGENT_TYPES.has(type) };
+/** A broken storage or event request settles no job either: it is answered `error` and the socket stays. */
+const settlesNoJob = (type: string) => INFORMATIONAL_AGENT_TYPES.has(type) || (storage.STORAGE_REQUEST_TYPES as readonly string[]).includes(type);
+const AGENT_RULES: FrameRules = { isIgnored: isIgnoredAgentType, isInformational: settlesNoJob };
 const ORCHESTRATOR_RULES: FrameRules = { isIgnored: () => false, isInformational: () => false };
 
 /** Parses one agent → orchestrator text frame. */
@@ -109,7 +115,7 @@ export function parseOrchestratorMessage(raw: string): ParseResult<OrchestratorM
   return parseFrame(raw, ORCHESTRATOR_MESSAGE_SCHEMAS, ORCHESTRATOR_RULES) as ParseResult<OrchestratorMessage>;
 }
 
-/** `*.complete` and `fleet.bundle.*` are known to exist and dropped without a word (docs/protocol.md#refused-requests). */
+/** `*.complete` and `fleet.bundle.*` are known to exist and dropped without a word (docs/protocol.md#requests-storage-and-events). */
 function isIgnoredAgentType(type: string): boolean {
   return type.endsWith('.complete') || type.startsWith('fleet.bundle.');
 }
@@ -149,29 +155,32 @@ export function describeIssues(error: z.ZodError): string {
   return shown.join('; ') + more;
 }
 
-/** The immediate answer to a request Switchyard v1 does not serve (docs/protocol.md#refused-requests). */
-export function refusalFor(request: fleet.RefusedRequest): orchestrator.RefusalMessage {
-  const requestId = request.requestId ?? request.messageId ?? '';
+/**
+ * The answer to a storage or event request that cannot be served (its job is not the agent's, the
+ * coordinator has no signing key, the feature is not offered), as the stock agent reads a miss: no
+ * URL, no hit, skip, an error. A `*.complete` message has no answer.
+ */
+export function refusalFor(request: storage.StorageRequest, reason: string): orchestrator.RefusalMessage | null {
   switch (request.type) {
     case 'cache.upload.request':
-      return { type: 'cache.upload.response', requestId, uploadUrl: '' };
+      return { type: 'cache.upload.response', requestId: request.messageId, uploadUrl: '' };
     case 'provenance.upload.request':
-      return { type: 'provenance.upload.response', requestId, uploadUrl: '' };
+      return { type: 'provenance.upload.response', requestId: request.messageId, uploadUrl: '' };
     case 'cache.user.restore.request':
-      return { type: 'cache.user.restore.response', requestId, hit: false };
+      return { type: 'cache.user.restore.response', requestId: request.messageId, hit: false };
     case 'cache.user.save.request':
-      return { type: 'cache.user.save.response', requestId, skip: true };
+      return { type: 'cache.user.save.response', requestId: request.messageId, skip: true };
     case 'event.emit':
-      return { type: 'event.emit.response', requestId, error: 'not supported' };
+      return { type: 'event.emit.response', requestId: request.requestId, error: reason };
     case 'agent.api.request':
-      return { type: 'agent.api.response', requestId, error: 'unsupported method' };
-    default: {
-      const unexpected: never = request;
-      throw new Error(`unexpected request: ${JSON.stringify(unexpected)}`);
-    }
+      return { type: 'agent.api.response', requestId: request.requestId, error: reason };
+    case 'cache.upload.complete':
+    case 'cache.user.save.complete':
+    case 'provenance.upload.complete':
+      return null;
   }
 }
 
-export function isRefusedRequest(message: AgentMessage): message is fleet.RefusedRequest {
-  return (fleet.REFUSED_REQUEST_TYPES as readonly string[]).includes(message.type);
+export function isStorageRequest(message: AgentMessage): message is storage.StorageRequest {
+  return (storage.STORAGE_REQUEST_TYPES as readonly string[]).includes(message.type);
 }

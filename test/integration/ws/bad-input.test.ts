@@ -97,8 +97,8 @@ for (const kind of DATABASE_KINDS) {
       const before = await client.metric('switchyard_ws_ownership_violations_total', unknown);
       agent.sendRaw(bigFrame(3 * MiB));
       const requestId = randomUUID();
-      agent.send({ type: 'event.emit', messageId: requestId });
-      await agent.next('event.emit.response', (m) => m.requestId === requestId, 15_000);
+      agent.send({ type: 'agent.api.request', requestId, method: 'ping' });
+      await agent.next('agent.api.response', (m) => m.requestId === requestId, 15_000);
       assert.equal(await client.metric('switchyard_ws_ownership_violations_total', unknown), before + 1, 'the chunk reached the ownership check (its attempt is unknown)');
       assert.ok(!agent.types().includes('rate.limit.warning'));
       assert.ok(agent.isOpen);
@@ -187,8 +187,8 @@ for (const kind of DATABASE_KINDS) {
       agent.send({ type, payload: 1 });
       agent.send({ type, payload: 2 });
       const requestId = randomUUID();
-      agent.send({ type: 'event.emit', messageId: requestId });
-      const answer = await agent.next('event.emit.response');
+      agent.send({ type: 'agent.api.request', requestId, method: 'ping' });
+      const answer = await agent.next('agent.api.response');
       assert.equal(answer.requestId, requestId, 'frames after the unknown ones are still served');
       assert.ok(agent.isOpen);
       assert.equal(await client.metric('switchyard_ws_unknown_messages_total', `{type="${type}"}`), 2);
@@ -209,8 +209,8 @@ for (const kind of DATABASE_KINDS) {
       for (let i = 0; i < 3; i++) intruder.status(dispatch, 'success');
       intruder.log(dispatch, 0, ['not mine']);
       const requestId = randomUUID();
-      intruder.send({ type: 'event.emit', messageId: requestId });
-      await intruder.next('event.emit.response', (m) => m.requestId === requestId);
+      intruder.send({ type: 'agent.api.request', requestId, method: 'ping' });
+      await intruder.next('agent.api.response', (m) => m.requestId === requestId);
       assert.ok(intruder.isOpen, 'four violations are dropped without a close');
       intruder.status(dispatch, 'failed');
       assert.equal((await intruder.closed).code, CLOSE_CODES.INVALID_MESSAGE);

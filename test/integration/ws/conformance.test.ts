@@ -162,8 +162,8 @@ for (const kind of DATABASE_KINDS) {
       const before = { unknown: await violations(suite.client, 'unknown'), other: await violations(suite.client, 'other_agent') };
       for (let i = 0; i < 10; i++) agent.status({ runId: randomUUID(), jobId: randomUUID() }, 'success');
       const requestId = randomUUID();
-      agent.send({ type: 'event.emit', messageId: requestId });
-      await agent.next('event.emit.response', (m) => m.requestId === requestId);
+      agent.send({ type: 'agent.api.request', requestId, method: 'ping' });
+      await agent.next('agent.api.response', (m) => m.requestId === requestId);
       assert.ok(agent.isOpen, 'ten of them, where five from another agent would close 4003');
       assert.equal(await violations(suite.client, 'unknown'), before.unknown + 10);
       assert.equal(await violations(suite.client, 'other_agent'), before.other);

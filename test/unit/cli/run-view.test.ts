@@ -43,3 +43,11 @@ describe('switchyard run <id>: jobs and steps', () => {
     assert.match(text, /\n {2}skipped: upstream build ended failed; this job runs on success\n/);
   });
 });
+
+describe('switchyard run <id>: provenance', () => {
+  it('lists each attestation with its subject, digest, job and bundle number', () => {
+    const digest = 'ab'.repeat(32);
+    const text = renderRunDetail({ ...detailOf(null), attestations: [{ id: 7, jobKey: 'release', subjectName: 'app.tgz', subjectDigest: digest }] }, 0);
+    assert.ok(text.includes(`  provenance  app.tgz sha256:${digest} (job release, bundle #7)`), text);
+  });
+});

@@ -7,6 +7,7 @@ const agentToken = `kat_${'0123456789abcdef'.repeat(4)}`;
 describe('redactTokens', () => {
   const cases: [string, string][] = [
     ['/ws/observe?token=sya_0123456789abcdef', '/ws/observe?token=***'],
+    ['/blobs/objects/caches%2Fa?expires=1&signature=9f86d081', '/blobs/objects/caches%2Fa?expires=1&signature=***'],
     ['/ws/observe?runId=r-1&token=secret-value&x=2', '/ws/observe?runId=r-1&token=***&x=2'],
     ['/api/v1/runs?TOKEN=abc#frag', '/api/v1/runs?TOKEN=***#frag'],
     ['https://h/cb?access_token=abc&agent_token=def', 'https://h/cb?access_token=***&agent_token=***'],

@@ -7,6 +7,7 @@ import { pino } from 'pino';
 import { AgentRegistry, type DispatchRecord } from '../../../actors/agents/registry.ts';
 import type { IncomingRunEvent } from '../../../actors/runs/supervisor.ts';
 import type { ConnectionDeps } from '../../../src/ws/connection.ts';
+import { AgentRequests } from '../../../src/ws/agent-requests.ts';
 import { CLOSE_CODES, dispatchSchema } from '../../../src/ws/messages.ts';
 import type { JobDispatch } from '../../../src/ws/messages.ts';
 import { attachAgentServer } from '../../../src/ws/server.ts';
@@ -24,6 +25,7 @@ async function coordinatorSide(authMode: 'token' | 'none', extra: Partial<Connec
   const seen = { delivered: [] as IncomingRunEvent[], logs: [] as string[][], invalidInformational: [] as string[], unknown: [] as string[], reclaimed: [] as string[], metricsFrom: [] as string[] };
   const deps: ConnectionDeps = {
     ...{ authMode, silentMs: 90_000, registry, now: Date.now, log: pino({ level: 'silent' }), onViolation: () => undefined },
+    requests: new AgentRequests({ lookupDispatch: (dispatchId) => Promise.resolve(records.get(dispatchId) ?? null), sourceOf: () => Promise.resolve(null), caches: null, attestations: null, now: Date.now, log: pino({ level: 'silent' }) }),
     validateToken: (token) => Promise.resolve(token === GOOD_TOKEN ? { id: 't1', agentType: 'static', labels: null, mandatoryLabels: [], createdBy: null } : null),
     deliver: (_runId, event) => Promise.resolve(seen.delivered.push(event)),
     lookupDispatch: (dispatchId) => Promise.resolve(records.get(dispatchId) ?? null),
@@ -96,11 +98,24 @@ describe('AgentConnection: informational frames never close the socket', () => {
     ];
     for (const frame of broken) agent.send(frame);
     const requestId = randomUUID();
-    agent.send({ type: 'event.emit', messageId: requestId });
-    assert.equal((await agent.next('event.emit.response')).requestId, requestId, 'frames after them are still served');
+    agent.send({ type: 'agent.api.request', requestId, method: 'ping' });
+    assert.equal((await agent.next('agent.api.response')).requestId, requestId, 'frames after them are still served');
     assert.ok(agent.isOpen);
     assert.ok(!agent.types().includes('error'));
     assert.deepEqual(side.seen.invalidInformational, broken.map((f) => f.type));
+  });
+
+  it('a broken storage request (a tarHash that is no SHA-256) is answered error naming the field; socket open, counted', async () => {
+    const side = await setup();
+    const agent = await FakeAgent.connect(side.url, null);
+    cleanups.push(() => agent.close());
+    agent.send({ type: 'cache.user.save.complete', messageId: 'm', jobId: 'j', key: 'k', tarHash: 'sha256:abc', sizeBytes: 1 });
+    assert.match((await agent.next('error')).message, /^cache\.user\.save\.complete: tarHash: /);
+    const requestId = randomUUID();
+    agent.send({ type: 'agent.api.request', requestId, method: 'ping' });
+    assert.equal((await agent.next('agent.api.response')).requestId, requestId);
+    assert.ok(agent.isOpen);
+    assert.deepEqual(side.seen.invalidInformational, ['cache.user.save.complete']);
   });
 
   it('a broken job.status still gets error and close 4003', async () => {

@@ -4,8 +4,8 @@ import { INFORMATIONAL_AGENT_TYPES, parseAgentMessage, parseOrchestratorMessage,
 import type { AgentMessage, AgentMessageOf, AgentMessageType } from '../../../src/ws/messages.ts';
 import { wireRecords, type WireRecord } from '../../support/kici-wire-fixture.ts';
 
-/** Types the stock agent sends that protocol v1 ignores by rule (§9.5), and nothing else. */
-const IGNORED_AGENT_TYPES = ['cache.upload.complete'];
+/** Types the stock agent sends that protocol v1 ignores by rule (§9.5), and nothing else: every frame it sent is understood. */
+const IGNORED_AGENT_TYPES: string[] = [];
 
 const records = wireRecords();
 const agentRecords = records.filter((r) => r.dir === 'A->O');

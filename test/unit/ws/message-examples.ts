@@ -75,12 +75,15 @@ export const AGENT_EXAMPLES: Record<AgentMessageType, Record<string, unknown>> =
     metrics: [{ name: 'active_jobs', type: 'gauge', value: 1, labels: { slot: 'a' } }],
   },
   'agent.log': { type: 'agent.log', agentId: 'agent-1', lines: ['Orchestrator offline for 3s. Replaying 2 messages'] },
-  'cache.upload.request': { type: 'cache.upload.request', messageId: 'req-1', key: 'k' },
-  'provenance.upload.request': { type: 'provenance.upload.request', messageId: 'req-2' },
-  'cache.user.restore.request': { type: 'cache.user.restore.request', requestId: 'req-3' },
-  'cache.user.save.request': { type: 'cache.user.save.request', messageId: 'req-4' },
-  'event.emit': { type: 'event.emit', messageId: 'req-5', name: 'x' },
-  'agent.api.request': { type: 'agent.api.request', messageId: 'req-6', method: 'GET' },
+  'cache.upload.request': { type: 'cache.upload.request', messageId: 'req-1', jobId: 'j-1', cacheType: 'source', contentHash: 'c'.repeat(64), platform: 'linux', arch: 'x64' },
+  'cache.upload.complete': { type: 'cache.upload.complete', messageId: 'm-1', jobId: 'j-1', cacheType: 'deps', lockfileHash: 'l'.repeat(64), platform: 'linux', arch: 'x64', depsHash: 'd'.repeat(64) },
+  'provenance.upload.request': { type: 'provenance.upload.request', messageId: 'req-2', jobId: 'j-1', subjectDigest: 'a'.repeat(64) },
+  'provenance.upload.complete': { type: 'provenance.upload.complete', messageId: 'm-2', jobId: 'j-1', subjectName: 'dist/app.tgz', subjectDigest: 'a'.repeat(64), mediaType: 'application/vnd.dev.sigstore.bundle+json' },
+  'cache.user.restore.request': { type: 'cache.user.restore.request', messageId: 'req-3', jobId: 'j-1', key: 'deps-linux-abc', restoreKeys: ['deps-linux-'] },
+  'cache.user.save.request': { type: 'cache.user.save.request', messageId: 'req-4', jobId: 'j-1', key: 'deps-linux-abc' },
+  'cache.user.save.complete': { type: 'cache.user.save.complete', messageId: 'm-3', jobId: 'j-1', key: 'deps-linux-abc', tarHash: 'b'.repeat(64), sizeBytes: 1024 },
+  'event.emit': { type: 'event.emit', jobId: 'j-1', requestId: 'req-5', eventName: 'deploy-complete', payload: { env: 'prod' } },
+  'agent.api.request': { type: 'agent.api.request', requestId: 'req-6', method: 'infrastructure.list' },
 };
 
 export const DISPATCH_EXAMPLE = {

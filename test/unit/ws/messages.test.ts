@@ -6,7 +6,7 @@ import {
   ORCHESTRATOR_MESSAGE_SCHEMAS,
   dispatchSchema,
   dispatchSecretFieldsSchema,
-  isRefusedRequest,
+  isStorageRequest,
   parseAgentMessage,
   parseOrchestratorMessage,
   refusalFor,
@@ -74,7 +74,7 @@ describe('agent → orchestrator messages', () => {
     assert.match(agentFailure({ ...AGENT_EXAMPLES['job.reject'], reason: 'tired' }).reason, /reason/);
     assert.match(agentFailure({ type: 'agent.register', messageId: 'm', agentId: 'a' }).reason, /labels/);
     assert.match(agentFailure({ ...AGENT_EXAMPLES['run.event'], sourceService: 'o' }).reason, /sourceService/);
-    assert.match(agentFailure({ type: 'event.emit' }).reason, /messageId or requestId/);
+    assert.match(agentFailure({ type: 'event.emit' }).reason, /^event\.emit: jobId: /);
   });
 
   it('allows stepIndex -1 only on log.chunk', () => {
@@ -86,7 +86,7 @@ describe('agent → orchestrator messages', () => {
     const unknown = agentFailure({ type: 'agent.teleport', x: 1 });
     assert.equal(unknown.unknownType, true);
     assert.equal(unknown.type, 'agent.teleport');
-    const complete = parseAgentMessage(frame({ type: 'cache.upload.complete' }));
+    const complete = parseAgentMessage(frame({ type: 'cache.warmup.complete' }));
     assert.ok(!complete.ok && complete.unknownType === true && complete.ignored === true);
     const bundle = parseAgentMessage(frame({ type: 'fleet.bundle.fetch' }));
     assert.ok(!bundle.ok && bundle.ignored === true);
@@ -207,21 +207,24 @@ describe('close codes and refusals', () => {
     assert.equal(long, 'é'.repeat(61));
   });
 
-  it('answers each refused request with its requestId', () => {
-    const expected: Record<string, Record<string, unknown>> = {
+  it('a request that cannot be served gets the miss the stock agent reads, with its request id; a completion gets nothing', () => {
+    const expected: Record<string, Record<string, unknown> | null> = {
       'cache.upload.request': { type: 'cache.upload.response', requestId: 'req-1', uploadUrl: '' },
       'provenance.upload.request': { type: 'provenance.upload.response', requestId: 'req-2', uploadUrl: '' },
       'cache.user.restore.request': { type: 'cache.user.restore.response', requestId: 'req-3', hit: false },
       'cache.user.save.request': { type: 'cache.user.save.response', requestId: 'req-4', skip: true },
-      'event.emit': { type: 'event.emit.response', requestId: 'req-5', error: 'not supported' },
-      'agent.api.request': { type: 'agent.api.response', requestId: 'req-6', error: 'unsupported method' },
+      'event.emit': { type: 'event.emit.response', requestId: 'req-5', error: 'why' },
+      'agent.api.request': { type: 'agent.api.response', requestId: 'req-6', error: 'why' },
+      'cache.upload.complete': null,
+      'cache.user.save.complete': null,
+      'provenance.upload.complete': null,
     };
     for (const [type, answer] of Object.entries(expected)) {
       const parsed = parseAgentMessage(frame(AGENT_EXAMPLES[type as keyof typeof AGENT_EXAMPLES]));
-      assert.ok(parsed.ok && isRefusedRequest(parsed.message), type);
-      const refusal = refusalFor(parsed.message);
+      assert.ok(parsed.ok && isStorageRequest(parsed.message), type);
+      const refusal = refusalFor(parsed.message, 'why');
       assert.deepEqual(refusal, answer);
-      assert.ok(parseOrchestratorMessage(frame(refusal)).ok);
+      if (refusal) assert.ok(parseOrchestratorMessage(frame(refusal)).ok);
     }
   });
 });

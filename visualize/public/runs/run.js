@@ -32,6 +32,12 @@
     const unsupported = Array.isArray(run.input_summary?.unsupported) ? run.input_summary.unsupported : [];
     $('run-unsupported').hidden = unsupported.length === 0;
     $('run-unsupported').replaceChildren(h('h3', {}, 'Not supported here'), h('ul', {}, ...unsupported.map((line) => h('li', {}, line))));
+    const attestations = detail.attestations || [];
+    $('run-provenance').hidden = attestations.length === 0;
+    $('run-provenance').replaceChildren(
+      h('h3', {}, 'Provenance'),
+      h('ul', {}, ...attestations.map((a) => h('li', {}, `${a.subjectName} `, h('code', {}, `sha256:${a.subjectDigest.slice(0, 16)}…`), ` by ${a.jobKey}`))),
+    );
     $('cancel-run').disabled = isFinalRun(run.status) || run.status === 'cancelling';
     $('rerun-failed').disabled = run.status !== 'failed' && run.status !== 'cancelled';
     $('statechart-link').href = `/visualize/#run=${encodeURIComponent(run.run_id)}`;

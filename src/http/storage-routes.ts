@@ -1,0 +1,29 @@
+import { pipeline } from 'node:stream/promises';
+import type { Kysely } from 'kysely';
+import { attestationBlobKey, listAttestations } from '../caches/attestations.ts';
+import type { Storage } from '../caches/index.ts';
+import type { Schema } from '../db/schema.ts';
+import { registerBlobRoutes } from './blob-routes.ts';
+import { HttpError, sendJson } from './respond.ts';
+import type { Router } from './router.ts';
+
+/**
+ * The blob URLs agents were handed (when the coordinator can sign them), and the run's provenance
+ * attestations for administrators: `GET /api/v1/runs/:id/attestations` lists them,
+ * `…/attestations/:n/bundle` serves one bundle.
+ */
+export function registerStorageRoutes(router: Router, deps: { db: Kysely<Schema>; storage: Storage }): void {
+  const { uploads, signer, store } = deps.storage;
+  if (uploads && signer) registerBlobRoutes(router, { uploads, signer });
+  router
+    .on('GET', '/api/v1/runs/:id/attestations', async ({ res, params }) => sendJson(res, 200, { attestations: await listAttestations(deps.db, params['id'] ?? '') }))
+    .on('GET', '/api/v1/runs/:id/attestations/:n/bundle', async ({ res, params }) => {
+      const id = Number(params['n']);
+      if (!Number.isSafeInteger(id)) throw new HttpError(400, 'bad request', `not an attestation number: ${params['n'] ?? ''}`);
+      const key = await attestationBlobKey(deps.db, params['id'] ?? '', id);
+      const found = key === null ? null : await store.get(key);
+      if (!found) throw new HttpError(404, 'not found', `no attestation ${id} of run ${params['id'] ?? ''}`);
+      res.writeHead(200, { 'content-type': 'application/json', 'content-length': found.sizeBytes });
+      await pipeline(found.body, res);
+    });
+}

@@ -1,0 +1,83 @@
+import type { Logger } from 'pino';
+import type { DispatchRecord } from '../../actors/agents/registry.ts';
+import { LATE_MESSAGE_GRACE_MS } from '../../actors/agents/registry.ts';
+import type { Attestations } from '../caches/attestations.ts';
+import type { CacheCaller, UserCaches } from '../caches/user-cache.ts';
+import type { RunSource } from '../pipeline/run-source.ts';
+import { refusalFor } from './messages.ts';
+import type { StorageRequest } from './messages.ts';
+
+/** What answering an agent's storage and event requests needs; a part that is null is not offered here. */
+export interface AgentRequestDeps {
+  lookupDispatch: (dispatchId: string) => Promise<DispatchRecord | null>;
+  sourceOf: (runId: string) => Promise<RunSource | null>;
+  /** Null without a signing key (no master key): no URL can be handed out. */
+  caches: UserCaches | null;
+  attestations: Attestations | null;
+  now: () => number;
+  log: Logger;
+}
+
+const NO_SIGNING_KEY = 'this coordinator has no master key (SWITCHYARD_SECRET_KEY) to sign upload URLs with';
+
+/**
+ * Answers the requests of docs/protocol.md#requests-storage-and-events for the agent that sent them.
+ * A request about a job is served only for an attempt the asking agent holds (or held a moment ago);
+ * anything else gets the miss the stock agent reads (no URL, no hit, skip, an error), and is logged.
+ */
+export class AgentRequests {
+  constructor(private readonly deps: AgentRequestDeps) {}
+
+  async answer(agentId: string, request: StorageRequest): Promise<object | null> {
+    if (request.type === 'agent.api.request') return refusalFor(request, `unsupported method ${request.method}`);
+    if (request.type === 'event.emit') return refusalFor(request, 'events are not supported by this coordinator');
+    if (request.type === 'cache.upload.request' || request.type === 'cache.upload.complete') {
+      return this.refuse(agentId, request, 'source and dependency caches (build jobs) are not offered: the agent clones and installs');
+    }
+    const caller = await this.callerOf(agentId, request.jobId);
+    if (typeof caller === 'string') return this.refuse(agentId, request, caller, 'warn');
+    return this.serve(caller, request);
+  }
+
+  private async serve(caller: CacheCaller, request: Exclude<StorageRequest, { type: 'agent.api.request' | 'event.emit' | 'cache.upload.request' | 'cache.upload.complete' }>): Promise<object | null> {
+    const { caches, attestations } = this.deps;
+    if (!caches || !attestations) return this.refuse(caller.agentId, request, NO_SIGNING_KEY);
+    switch (request.type) {
+      case 'cache.user.restore.request':
+        return { type: 'cache.user.restore.response', requestId: request.messageId, ...(await caches.restore(caller, request.key, request.restoreKeys ?? [])) };
+      case 'cache.user.save.request':
+        return { type: 'cache.user.save.response', requestId: request.messageId, ...(await caches.beginSave(caller, request.key)) };
+      case 'cache.user.save.complete': {
+        const outcome = await caches.completeSave(caller, request.key, request.tarHash, request.sizeBytes);
+        this.deps.log.info({ runId: caller.runId, jobKey: caller.jobKey, key: request.key, sizeBytes: request.sizeBytes, outcome }, 'user cache save completed');
+        return null;
+      }
+      case 'provenance.upload.request':
+        return { type: 'provenance.upload.response', requestId: request.messageId, uploadUrl: await attestations.beginUpload(caller, request.subjectDigest) };
+      case 'provenance.upload.complete': {
+        const subject = { name: request.subjectName, digest: request.subjectDigest, mediaType: request.mediaType };
+        const outcome = await attestations.complete(caller, subject);
+        this.deps.log.info({ runId: caller.runId, jobKey: caller.jobKey, subject: subject.name, digest: subject.digest, outcome }, 'provenance upload completed');
+        return null;
+      }
+    }
+  }
+
+  /** The attempt `dispatchId` as the asking agent's, with its run's source; or why it is not. */
+  private async callerOf(agentId: string, dispatchId: string): Promise<CacheCaller | string> {
+    const record = await this.deps.lookupDispatch(dispatchId);
+    const late = record?.endedAt != null && this.deps.now() - record.endedAt > LATE_MESSAGE_GRACE_MS;
+    if (!record || record.agentId !== agentId || late) return `job ${dispatchId} is not an attempt this agent holds`;
+    const source = await this.deps.sourceOf(record.runId);
+    if (!source) return `run ${record.runId} has no source to scope its caches by`;
+    return {
+      ...{ runId: record.runId, jobKey: record.jobKey, dispatchId, agentId, repository: source.repository, ref: source.ref },
+      ...{ defaultBranch: source.defaultBranch ?? 'main', untrusted: source.event?.isForkPR === true },
+    };
+  }
+
+  private refuse(agentId: string, request: StorageRequest, reason: string, level: 'info' | 'warn' = 'info'): object | null {
+    this.deps.log[level]({ agentId, type: request.type, reason }, 'agent request not served');
+    return refusalFor(request, reason);
+  }
+}
