@@ -71,6 +71,7 @@ export type LockTrigger =
   | LockWebhookTrigger
   | LockGenericWebhookTrigger
   | LockScheduleTrigger
+  | LockKiciEventTrigger
   | LockUnmatchedTrigger;
 
 export interface LockPushTrigger extends LockRepoFilter {
@@ -165,9 +166,20 @@ export interface LockScheduleTrigger {
   inputs?: unknown;
 }
 
-/** Accepted by the parser; Switchyard v1 never matches these. */
+/** An event a workflow emitted (`ctx.emit`; docs/events.md). */
+export interface LockKiciEventTrigger {
+  _type: 'kici_event';
+  eventName: string;
+  /** JSONPath → expected value, over the emitted payload. */
+  match?: Record<string, unknown>;
+  not?: Record<string, unknown>;
+  /** The repository that emitted it. */
+  source?: string;
+}
+
+/** Accepted by the parser; Switchyard never matches these. */
 export interface LockUnmatchedTrigger {
-  _type: 'kici_event' | 'workflow_complete' | 'job_complete' | 'lifecycle';
+  _type: 'workflow_complete' | 'job_complete' | 'lifecycle';
 }
 
 /** `max` and `cancelInProgress` are the policy of job-level groups too (docs/architecture.md#concurrency-groups). */

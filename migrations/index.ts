@@ -14,6 +14,7 @@ import * as environments012 from './012_environments.ts';
 import * as liveOwners013 from './013_live_owners.ts';
 import * as livenessLock014 from './014_liveness_lock.ts';
 import * as blobs015 from './015_blobs.ts';
+import * as emittedEvents016 from './016_emitted_events.ts';
 
 /**
  * Every migration, by name, in the order they apply. A static import map works under tsx, node
@@ -35,4 +36,5 @@ export const MIGRATIONS: Readonly<Record<string, Migration>> = {
   '013_live_owners': liveOwners013,
   '014_liveness_lock': livenessLock014,
   '015_blobs': blobs015,
+  '016_emitted_events': emittedEvents016,
 };

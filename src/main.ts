@@ -82,6 +82,8 @@ import { startTokenExpirySweep } from './ws/token-expiry.ts';
 import { coerceError } from '../lib/errors.ts';
 import { createStorage } from './caches/index.ts';
 import { registerStorageRoutes } from './http/storage-routes.ts';
+import { EventEmitter } from './events/event-emitter.ts';
+import type { DeliveryKey } from './db/deliveries.ts';
 
 /** How a coordinator stops: `drainMs` lets running jobs finish first, `abort` ends that wait. */
 export type CloseOptions = DrainOptions;
@@ -118,10 +120,11 @@ export async function startCoordinator(configured: CompiledConfig, log: Logger, 
   const runtime = createRuntime({ config, db, clock, log, registry, onFenced, listen: listenToPeers, takeLiveness });
   const agentMetrics = createAgentMetrics(registry, runtime.registry);
   let httpBase = '';
-  const storage = createStorage({ config, db, now: () => clock.now(), log, baseUrl: () => httpBase });
+  // Emitted events become deliveries the intake queue (made below) runs like webhooks.
+  const { storage, requests } = agentRequestServices({ config, db, clock, log, runtime, baseUrl: () => httpBase, notify: (key) => intake.queue.notify(key) });
   const gateway = createAgentGateway({
     ...{ db, config, registry: runtime.registry, shared: runtime.shared, supervisor: runtime.supervisor, deliver: runtime.deliver, dispatchedSecrets: runtime.secrets.dispatched },
-    storage: { caches: storage.caches, attestations: storage.attestations, sourceOf: (runId) => runtime.sources.of(runId) },
+    storage: requests,
     now: () => clock.now(),
     log,
     ...connectionCounters(agentMetrics),
@@ -177,6 +180,15 @@ export interface RuntimeDeps {
   listen?: ListenForPeers;
   /** The lock whose release tells peers this process is gone (src/db/liveness-lock.ts); without it they wait for its lease to end. */
   takeLiveness?: OwnershipOptions['takeLiveness'];
+}
+
+/** What agents' storage and event requests are answered with: blobs, caches, provenance, emitted events. */
+function agentRequestServices(deps: { config: CompiledConfig; db: Kysely<Schema>; clock: Clock; log: Logger; runtime: { sources: RunSources }; baseUrl: () => string; notify: (key: DeliveryKey) => void }) {
+  const { config, db, clock, log, runtime } = deps;
+  const storage = createStorage({ config, db, now: () => clock.now(), log, baseUrl: deps.baseUrl });
+  const events = new EventEmitter({ db, now: () => clock.now(), notify: deps.notify, log: log.child({ component: 'events' }) });
+  const requests = { caches: storage.caches, attestations: storage.attestations, events, sourceOf: (runId: string) => runtime.sources.of(runId) };
+  return { storage, requests };
 }
 
 /** How often expired upload URLs and the bytes they staged are swept. */

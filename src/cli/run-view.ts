@@ -37,6 +37,9 @@ export interface RunDetail {
   rerunOf: string | null;
   /** Provenance bundles recorded by its jobs (absent from coordinators before they were kept). */
   attestations?: { id: number; jobKey: string; subjectName: string; subjectDigest: string }[];
+  /** The emitted event that started it, and the events it emitted with the runs they started (docs/events.md). */
+  triggeredBy?: { eventName: string; runId: string; jobKey: string; repository: string } | null;
+  emittedEvents?: { eventName: string; jobKey: string; deliveries: { repository: string; status: string; runIds: string[]; reason: string | null }[] }[];
 }
 
 /** Every run status, checked against the union so a new one cannot be missed. */
@@ -78,11 +81,24 @@ export function renderRunDetail(detail: RunDetail, now = Date.now()): string {
   const unsupported = run.input_summary?.unsupported;
   if (Array.isArray(unsupported)) for (const line of unsupported) lines.push(`  not supported  ${oneLine(String(line), 200)}`);
   if (run.init_failure?.message) lines.push(`  init failed ${run.init_failure.message}`);
+  lines.push(...eventLines(detail));
   for (const attestation of detail.attestations ?? []) {
     lines.push(`  provenance  ${oneLine(attestation.subjectName, 120)} sha256:${attestation.subjectDigest} (job ${attestation.jobKey}, bundle #${attestation.id})`);
   }
   for (const job of detail.jobs) lines.push('', ...renderJob(job));
   return `${lines.join('\n')}\n`;
+}
+
+/** Which emitted event started the run, and where each event it emitted went. */
+function eventLines({ triggeredBy, emittedEvents }: RunDetail): string[] {
+  const lines = triggeredBy ? [`  started by  event ${triggeredBy.eventName} of run ${triggeredBy.runId} (job ${triggeredBy.jobKey}, ${triggeredBy.repository})`] : [];
+  for (const event of emittedEvents ?? []) {
+    for (const delivery of event.deliveries) {
+      const result = delivery.runIds.length > 0 ? `started ${delivery.runIds.join(', ')}` : delivery.status === 'processed' ? 'started no run' : `${delivery.status}${delivery.reason ? `: ${oneLine(delivery.reason, 120)}` : ''}`;
+      lines.push(`  emitted     ${event.eventName} (job ${event.jobKey}) → ${delivery.repository}: ${result}`);
+    }
+  }
+  return lines;
 }
 
 /** A pull request run from its base commit's lock file (TRUST-4): why its own workflow changes did not run. */

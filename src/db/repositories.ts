@@ -1,4 +1,4 @@
-import type { Kysely } from 'kysely';
+import type { Kysely, Selectable } from 'kysely';
 import { REPOSITORIES_CHANGED, notifyEveryCoordinator } from './peer-bus.ts';
 import type { Schema } from './schema.ts';
 
@@ -11,9 +11,11 @@ export interface RepositoryRegistration {
   defaultBranch: string | null;
   /** GitHub provider: the token the Contents API is read with. Never returned by the API. */
   token: string | null;
+  /** Repositories (names or `owner/*`) whose workflows' emitted events this one accepts besides its own (docs/events.md). */
+  acceptsEventsFrom?: string[];
 }
 
-function fromRow(row: Schema['repositories'] extends infer T ? { [K in keyof T]: T[K] } : never): RepositoryRegistration {
+function fromRow(row: Selectable<Schema['repositories']>): RepositoryRegistration {
   return {
     name: row.name,
     provider: row.provider,
@@ -21,6 +23,7 @@ function fromRow(row: Schema['repositories'] extends infer T ? { [K in keyof T]:
     cloneUrl: row.clone_url,
     defaultBranch: row.default_branch,
     token: row.token,
+    acceptsEventsFrom: row.accepts_events_from,
   };
 }
 
@@ -45,6 +48,7 @@ export async function upsertRepository(db: Kysely<Schema>, repo: RepositoryRegis
     clone_url: repo.cloneUrl,
     default_branch: repo.defaultBranch,
     token: repo.token,
+    accepts_events_from: JSON.stringify(repo.acceptsEventsFrom ?? []),
     created_at: now,
   };
   await db.transaction().execute(async (tx) => {

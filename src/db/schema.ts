@@ -199,6 +199,19 @@ export interface RepositoriesTable {
   clone_url: string | null;
   default_branch: string | null;
   token: string | null;
+  /** Repositories (names or `owner/*`) whose emitted events this one accepts besides its own. */
+  accepts_events_from: ColumnType<string[], string | undefined, string>;
+  created_at: Millis;
+}
+
+/** An event a workflow emitted (`ctx.emit`) and the repositories it was delivered to. */
+export interface EmittedEventsTable {
+  event_id: string;
+  run_id: string;
+  job_key: string;
+  repository: string;
+  event_name: string;
+  targets: ColumnType<string[], string, string>;
   created_at: Millis;
 }
 
@@ -289,6 +302,7 @@ export interface Schema {
   blob_uploads: BlobUploadsTable;
   user_cache_entries: UserCacheEntriesTable;
   attestations: AttestationsTable;
+  emitted_events: EmittedEventsTable;
 }
 
 /** An object of the Postgres blob store: under its key once committed, under its staging id before. */

@@ -8,6 +8,8 @@ import type { IncomingRunEvent } from '../../actors/runs/supervisor.ts';
 import { planRun } from '../../machines/run.plan.ts';
 import type { RunInput } from '../../machines/run.types.ts';
 import { listAttestations } from '../caches/attestations.ts';
+import { listEmittedEvents } from '../events/event-links.ts';
+import { triggeredByOf } from '../events/emitted-event.ts';
 import { getRepository, type RepositoryRegistration } from '../db/repositories.ts';
 import { forgeStatusFor } from '../../machines/run.forge.ts';
 import { isTerminalRunStatus } from '../../machines/status.ts';
@@ -97,8 +99,8 @@ async function getRunRoute(deps: RunApiDeps, res: RouteContext['res'], runId: st
   // `originalRunId` is the spec's name for the link (RUN-5); `rerunOf` the one the CLI and runs page read.
   const gates = await gatesOf(deps.db, runId, found.run.status);
   const jobs = withPlannedSteps(withRenewedReasons(found.jobs, deps.now()), found.run.input_summary);
-  const attestations = await listAttestations(deps.db, runId);
-  sendJson(res, 200, { ...found, jobs, ...gates, rerunOf: original, originalRunId: original, attestations });
+  const [attestations, emittedEvents] = await Promise.all([listAttestations(deps.db, runId), listEmittedEvents(deps.db, runId)]);
+  sendJson(res, 200, { ...found, jobs, ...gates, rerunOf: original, originalRunId: original, attestations, emittedEvents, triggeredBy: triggeredByOf(found.run.input_summary) });
 }
 
 /** Starts a workflow by hand: the same planning and run actor as a webhook run. */

@@ -29,6 +29,7 @@ const repositorySchema = z
     cloneUrl: z.string().min(1).regex(/^[^-\s]\S*$/, 'must be a URL (no leading "-", no whitespace)').optional(),
     defaultBranch: z.string().regex(BRANCH_NAME, 'must be a branch name (no leading "-", whitespace, "..", "@{" or control characters)').optional(),
     token: z.string().min(1).optional(),
+    acceptsEventsFrom: z.array(z.string().regex(/^[\w.-]+\/([\w.-]+|\*)$/, 'must be owner/name or owner/*')).max(100).optional(),
   })
   .refine((r) => r.provider !== 'local' || r.path !== undefined, { message: 'a local repository needs path', path: ['path'] })
   .refine((r) => r.provider !== 'github' || r.token !== undefined, { message: 'a github repository needs token', path: ['token'] });
@@ -59,7 +60,7 @@ export function registerSourceRoutes(router: Router, deps: SourceApiDeps): void 
       const body = parseBody(repositorySchema, await readJson(req, 64 * 1024));
       const problem = body.provider === 'local' ? await localRepositoryProblem(body.path ?? '') : null;
       if (problem !== null) throw new HttpError(400, 'invalid request', `path: ${problem}`);
-      const registration = { name: body.name, provider: body.provider, path: body.path ?? null, cloneUrl: body.cloneUrl ?? null };
+      const registration = { name: body.name, provider: body.provider, path: body.path ?? null, cloneUrl: body.cloneUrl ?? null, acceptsEventsFrom: body.acceptsEventsFrom ?? [] };
       await upsertRepository(db, { ...registration, defaultBranch: body.defaultBranch ?? null, token: body.token ?? null }, deps.now()).finally(() => deps.onRepositoriesChanged?.());
       sendJson(res, 201, { ...registration, defaultBranch: body.defaultBranch ?? null });
     })

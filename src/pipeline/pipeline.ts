@@ -15,6 +15,7 @@ import { ABSENT_COMMIT_ATTEMPTS, PermanentDeliveryError, TransientDeliveryError 
 import { isObjectId } from '../lockfile/providers/types.ts';
 import { withChangedFiles } from './changed-files.ts';
 import { SCHEDULE_SOURCE, normalizeScheduleEvent } from './schedule-event.ts';
+import { EVENT_SOURCE, normalizeEmittedEvent } from '../events/emitted-event.ts';
 import { unmatchedTriggerTypes } from './triggers.ts';
 import { normalizeGenericEvent, normalizeGitHubEvent } from './normalize.ts';
 import { isDropped } from './normalized-event.ts';
@@ -90,6 +91,7 @@ function genericEvent(delivery: Delivery, repository: string): NormalizedEvent |
 async function normalized(deps: PipelineDeps, delivery: Delivery): Promise<NormalizedEvent | { dropped: string }> {
   if (delivery.source === 'github') return normalizeGitHubEvent(delivery.eventName, bodyOf(delivery));
   if (delivery.source === SCHEDULE_SOURCE) return normalizeScheduleEvent(bodyOf(delivery));
+  if (delivery.source === EVENT_SOURCE) return normalizeEmittedEvent(bodyOf(delivery));
   const repository = await deps.genericSourceRepository(delivery.source);
   if (!repository) return { dropped: `generic source ${delivery.source} has no bound repository` };
   return genericEvent(delivery, repository);

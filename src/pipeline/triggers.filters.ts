@@ -1,6 +1,7 @@
 import type {
   LockCommentTrigger,
   LockGenericWebhookTrigger,
+  LockKiciEventTrigger,
   LockPrTrigger,
   LockPushTrigger,
   LockRefTrigger,
@@ -57,6 +58,7 @@ export function triggerMatches(trigger: LockTrigger, event: EventEnvelope): bool
         (event.payload.timezone === undefined || event.payload.timezone === trigger.timezone)
       );
     case 'kici_event':
+      return matchKiciEvent(trigger, event);
     case 'workflow_complete':
     case 'job_complete':
     case 'lifecycle':
@@ -157,4 +159,11 @@ function matchGenericWebhook(trigger: LockGenericWebhookTrigger, event: EventEnv
   if (event.type !== 'generic_webhook' || event.payload.source !== trigger.source) return false;
   const eventType = stringAt(event.payload, ['eventType']) ?? event.action;
   return listAllows(trigger.events, eventType) && payloadMatches(event.payload, trigger.match, trigger.not);
+}
+
+/** An emitted event (docs/events.md): its name, then `match`/`not` over what the workflow emitted, then the sending repository. */
+function matchKiciEvent(trigger: LockKiciEventTrigger, event: EventEnvelope): boolean {
+  if (event.type !== 'kici_event' || event.payload.eventName !== trigger.eventName) return false;
+  if (!payloadMatches(event.payload.payload ?? {}, trigger.match, trigger.not)) return false;
+  return trigger.source === undefined || event.payload.sourceRepo === trigger.source;
 }

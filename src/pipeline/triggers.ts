@@ -33,6 +33,7 @@ export const MATCHED_TRIGGER_TYPES: ReadonlySet<string> = new Set([
   'webhook',
   'generic_webhook',
   'schedule',
+  'kici_event',
 ]);
 
 /**

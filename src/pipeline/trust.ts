@@ -1,3 +1,4 @@
+import { emitterTierOf } from '../events/emitted-event.ts';
 import type { LockFile } from '../../machines/lock.types.ts';
 import { coerceError } from '../../lib/errors.ts';
 import { TtlLru } from '../lockfile/cache.ts';
@@ -249,6 +250,10 @@ async function eventTrust(input: ResolveTrustInput): Promise<TrustOutcome> {
     return eventRead(event, 'trusted', `push to the default branch ${defaultBranch}`);
   }
   if (type === 'schedule') return eventRead(event, 'trusted', 'schedule of a lock file Switchyard already read');
+  if (type === 'kici_event') {
+    const tier = emitterTierOf(event.envelope.payload);
+    return eventRead(event, tier, `event emitted by run ${String(event.envelope.payload['sourceRunId'])} (${tier}), which it inherits`);
+  }
   if (provider !== 'github') {
     const reason = `${type} event from the ${provider} provider, which has no contributor resolver`;
     return eventRead(event, 'trusted', reason);

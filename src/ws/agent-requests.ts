@@ -3,6 +3,7 @@ import type { DispatchRecord } from '../../actors/agents/registry.ts';
 import { LATE_MESSAGE_GRACE_MS } from '../../actors/agents/registry.ts';
 import type { Attestations } from '../caches/attestations.ts';
 import type { CacheCaller, UserCaches } from '../caches/user-cache.ts';
+import type { EventEmitter } from '../events/event-emitter.ts';
 import type { RunSource } from '../pipeline/run-source.ts';
 import { refusalFor } from './messages.ts';
 import type { StorageRequest } from './messages.ts';
@@ -14,6 +15,7 @@ export interface AgentRequestDeps {
   /** Null without a signing key (no master key): no URL can be handed out. */
   caches: UserCaches | null;
   attestations: Attestations | null;
+  events: Pick<EventEmitter, 'emit'>;
   now: () => number;
   log: Logger;
 }
@@ -30,13 +32,22 @@ export class AgentRequests {
 
   async answer(agentId: string, request: StorageRequest): Promise<object | null> {
     if (request.type === 'agent.api.request') return refusalFor(request, `unsupported method ${request.method}`);
-    if (request.type === 'event.emit') return refusalFor(request, 'events are not supported by this coordinator');
+    if (request.type === 'event.emit') return this.emit(agentId, request);
     if (request.type === 'cache.upload.request' || request.type === 'cache.upload.complete') {
       return this.refuse(agentId, request, 'source and dependency caches (build jobs) are not offered: the agent clones and installs');
     }
-    const caller = await this.callerOf(agentId, request.jobId);
-    if (typeof caller === 'string') return this.refuse(agentId, request, caller, 'warn');
-    return this.serve(caller, request);
+    const held = await this.callerOf(agentId, request.jobId);
+    if (typeof held === 'string') return this.refuse(agentId, request, held, 'warn');
+    return this.serve(held.caller, request);
+  }
+
+  private async emit(agentId: string, request: Extract<StorageRequest, { type: 'event.emit' }>): Promise<object | null> {
+    const held = await this.callerOf(agentId, request.jobId);
+    if (typeof held === 'string') return this.refuse(agentId, request, held, 'warn');
+    const { runId, jobKey } = held.caller;
+    const answer = await this.deps.events.emit({ runId, jobKey, source: held.source }, request);
+    if ('error' in answer) return this.refuse(agentId, request, answer.error);
+    return { type: 'event.emit.response', requestId: request.requestId, deliveryId: answer.deliveryId };
   }
 
   private async serve(caller: CacheCaller, request: Exclude<StorageRequest, { type: 'agent.api.request' | 'event.emit' | 'cache.upload.request' | 'cache.upload.complete' }>): Promise<object | null> {
@@ -64,16 +75,17 @@ export class AgentRequests {
   }
 
   /** The attempt `dispatchId` as the asking agent's, with its run's source; or why it is not. */
-  private async callerOf(agentId: string, dispatchId: string): Promise<CacheCaller | string> {
+  private async callerOf(agentId: string, dispatchId: string): Promise<{ caller: CacheCaller; source: RunSource } | string> {
     const record = await this.deps.lookupDispatch(dispatchId);
     const late = record?.endedAt != null && this.deps.now() - record.endedAt > LATE_MESSAGE_GRACE_MS;
     if (!record || record.agentId !== agentId || late) return `job ${dispatchId} is not an attempt this agent holds`;
     const source = await this.deps.sourceOf(record.runId);
     if (!source) return `run ${record.runId} has no source to scope its caches by`;
-    return {
+    const caller = {
       ...{ runId: record.runId, jobKey: record.jobKey, dispatchId, agentId, repository: source.repository, ref: source.ref },
-      ...{ defaultBranch: source.defaultBranch ?? 'main', untrusted: source.event?.isForkPR === true },
+      ...{ defaultBranch: source.defaultBranch ?? 'main', untrusted: source.event?.isForkPR === true || source.trustTier === 'unknown' },
     };
+    return { caller, source };
   }
 
   private refuse(agentId: string, request: StorageRequest, reason: string, level: 'info' | 'warn' = 'info'): object | null {

@@ -51,3 +51,25 @@ describe('switchyard run <id>: provenance', () => {
     assert.ok(text.includes(`  provenance  app.tgz sha256:${digest} (job release, bundle #7)`), text);
   });
 });
+
+describe('switchyard run <id>: emitted events', () => {
+  it('says which event started the run and where each event it emitted went', () => {
+    const text = renderRunDetail({
+      ...detailOf(null),
+      triggeredBy: { eventName: 'built', runId: 'run-0', jobKey: 'build', repository: 'acme/lib' },
+      emittedEvents: [
+        {
+          eventName: 'deployed',
+          jobKey: 'deploy',
+          deliveries: [
+            { repository: 'acme/app', status: 'processed', runIds: ['run-2'], reason: null },
+            { repository: 'acme/docs', status: 'ignored', runIds: [], reason: 'repository acme/docs is not registered' },
+          ],
+        },
+      ],
+    }, 0);
+    assert.ok(text.includes('  started by  event built of run run-0 (job build, acme/lib)'), text);
+    assert.ok(text.includes('  emitted     deployed (job deploy) → acme/app: started run-2'), text);
+    assert.ok(text.includes('  emitted     deployed (job deploy) → acme/docs: ignored: repository acme/docs is not registered'), text);
+  });
+});

@@ -28,18 +28,42 @@ describe('matchWorkflow: combination', () => {
     assert.deepEqual(matchWorkflow(workflow('nulls', null, null), pushMain), { matched: false });
   });
 
-  it('never matches the types Switchyard v1 does not support, and lists them', () => {
+  it('never matches the types Switchyard does not support, and lists them', () => {
     const wf = workflow(
       'internal',
-      { _type: 'kici_event' },
       { _type: 'workflow_complete' },
       { _type: 'job_complete' },
       { _type: 'lifecycle' },
       { _type: 'push', branches: [], paths: [] },
     );
-    const event: EventEnvelope = { type: 'kici_event', targetBranch: 'main', payload: { eventName: 'x' } };
+    const event: EventEnvelope = { type: 'workflow_complete', targetBranch: 'main', payload: { workflowName: 'x' } };
     assert.deepEqual(matchWorkflow(wf, event), { matched: false });
-    assert.deepEqual(unmatchedTriggerTypes([wf]), ['kici_event', 'workflow_complete', 'job_complete', 'lifecycle']);
+    assert.deepEqual(unmatchedTriggerTypes([wf]), ['workflow_complete', 'job_complete', 'lifecycle']);
+  });
+});
+
+describe('matchWorkflow: kici_event (an emitted event)', () => {
+  const emitted = (eventName: string, payload: Record<string, unknown>, sourceRepo = 'acme/app'): EventEnvelope => ({
+    type: 'kici_event',
+    targetBranch: 'main',
+    payload: { eventName, payload, sourceRepo, sourceRunId: 'r1', sourceJobKey: 'build', chainDepth: 1, trustTier: 'trusted' },
+  });
+
+  it('matches the event name, then match and not over the emitted payload, then the sending repository', () => {
+    const trigger = { _type: 'kici_event' as const, eventName: 'deployed' };
+    assert.equal(matches(trigger, emitted('deployed', {})), true);
+    assert.equal(matches(trigger, emitted('built', {})), false);
+    assert.equal(matches({ ...trigger, match: { '$.env': 'prod' } }, emitted('deployed', { env: 'prod' })), true);
+    assert.equal(matches({ ...trigger, match: { '$.env': 'prod' } }, emitted('deployed', { env: 'staging' })), false);
+    assert.equal(matches({ ...trigger, not: { '$.dryRun': true } }, emitted('deployed', { dryRun: true })), false);
+    assert.equal(matches({ ...trigger, source: 'acme/app' }, emitted('deployed', {})), true);
+    assert.equal(matches({ ...trigger, source: 'acme/other' }, emitted('deployed', {})), false);
+    assert.equal(matches(trigger, { type: 'push', targetBranch: 'main', payload: { eventName: 'deployed' } }), false, 'only an emitted event');
+  });
+
+  it('the match paths read the emitted payload, never the fields the coordinator adds around it', () => {
+    const trigger = { _type: 'kici_event' as const, eventName: 'deployed', match: { '$.trustTier': 'trusted' } };
+    assert.equal(matches(trigger, emitted('deployed', {})), false);
   });
 });
 

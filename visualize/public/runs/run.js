@@ -8,6 +8,8 @@
   /** A job waits (`pending`) with the reason the run machine recorded; any other status does not. */
   const waitingOf = (job) => (job.status === 'pending' && job.waiting_reason ? job.waiting_reason : null);
 
+  const runLink = (runId) => h('a', { href: `#run=${encodeURIComponent(runId)}` }, runId.slice(0, 8));
+
   function renderHeader(detail, now) {
     const { run } = detail;
     const source = sourceOf(run);
@@ -24,6 +26,8 @@
       ['duration', duration(ended - Number(run.created_at)) || '—'],
       ...(source.baseRead ? [['lock file', source.baseRead]] : []),
       ...(source.rerunOf ? [['rerun of', h('a', { href: `#run=${encodeURIComponent(source.rerunOf)}` }, source.rerunOf.slice(0, 8))]] : []),
+      ...(detail.triggeredBy ? [['started by', h('span', {}, `event ${detail.triggeredBy.eventName} of `, runLink(detail.triggeredBy.runId))]] : []),
+      ...(detail.emittedEvents || []).flatMap((event) => event.deliveries.map((d) => ['emitted', h('span', {}, `${event.eventName} → ${d.repository}: `, ...(d.runIds.length > 0 ? d.runIds.map(runLink) : [d.status]))])),
     ];
     $('run-meta').replaceChildren(...fields.map(([name, value]) => h('div', { class: 'field' }, h('dt', {}, name), h('dd', { 'data-field': name }, value))));
     const failure = run.failure_reason || (run.init_failure && run.init_failure.message) || '';
