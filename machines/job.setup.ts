@@ -297,8 +297,7 @@ export const jobSetup = jobBase.extend({
         return { waiting: event.reason, lastProvisioningError: scalerError ?? context.lastProvisioningError };
       }
       if (!context.concurrency) return {};
-      const message = `waiting for concurrency group ${context.concurrency.key} (position ${event.position})`;
-      return { waiting: { kind: 'concurrency' as const, message } };
+      return { waiting: { kind: 'concurrency' as const, message: groupWaitMessage(context.concurrency.key, `position ${event.position}`) } };
     }),
     noteProvisioningFailure: assign(({ context, event }) => {
       assertEvent(event, 'provision.failed');
@@ -394,7 +393,7 @@ export const jobSetup = jobBase.extend({
     holdConcurrency: assign({ holdsConcurrency: true, waiting: null }),
     /** Entering `waiting.concurrency`: until its group answers, the job says it asked (G-5). */
     awaitConcurrency: assign(({ context }) =>
-      context.concurrency ? { waiting: { kind: 'concurrency' as const, message: `waiting for concurrency group ${context.concurrency.key}: asked for a slot` } } : {},
+      context.concurrency ? { waiting: { kind: 'concurrency' as const, message: groupWaitMessage(context.concurrency.key, null) } } : {},
     ),
     /** Entering `waiting.approval`: the gate opens, its deadline is armed and its record written. */
     openApprovalGate: compose(({ context, event, enqueue }) => {
@@ -437,3 +436,13 @@ export const jobSetup = jobBase.extend({
     }),
   },
 });
+
+/**
+ * Why a job waits for its group. A build job's group is the source it builds (machines/run.plan.ts
+ * withBuild): another run is building it, and this one will find it built.
+ */
+function groupWaitMessage(key: string, position: string | null): string {
+  const build = /::__build__.*::([0-9a-f]{12})[0-9a-f]*$/.exec(key);
+  if (build) return `waiting for another run's build of the same workflow source (contentHash ${build[1]}…); it will be used, not built again`;
+  return position === null ? `waiting for concurrency group ${key}: asked for a slot` : `waiting for concurrency group ${key} (${position})`;
+}

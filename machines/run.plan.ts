@@ -33,6 +33,8 @@ export interface PlanRunOptions {
   initFailure?: InitFailure;
   /** The environment each job names and the frozen verdicts on them (ENV-2, ENV-4; src/pipeline/environments.ts). */
   environments?: PlannedEnvironments;
+  /** A build job first (docs/blobs.md#source-and-dependency-caches): its workflow source is not cached yet. */
+  build?: { contentHash: string };
 }
 
 export interface PlannedEnvironments {
@@ -50,6 +52,7 @@ const CANCEL_BACKSTOP_MS = 30_000;
 const DEFAULT_APPROVAL_TIMEOUT_S = 86_400;
 const MAX_INIT_FAILURE_MESSAGE = 2000;
 const INIT_RUNNER_LABEL: LabelMatcher = { kind: 'exact', value: 'kici:role:init-runner' };
+const BUILDER_LABEL: LabelMatcher = { kind: 'exact', value: 'kici:role:builder' };
 /** The `timeoutMs` an init job's jobConfig carries (docs/lockfile.md#init-jobs). */
 export const INIT_JOB_TIMEOUT_MS = 60_000;
 
@@ -60,8 +63,9 @@ export const INIT_JOB_TIMEOUT_MS = 60_000;
  */
 export function planRun(options: PlanRunOptions): RunInput {
   const { workflow } = options;
-  const jobs = workflow.jobs.flatMap((job) =>
-    job._type === 'dynamic' ? [planGenerator(job, options)] : planStaticJob(job, options),
+  const jobs = withBuild(
+    workflow.jobs.flatMap((job) => (job._type === 'dynamic' ? [planGenerator(job, options)] : planStaticJob(job, options))),
+    options,
   );
   return {
     runId: options.runId,
@@ -136,6 +140,27 @@ export function initFlagsOf(job: LockStaticJob): InitFlags | null {
     dynamicMatrix: job.matrix?._type === 'dynamic',
   };
   return Object.values(flags).some(Boolean) ? flags : null;
+}
+
+/** The build job's key, as the reference names it. */
+export function buildJobKey(workflowName: string): string {
+  return `__build__${workflowName}`;
+}
+
+/**
+ * The build job packs the workflow source and its dependencies once and uploads them; every job
+ * that can run waits for it. Runs that need the same missing source build it once: their build jobs
+ * share a group that queues (the later ones find the tarballs and only confirm them).
+ */
+function withBuild(jobs: JobPlan[], options: PlanRunOptions): JobPlan[] {
+  if (!options.build) return jobs;
+  const key = buildJobKey(options.workflow.name);
+  const build: JobPlan = {
+    ...kiciRunnerPlan(key, [BUILDER_LABEL], { ...options.timeouts }),
+    concurrency: { key: `${options.repository}::${key}::${options.build.contentHash}`, policy: { cancelInProgress: false, max: 1 } },
+  };
+  const gated = jobs.map((job) => (job.initFailure === null ? { ...job, needs: [...job.needs, { name: key, runOn: ['success' as const] }] } : job));
+  return [build, ...gated];
 }
 
 export function initJobKey(workflowName: string, jobName: string): string {

@@ -15,6 +15,7 @@ import * as liveOwners013 from './013_live_owners.ts';
 import * as livenessLock014 from './014_liveness_lock.ts';
 import * as blobs015 from './015_blobs.ts';
 import * as emittedEvents016 from './016_emitted_events.ts';
+import * as buildCaches017 from './017_build_caches.ts';
 
 /**
  * Every migration, by name, in the order they apply. A static import map works under tsx, node
@@ -37,4 +38,5 @@ export const MIGRATIONS: Readonly<Record<string, Migration>> = {
   '014_liveness_lock': livenessLock014,
   '015_blobs': blobs015,
   '016_emitted_events': emittedEvents016,
+  '017_build_caches': buildCaches017,
 };

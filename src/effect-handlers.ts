@@ -1,3 +1,5 @@
+import type { BuildCaches } from './caches/build-caches.ts';
+import { withBuildCaches } from './caches/dispatch-caches.ts';
 import type { Kysely } from 'kysely';
 import type { Logger } from 'pino';
 import { AgentEffects } from '../actors/agents/effects.ts';
@@ -25,7 +27,7 @@ export interface EffectHandlerDeps {
   log: Logger;
 }
 
-export type EffectHandlerParts = Pick<AgentEffectsDeps, 'registry' | 'shared' | 'deliver' | 'fence'> & { sources: RunSources; dispatcher: Dispatcher; secrets?: Secrets; repositories?: RepositoryCache };
+export type EffectHandlerParts = Pick<AgentEffectsDeps, 'registry' | 'shared' | 'deliver' | 'fence'> & { sources: RunSources; dispatcher: Dispatcher; secrets?: Secrets; repositories?: RepositoryCache; builds?: BuildCaches | null };
 
 /**
  * Every effect kind and who carries it out: a kind without a handler here does not compile. The agent
@@ -74,12 +76,14 @@ function createAgentEffects(deps: EffectHandlerDeps, parts: EffectHandlerParts):
         const source = await parts.sources.of(target.runId);
         return source ? buildDispatch(source, target, clock.now()) : noSource(target.runId);
       },
-      // Secrets are fetched now, as the dispatch is sent, into its top-level fields only (docs/http-api.md#secrets).
+      // Cache URLs and secrets are fetched now, as the dispatch is sent; secrets into its top-level fields only (docs/http-api.md#secrets).
       complete: async (built: BuiltDispatch, target) => {
         const { secrets } = parts;
-        if (!secrets || !built.ok) return built;
+        if (!built.ok || (!secrets && !parts.builds)) return built;
         const source = await parts.sources.of(target.runId);
-        return source ? withSecrets(secrets, built, { ...target, source }) : noSource(target.runId);
+        if (!source) return noSource(target.runId);
+        const cached = await withBuildCaches(parts.builds ?? null, built, target, source);
+        return secrets ? withSecrets(secrets, cached, { ...target, source }) : cached;
       },
     },
     ...(parts.secrets && { sealForPeer: parts.secrets.sealForPeer }),

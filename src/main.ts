@@ -64,7 +64,7 @@ import { ScheduleClock } from './pipeline/schedule-clock.ts';
 import { ContributorCache } from './pipeline/trust.ts';
 import { createIntakeMetrics } from './pipeline/metrics.ts';
 import { RunSources } from './pipeline/run-source.ts';
-import { createRunStarter } from './pipeline/start-runs.ts';
+import { createRunStarter, type RunStarterDeps } from './pipeline/start-runs.ts';
 import { BullMqDeliveryQueue } from './queue/bullmq-queue.ts';
 import type { DeliveryQueue } from './queue/delivery-queue.ts';
 import { EmbeddedDeliveryQueue } from './queue/embedded-queue.ts';
@@ -80,7 +80,9 @@ import { attachObserveServer } from './ws/observe.ts';
 import { attachAgentServer } from './ws/server.ts';
 import { startTokenExpirySweep } from './ws/token-expiry.ts';
 import { coerceError } from '../lib/errors.ts';
-import { createStorage } from './caches/index.ts';
+import { createStorage, type Storage } from './caches/index.ts';
+import type { BuildCaches } from './caches/build-caches.ts';
+import { BUILDER_ROLE, buildPlanner } from './caches/build-planner.ts';
 import { registerStorageRoutes } from './http/storage-routes.ts';
 import { EventEmitter } from './events/event-emitter.ts';
 import type { DeliveryKey } from './db/deliveries.ts';
@@ -114,23 +116,21 @@ export async function startCoordinator(configured: CompiledConfig, log: Logger, 
     log.fatal('this coordinator lost its lease (fenced); it stops so that nothing more is written');
     void close().finally(() => hooks.onFenced?.());
   };
-  const channels = [coordinatorChannel(config.coordinatorId), PLACEMENT_CHANNEL];
-  const listenToPeers: ListenForPeers = (onSignal) => listenForPeers(database.connection, channels, onSignal, log.child({ component: 'peer-bus' }));
-  const takeLiveness = () => LivenessLock.take(database.connection, log.child({ component: 'ownership' }));
-  const runtime = createRuntime({ config, db, clock, log, registry, onFenced, listen: listenToPeers, takeLiveness });
-  const agentMetrics = createAgentMetrics(registry, runtime.registry);
   let httpBase = '';
-  // Emitted events become deliveries the intake queue (made below) runs like webhooks.
-  const { storage, requests } = agentRequestServices({ config, db, clock, log, runtime, baseUrl: () => httpBase, notify: (key) => intake.queue.notify(key) });
+  const storage = createStorage({ config, db, now: () => clock.now(), log, baseUrl: () => httpBase });
+  const runtime = createRuntime({ config, db, clock, log, registry, onFenced, ...peerHooks(database.connection, config, log), builds: storage.builds });
+  const agentMetrics = createAgentMetrics(registry, runtime.registry);
   const gateway = createAgentGateway({
     ...{ db, config, registry: runtime.registry, shared: runtime.shared, supervisor: runtime.supervisor, deliver: runtime.deliver, dispatchedSecrets: runtime.secrets.dispatched },
-    storage: requests,
+    // Emitted events become deliveries the intake queue (made below) runs like webhooks.
+    storage: agentRequestServices({ db, clock, log, storage, runtime, notify: (key) => intake.queue.notify(key) }),
     now: () => clock.now(),
     log,
     ...connectionCounters(agentMetrics),
   });
   const router = adminRoutes({ db, config, timeouts: jobTimeoutsOf(config), now: () => clock.now(), metrics: registry, runtime, kickToken: gateway.kickToken });
-  const intake = createIntake({ db, config, registry, createRun: (run) => runtime.createRun(run), repositories: runtime.repositories, now: () => clock.now(), log });
+  const buildFor = buildPlanner({ builds: storage.builds, builderConnected: () => runtime.registry.all().some((agent) => agent.labels.includes(BUILDER_ROLE) && agent.unusable === null) });
+  const intake = createIntake({ db, config, registry, createRun: (run) => runtime.createRun(run), repositories: runtime.repositories, now: () => clock.now(), log, buildFor });
   registerStorageRoutes(router, { db, storage });
   registerGithubWebhook(router, intake.webhooks);
   registerGenericWebhook(router, intake.webhooks);
@@ -180,15 +180,24 @@ export interface RuntimeDeps {
   listen?: ListenForPeers;
   /** The lock whose release tells peers this process is gone (src/db/liveness-lock.ts); without it they wait for its lease to end. */
   takeLiveness?: OwnershipOptions['takeLiveness'];
+  /** Source and dependency caches, whose URLs dispatches carry; absent: none. */
+  builds?: BuildCaches | null;
+}
+
+/** Wake-ups from peer coordinators, and the lock whose release tells them this process is gone. */
+function peerHooks(connection: Parameters<typeof LivenessLock.take>[0], config: CompiledConfig, log: Logger): Pick<RuntimeDeps, 'listen' | 'takeLiveness'> {
+  const channels = [coordinatorChannel(config.coordinatorId), PLACEMENT_CHANNEL];
+  return {
+    listen: (onSignal) => listenForPeers(connection, channels, onSignal, log.child({ component: 'peer-bus' })),
+    takeLiveness: () => LivenessLock.take(connection, log.child({ component: 'ownership' })),
+  };
 }
 
 /** What agents' storage and event requests are answered with: blobs, caches, provenance, emitted events. */
-function agentRequestServices(deps: { config: CompiledConfig; db: Kysely<Schema>; clock: Clock; log: Logger; runtime: { sources: RunSources }; baseUrl: () => string; notify: (key: DeliveryKey) => void }) {
-  const { config, db, clock, log, runtime } = deps;
-  const storage = createStorage({ config, db, now: () => clock.now(), log, baseUrl: deps.baseUrl });
+function agentRequestServices(deps: { db: Kysely<Schema>; clock: Clock; log: Logger; storage: Storage; runtime: { sources: RunSources }; notify: (key: DeliveryKey) => void }) {
+  const { db, clock, log, storage, runtime } = deps;
   const events = new EventEmitter({ db, now: () => clock.now(), notify: deps.notify, log: log.child({ component: 'events' }) });
-  const requests = { caches: storage.caches, attestations: storage.attestations, events, sourceOf: (runId: string) => runtime.sources.of(runId) };
-  return { storage, requests };
+  return { caches: storage.caches, attestations: storage.attestations, builds: storage.builds, events, sourceOf: (runId: string) => runtime.sources.of(runId) };
 }
 
 /** How often expired upload URLs and the bytes they staged are swept. */
@@ -236,7 +245,7 @@ export function createRuntime(deps: RuntimeDeps) {
     if (isTerminalRunStatus(update.status)) dispatcher.forgetRun(update.runId);
   });
   const sources = new RunSources((runIds) => readRunInputSummaries(db, runIds));
-  const { handlers, agents } = effectHandlers(deps, { dispatcher, registry, shared: sharing.shared, deliver, sources, secrets, repositories, fence: sharing.fence });
+  const { handlers, agents } = effectHandlers(deps, { dispatcher, registry, shared: sharing.shared, deliver, sources, secrets, repositories, fence: sharing.fence, builds: deps.builds ?? null });
   const executor = new EffectExecutor({ handlers, markDone: (ids) => store.markEffectsDone(ids), clock, log, metrics });
   const ownership = createOwnership(deps, { store, metrics, supervisor, router, fence: sharing.fence, reattach: { supervisor, deliver, shared: sharing.shared, registry, log } });
   return {
@@ -355,6 +364,8 @@ interface IntakeWiring {
   repositories: RepositoryCache;
   now: () => number;
   log: Logger;
+  /** Whether a new run starts with a build job (src/caches/build-planner.ts). */
+  buildFor?: RunStarterDeps['buildFor'];
 }
 
 /** Webhook intake: durable deliveries, the intake queue (embedded or BullMQ) and the pipeline behind it. */
@@ -368,6 +379,7 @@ function createIntake(wiring: IntakeWiring) {
     log: log.child({ component: 'pipeline' }),
     onTriggersMatched: metrics.triggersMatched,
     unresolvedSecrets: (repository, workflow) => unresolvedReferences(db, repository, workflow),
+    ...(wiring.buildFor && { buildFor: wiring.buildFor }),
   });
   const process = createDeliveryProcessor({
     db,

@@ -7,7 +7,7 @@ import type { UrlSigner } from './signed-urls.ts';
 
 /** What one upload URL is for: the object it may become, and the attempt that asked. */
 export interface UploadGrant {
-  purpose: 'user-cache' | 'provenance';
+  purpose: 'user-cache' | 'provenance' | 'source' | 'deps';
   repository: string;
   /** What the bytes become once completed (a cache key, a subject digest): the completion must name it again. */
   target: string;

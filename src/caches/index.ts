@@ -11,6 +11,7 @@ import type { Schema } from '../db/schema.ts';
 import { coerceError } from '../../lib/errors.ts';
 import { Attestations } from './attestations.ts';
 import { UserCaches } from './user-cache.ts';
+import { BuildCaches } from './build-caches.ts';
 
 /** How long an upload or download URL is good for. */
 export const URL_TTL_MS = 60 * 60_000;
@@ -22,6 +23,7 @@ export interface Storage {
   uploads: Uploads | null;
   caches: UserCaches | null;
   attestations: Attestations | null;
+  builds: BuildCaches | null;
   /** Expired uploads and the staging they left go (an upload never completed). */
   sweep(): Promise<void>;
   /** Sweeps every `everyMs` until the returned function is called. */
@@ -33,9 +35,9 @@ export function createStorage(deps: { config: CompiledConfig; db: Kysely<Schema>
   const { config, db, now, log } = deps;
   const store: BlobStore = config.blobStore === 'postgres' ? new PostgresBlobStore(db, now) : new FileBlobStore(join(config.dataDir, 'blobs'));
   if (!config.secretKey) {
-    log.warn('no master key (SWITCHYARD_SECRET_KEY): user caches and provenance are not offered to agents');
+    log.warn('no master key (SWITCHYARD_SECRET_KEY): caches and provenance are not offered to agents');
     const sweep = async () => void (await store.sweepStaging(now() - 2 * URL_TTL_MS));
-    return { store, signer: null, uploads: null, caches: null, attestations: null, sweep, startSweeping: sweeper(sweep, log) };
+    return { store, signer: null, uploads: null, caches: null, attestations: null, builds: null, sweep, startSweeping: sweeper(sweep, log) };
   }
   const signer = new UrlSigner(urlSigningKey(config.secretKey), deps.baseUrl, now);
   const uploads = new Uploads({ db, store, signer, now, ttlMs: URL_TTL_MS });
@@ -48,6 +50,7 @@ export function createStorage(deps: { config: CompiledConfig; db: Kysely<Schema>
     ...{ store, signer, uploads },
     caches: new UserCaches({ db, uploads, now, limits, log: log.child({ component: 'user-cache' }) }),
     attestations: new Attestations({ db, uploads, now }),
+    builds: new BuildCaches({ db, uploads, now, log: log.child({ component: 'build-caches' }) }),
     sweep,
     startSweeping: sweeper(sweep, log),
   };

@@ -113,6 +113,6 @@ export class UserCaches {
 }
 
 /** A directory name for a repository's blobs: a hash, so no name can escape or collide. */
-function repositoryDir(repository: string): string {
+export function repositoryDir(repository: string): string {
   return createHash('sha256').update(repository).digest('hex').slice(0, 24);
 }

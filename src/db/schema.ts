@@ -303,6 +303,21 @@ export interface Schema {
   user_cache_entries: UserCacheEntriesTable;
   attestations: AttestationsTable;
   emitted_events: EmittedEventsTable;
+  build_caches: BuildCachesTable;
+}
+
+/** A source or dependency tarball a build job uploaded, by repository, trust scope, kind and key. */
+export interface BuildCachesTable {
+  repository: string;
+  scope: 'trusted' | 'untrusted';
+  kind: 'source' | 'deps';
+  cache_key: string;
+  blob_key: string;
+  size_bytes: number;
+  sha256: string;
+  created_at: Millis;
+  last_used_at: Millis;
+  created_by_run: string;
 }
 
 /** An object of the Postgres blob store: under its key once committed, under its staging id before. */

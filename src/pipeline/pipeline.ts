@@ -166,7 +166,7 @@ async function startMatched(deps: PipelineDeps, delivery: Delivery, lock: LockFi
   const unmatched = loggedUnmatched.has(lock) ? [] : unmatchedTriggerTypes(lock.workflows);
   loggedUnmatched.add(lock);
   if (unmatched.length > 0) deps.log.info({ repository: source.repository, sha: source.sha, types: unmatched }, 'the lock file has trigger types Switchyard never matches');
-  const results = await deps.startRuns.matched(delivery, lock, source);
+  const results = await deps.startRuns.matched(delivery, lock, lock.lockfileHash ? { ...source, lockfileHash: lock.lockfileHash } : source);
   const runIds = results.flatMap((r) => (r.runId ? [r.runId] : []));
   return { status: 'processed', outcome: { matched: results.length, runIds, workflows: results.map((r) => r.workflow) } };
 }

@@ -18,6 +18,8 @@ export interface RunSource {
   provider: 'github' | 'local' | 'generic' | 'api';
   event: EventEnvelope | null;
   workflow: LockWorkflow;
+  /** The lock file's hash of the workflows' dependency lock file: the key of their dependency tarball. */
+  lockfileHash?: string;
   trustTier?: 'trusted' | 'known' | 'unknown';
   /** The commit the lock file was read at (TRUST-4): the event's, a pull request's head, or its base. */
   lockFileSource?: 'head' | 'base' | 'event';
@@ -46,6 +48,13 @@ export interface SourceBase {
   trustTier: NonNullable<RunSource['trustTier']>;
   lockFileSource: NonNullable<RunSource['lockFileSource']>;
   workflowChangesIgnored?: true;
+  defaultBranch?: string;
+  lockfileHash?: string;
+}
+
+/** A fork pull request's run, or one whose sender is unknown: it reads trusted caches and writes only untrusted ones. */
+export function isUntrustedRun(source: Pick<RunSource, 'event' | 'trustTier'>): boolean {
+  return source.event?.isForkPR === true || source.trustTier === 'unknown';
 }
 
 export function isRunSource(value: unknown): value is RunSource {

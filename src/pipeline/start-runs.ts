@@ -45,6 +45,8 @@ export interface RunStarterDeps {
   onTriggersMatched?: (seconds: number) => void;
   /** The workflow's secret references (`<environment>:<secret>`) no stored secret answers (SEC-2, docs/http-api.md#secrets). */
   unresolvedSecrets?: (repository: string, workflow: LockWorkflow) => Promise<string[]>;
+  /** Whether the run starts with a build job (src/caches/build-planner.ts); absent: never. */
+  buildFor?: (source: SourceBase, workflow: LockWorkflow) => Promise<{ contentHash: string } | null>;
 }
 
 const UNRESOLVED = '(unresolved workflow)';
@@ -128,9 +130,10 @@ export function createRunStarter(deps: RunStarterDeps): RunStarter {
     }
     const inline = await evaluateInline(deps.sandbox, workflow, source.event);
     const environments = await resolveRunEnvironments(deps.db, workflow, source, inline.environments);
+    const build = (await deps.buildFor?.(source, workflow)) ?? undefined;
     const input = withForgeStatus(
       planRun({
-        ...{ runId, createdAt: deps.now(), workflow, timeouts: deps.timeouts, maxAttempts: deps.maxAttempts },
+        ...{ runId, createdAt: deps.now(), workflow, timeouts: deps.timeouts, maxAttempts: deps.maxAttempts, ...(build && { build }) },
         ...{ repository: source.repository, resolvedConcurrencyGroups: inline.groups, jobErrors: inline.errors, environments: environments.planned },
       }),
       source,

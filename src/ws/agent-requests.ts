@@ -2,9 +2,10 @@ import type { Logger } from 'pino';
 import type { DispatchRecord } from '../../actors/agents/registry.ts';
 import { LATE_MESSAGE_GRACE_MS } from '../../actors/agents/registry.ts';
 import type { Attestations } from '../caches/attestations.ts';
+import type { BuildCaches } from '../caches/build-caches.ts';
 import type { CacheCaller, UserCaches } from '../caches/user-cache.ts';
 import type { EventEmitter } from '../events/event-emitter.ts';
-import type { RunSource } from '../pipeline/run-source.ts';
+import { isUntrustedRun, type RunSource } from '../pipeline/run-source.ts';
 import { refusalFor } from './messages.ts';
 import type { StorageRequest } from './messages.ts';
 
@@ -15,6 +16,7 @@ export interface AgentRequestDeps {
   /** Null without a signing key (no master key): no URL can be handed out. */
   caches: UserCaches | null;
   attestations: Attestations | null;
+  builds: BuildCaches | null;
   events: Pick<EventEmitter, 'emit'>;
   now: () => number;
   log: Logger;
@@ -33,9 +35,7 @@ export class AgentRequests {
   async answer(agentId: string, request: StorageRequest): Promise<object | null> {
     if (request.type === 'agent.api.request') return refusalFor(request, `unsupported method ${request.method}`);
     if (request.type === 'event.emit') return this.emit(agentId, request);
-    if (request.type === 'cache.upload.request' || request.type === 'cache.upload.complete') {
-      return this.refuse(agentId, request, 'source and dependency caches (build jobs) are not offered: the agent clones and installs');
-    }
+    if (request.type === 'cache.upload.request' || request.type === 'cache.upload.complete') return this.buildUpload(agentId, request);
     const held = await this.callerOf(agentId, request.jobId);
     if (typeof held === 'string') return this.refuse(agentId, request, held, 'warn');
     return this.serve(held.caller, request);
@@ -48,6 +48,23 @@ export class AgentRequests {
     const answer = await this.deps.events.emit({ runId, jobKey, source: held.source }, request);
     if ('error' in answer) return this.refuse(agentId, request, answer.error);
     return { type: 'event.emit.response', requestId: request.requestId, deliveryId: answer.deliveryId };
+  }
+
+  /** A build job's source or dependency tarball (docs/blobs.md#source-and-dependency-caches). */
+  private async buildUpload(agentId: string, request: Extract<StorageRequest, { type: 'cache.upload.request' | 'cache.upload.complete' }>): Promise<object | null> {
+    const held = await this.callerOf(agentId, request.jobId);
+    if (typeof held === 'string') return this.refuse(agentId, request, held, 'warn');
+    const { builds } = this.deps;
+    if (!builds) return this.refuse(agentId, request, NO_SIGNING_KEY);
+    const caller = { ...held.caller, contentHash: held.source.workflow.contentHash || null, lockfileHash: held.source.lockfileHash ?? null };
+    if (request.type === 'cache.upload.complete') {
+      const outcome = await builds.completeUpload(caller, request);
+      this.deps.log.info({ runId: caller.runId, jobKey: caller.jobKey, cacheType: request.cacheType, outcome }, 'build cache upload completed');
+      return null;
+    }
+    const offered = await builds.beginUpload(caller, request);
+    if ('refused' in offered) return this.refuse(agentId, request, offered.refused, 'warn');
+    return { type: 'cache.upload.response', requestId: request.messageId, uploadUrl: offered.uploadUrl };
   }
 
   private async serve(caller: CacheCaller, request: Exclude<StorageRequest, { type: 'agent.api.request' | 'event.emit' | 'cache.upload.request' | 'cache.upload.complete' }>): Promise<object | null> {
@@ -83,7 +100,7 @@ export class AgentRequests {
     if (!source) return `run ${record.runId} has no source to scope its caches by`;
     const caller = {
       ...{ runId: record.runId, jobKey: record.jobKey, dispatchId, agentId, repository: source.repository, ref: source.ref },
-      ...{ defaultBranch: source.defaultBranch ?? 'main', untrusted: source.event?.isForkPR === true || source.trustTier === 'unknown' },
+      ...{ defaultBranch: source.defaultBranch ?? 'main', untrusted: isUntrustedRun(source) },
     };
     return { caller, source };
   }

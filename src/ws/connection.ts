@@ -268,11 +268,12 @@ export class AgentConnection {
       return;
     }
     if (JOB_SCOPED_TYPES.has(message.type)) return this.jobMessage(message as JobScopedMessage);
-    if (isStorageRequest(message)) return void this.request(message);
+    // A completion is stored before the frames after it (a build's job.status) are routed: its run's next jobs find the cache.
+    if (isStorageRequest(message)) return message.type.endsWith('.complete') ? this.request(message) : void this.request(message);
     return this.otherMessage(message);
   }
 
-  /** Answered beside the frame order: a slow store never holds up the job frames behind it. */
+  /** Answered beside the frame order (a slow store never holds up the job frames behind it), but for completions. */
   private async request(message: StorageRequest): Promise<void> {
     if (!this.session) return;
     const reply = await this.deps.requests.answer(this.session.agentId, message).catch((thrown: unknown) => {

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { LockStaticJob, LockWorkflow } from '../../machines/lock.types.ts';
 import type { JobContext } from '../../machines/job.setup.ts';
-import { INIT_JOB_TIMEOUT_MS } from '../../machines/run.plan.ts';
+import { INIT_JOB_TIMEOUT_MS, buildJobKey } from '../../machines/run.plan.ts';
 import type { InitTarget } from '../../machines/types.ts';
 import type { RunSource } from '../pipeline/run-source.ts';
 import { cacheRefScopeOf } from '../pipeline/trust.ts';
@@ -29,10 +29,11 @@ function lockJobOf(workflow: LockWorkflow, baseName: string): LockStaticJob | un
  */
 export function buildDispatch(source: RunSource, target: DispatchTarget, now: number): BuiltDispatch {
   const { initFor } = target.job;
-  const lockJob = lockJobOf(source.workflow, initFor?.targetJobName ?? target.job.baseName);
-  if (!lockJob) return { ok: false, reason: `job ${initFor?.targetJobName ?? target.job.baseName} is not in the run's workflow` };
-  const jobConfig = initFor ? initJobConfig(source, initFor) : jobConfigOf(source, target, lockJob);
-  const { upstream } = target.job;
+  const building = target.job.baseName === buildJobKey(source.workflow.name);
+  const lockJob = building ? undefined : lockJobOf(source.workflow, initFor?.targetJobName ?? target.job.baseName);
+  if (!lockJob && !building) return { ok: false, reason: `job ${initFor?.targetJobName ?? target.job.baseName} is not in the run's workflow` };
+  const jobConfig = !lockJob ? buildJobConfig(source, target) : initFor ? initJobConfig(source, initFor) : jobConfigOf(source, target, lockJob);
+  const upstream = withoutBuild(target.job.upstream);
   const candidate = {
     type: 'job.dispatch' as const,
     messageId: randomUUID(),
@@ -114,4 +115,37 @@ function initJobConfig(source: RunSource, init: InitTarget) {
     timeoutMs: INIT_JOB_TIMEOUT_MS,
     ...sourceIdentity(source.workflow),
   };
+}
+
+/** The platform a job's agent runs on, from the labels the stock agent declares (`kici:os:*`, `kici:arch:*`). */
+export function platformOf(agentLabels: readonly string[]): { platform: string; arch: string } {
+  const named = (prefix: string) => agentLabels.find((label) => label.startsWith(prefix))?.slice(prefix.length);
+  return { platform: named('kici:os:') ?? 'linux', arch: named('kici:arch:') ?? 'x64' };
+}
+
+/**
+ * The build job (docs/blobs.md#source-and-dependency-caches): clone, pack `.kici/` and its
+ * dependencies, upload them. Both are asked for here; the dispatch is completed with what the
+ * caches hold by the time it is sent (src/caches/dispatch-caches.ts).
+ */
+function buildJobConfig(source: RunSource, target: DispatchTarget) {
+  const { platform, arch } = platformOf(target.agentLabels);
+  return {
+    buildOnly: true,
+    workflowName: source.workflow.name,
+    targetPlatform: platform,
+    targetArch: arch,
+    source: { file: source.workflow.source?.file ?? '' },
+    ...sourceIdentity(source.workflow),
+    ...(source.lockfileHash ? { lockfileHash: source.lockfileHash } : {}),
+    buildSourceNeeded: true,
+    buildDepsNeeded: source.lockfileHash !== undefined,
+  };
+}
+
+/** A job's upstream results name the jobs of its workflow, never the build job every job waits for. */
+function withoutBuild(upstream: DispatchTarget['job']['upstream']): DispatchTarget['job']['upstream'] {
+  if (!upstream) return upstream;
+  const keep = <T>(record: Record<string, T>) => Object.fromEntries(Object.entries(record).filter(([name]) => !name.startsWith('__build__')));
+  return { ...upstream, statuses: keep(upstream.statuses), outputs: keep(upstream.outputs) };
 }

@@ -9,7 +9,7 @@ import { pushPayload } from '../../support/webhooks.ts';
 
 it('trigger types Switchyard never matches are logged once per lock file, with the repository and commit', async () => {
   const repo = await createLockRepo();
-  const chained = { ...pushWorkflow('after-ci', []), triggers: [{ _type: 'workflow_complete', name: 'ci' }, { _type: 'kici_event', eventName: 'deployed' }] };
+  const chained = { ...pushWorkflow('after-ci', []), triggers: [{ _type: 'workflow_complete', name: 'ci' }, { _type: 'lifecycle', events: ['job_failed'] }] };
   const sha = repo.commit({ '.kici/kici.lock.json': lockFileWith([pushWorkflow('ci', []), chained]) });
   const records: Record<string, unknown>[] = [];
   const log = pino({ level: 'info' }, { write: (line: string) => records.push(JSON.parse(line) as Record<string, unknown>) });
@@ -22,7 +22,7 @@ it('trigger types Switchyard never matches are logged once per lock file, with t
     await runPipeline(deps, delivery('d-2'));
     const logged = records.filter((r) => r['msg'] === 'the lock file has trigger types Switchyard never matches');
     assert.equal(logged.length, 1, 'the second delivery of the same lock file logs nothing');
-    assert.deepEqual([logged[0]?.['repository'], logged[0]?.['sha'], logged[0]?.['types']], ['acme/app', sha, ['workflow_complete', 'kici_event']]);
+    assert.deepEqual([logged[0]?.['repository'], logged[0]?.['sha'], logged[0]?.['types']], ['acme/app', sha, ['workflow_complete', 'lifecycle']]);
   } finally {
     repo.remove();
   }

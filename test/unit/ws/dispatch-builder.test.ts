@@ -37,3 +37,24 @@ describe('job.dispatch built from a run source', () => {
     assert.equal(cacheRefScopeFor(undefined), undefined, 'absent, not null');
   });
 });
+
+describe('job.dispatch of a build job', () => {
+  const source = { ...sourceWith('trusted'), workflow: { ...workflow, contentHash: 'c'.repeat(64), source: { file: '.kici/workflows/ci.ts', export: '#default' } }, lockfileHash: 'd'.repeat(64) };
+  const buildTarget: DispatchTarget = { ...target, jobKey: '__build__ci', agentLabels: ['kici:role:builder', 'kici:os:darwin', 'kici:arch:arm64'], job: { ...target.job, baseName: '__build__ci' } };
+
+  it('asks the agent to build the source and dependencies for its own platform, as the stock agent reads it', () => {
+    const built = buildDispatch(source, buildTarget, 0);
+    assert.ok(built.ok, built.ok ? '' : built.reason);
+    assert.deepEqual(built.dispatch.jobConfig, {
+      ...{ buildOnly: true, workflowName: 'ci', targetPlatform: 'darwin', targetArch: 'arm64', source: { file: '.kici/workflows/ci.ts' } },
+      ...{ contentHash: 'c'.repeat(64), lockfileHash: 'd'.repeat(64), buildSourceNeeded: true, buildDepsNeeded: true },
+    });
+  });
+
+  it('a job that waited for the build is not told about it in its upstream results', () => {
+    const upstream = { statuses: { __build__ci: 'success', lint: 'success' }, outputs: { __build__ci: {}, lint: { ok: 'yes' } } };
+    const built = buildDispatch(source, { ...target, job: { ...target.job, upstream } } as DispatchTarget, 0);
+    assert.ok(built.ok, built.ok ? '' : built.reason);
+    assert.deepEqual([built.dispatch.upstreamJobStatuses, built.dispatch.upstreamJobOutputs], [{ lint: 'success' }, { lint: { ok: 'yes' } }]);
+  });
+});
