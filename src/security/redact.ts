@@ -8,6 +8,8 @@ export const MIN_SECRET_LENGTH = 4;
 export const SENSITIVE_NAME = /TOKEN|SECRET|PASSWORD|KEY|CREDENTIAL/i;
 
 const AGENT_TOKEN = /kat_[0-9a-fA-F]{64}/g;
+/** The signature of a signed blob URL (docs/blobs.md#signed-urls), which the stock agent prints when it downloads. */
+const URL_SIGNATURE = /([?&]signature=)[0-9a-f]{64}/g;
 /** The value of any query parameter whose name holds "token" or "signature" (`?token=`, `&access_token=`, a signed blob URL's `&signature=`). */
 const QUERY_TOKEN = /([?&;][^=&#;?]*(?:token|signature)[^=&#;?]*=)[^&#;]*/gi;
 /** Admin API tokens (`sya_…`), wherever they appear. */
@@ -21,8 +23,8 @@ export interface EnvVar {
 }
 
 /**
- * A function masking `secrets` (longest first, so a secret containing another is masked whole)
- * and any agent token. A multi-line secret is also masked line by line, since logs arrive as lines.
+ * A function masking `secrets` (longest first, so a secret containing another is masked whole),
+ * any agent token and the signature of any signed blob URL. A multi-line secret is also masked line by line, since logs arrive as lines.
  * Compile once per job when redacting many lines.
  */
 export function compileRedactor(secrets: readonly string[]): (text: string) => string {
@@ -38,7 +40,7 @@ export function compileRedactor(secrets: readonly string[]): (text: string) => s
     for (const value of ordered) {
       if (masked.includes(value)) masked = masked.split(value).join(MASK);
     }
-    return masked.replace(AGENT_TOKEN, MASK);
+    return masked.replace(AGENT_TOKEN, MASK).replace(URL_SIGNATURE, `$1${MASK}`);
   };
 }
 

@@ -58,9 +58,12 @@ export const stepErrorSchema = z.object({
   signal: z.string().nullable().optional(),
 });
 
+/** The stock agent's build and init steps report their error as a plain message. */
+const stepErrorOrMessage = z.union([stepErrorSchema, z.string().transform((message): z.output<typeof stepErrorSchema> => ({ message }))]);
+
 export const stepStatusDataSchema = z.object({
   durationMs: z.number().nonnegative().optional(),
-  error: stepErrorSchema.optional(),
+  error: stepErrorOrMessage.optional(),
   checkOutcome: z.unknown().optional(),
   driftSummary: z.unknown().optional(),
   drift: z.unknown().optional(),

@@ -25,6 +25,11 @@ describe('redactSecrets', () => {
     assert.equal(redactSecrets(`a ${agentToken}${agentToken} b`, []), 'a ****** b');
   });
 
+  it('masks the signature of a signed blob URL the stock agent prints, keeping the rest of the line', () => {
+    const line = `[workflow-runner] Restoring deps from http://127.0.0.1:8080/blobs/objects/builds%2Fa?expires=1796668150009&signature=${'a1'.repeat(32)}`;
+    assert.equal(redactSecrets(line, []), '[workflow-runner] Restoring deps from http://127.0.0.1:8080/blobs/objects/builds%2Fa?expires=1796668150009&signature=***');
+  });
+
   it('leaves a kat_ prefix with fewer than 64 hex characters alone', () => {
     const prefix = agentToken.slice(0, 40);
     assert.equal(redactSecrets(prefix, []), prefix);

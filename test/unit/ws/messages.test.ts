@@ -58,6 +58,13 @@ describe('agent → orchestrator messages', () => {
     assert.ok(parseAgentMessage(frame({ ...base, data: { error: { message: 'killed', signal: 'SIGKILL' } } })).ok);
   });
 
+  // Regression: the stock agent's failed build step says `data.error: "<message>"`; the frame was refused and the socket closed 4003.
+  it('reads a step error sent as a plain message, as the stock agent sends it for build and init steps', () => {
+    const parsed = parseAgentMessage(frame({ ...AGENT_EXAMPLES['step.status'], state: 'failed', data: { error: 'npm install failed' } }));
+    assert.ok(parsed.ok && parsed.message.type === 'step.status');
+    assert.deepEqual(parsed.message.data?.error, { message: 'npm install failed' });
+  });
+
   it('reports bad JSON, non-objects and a missing type', () => {
     assert.match(agentFailure('{"type":').reason, /^invalid JSON/);
     assert.match(agentFailure('[1]').reason, /not a JSON object/);
