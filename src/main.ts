@@ -131,7 +131,7 @@ export async function startCoordinator(configured: CompiledConfig, log: Logger, 
   const router = adminRoutes({ db, config, timeouts: jobTimeoutsOf(config), now: () => clock.now(), metrics: registry, runtime, kickToken: gateway.kickToken });
   const buildFor = buildPlanner({ builds: storage.builds, builderConnected: () => runtime.registry.all().some((agent) => agent.labels.includes(BUILDER_ROLE) && agent.unusable === null) });
   const intake = createIntake({ db, config, registry, createRun: (run) => runtime.createRun(run), repositories: runtime.repositories, now: () => clock.now(), log, buildFor });
-  registerStorageRoutes(router, { db, storage });
+  registerStorageRoutes(router, { db, storage, issuer: () => httpBase });
   registerGithubWebhook(router, intake.webhooks);
   registerGenericWebhook(router, intake.webhooks);
   registerSourceRoutes(router, { db, now: () => clock.now(), onRequeued: (key) => intake.queue.notify(key), onRepositoriesChanged: () => runtime.repositories.invalidate() });
@@ -197,7 +197,7 @@ function peerHooks(connection: Parameters<typeof LivenessLock.take>[0], config: 
 function agentRequestServices(deps: { db: Kysely<Schema>; clock: Clock; log: Logger; storage: Storage; runtime: { sources: RunSources }; notify: (key: DeliveryKey) => void }) {
   const { db, clock, log, storage, runtime } = deps;
   const events = new EventEmitter({ db, now: () => clock.now(), notify: deps.notify, log: log.child({ component: 'events' }) });
-  return { caches: storage.caches, attestations: storage.attestations, builds: storage.builds, events, sourceOf: (runId: string) => runtime.sources.of(runId) };
+  return { caches: storage.caches, attestations: storage.attestations, builds: storage.builds, idTokens: storage.idTokens, events, sourceOf: (runId: string) => runtime.sources.of(runId) };
 }
 
 /** How often expired upload URLs and the bytes they staged are swept. */

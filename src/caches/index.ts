@@ -12,6 +12,7 @@ import { coerceError } from '../../lib/errors.ts';
 import { Attestations } from './attestations.ts';
 import { UserCaches } from './user-cache.ts';
 import { BuildCaches } from './build-caches.ts';
+import { IdTokens } from './id-tokens.ts';
 
 /** How long an upload or download URL is good for. */
 export const URL_TTL_MS = 60 * 60_000;
@@ -24,6 +25,8 @@ export interface Storage {
   caches: UserCaches | null;
   attestations: Attestations | null;
   builds: BuildCaches | null;
+  /** Job ID tokens (`ctx.kici.oidc.token()`), signed with a key from the master key. */
+  idTokens: IdTokens | null;
   /** Expired uploads and the staging they left go (an upload never completed). */
   sweep(): Promise<void>;
   /** Sweeps every `everyMs` until the returned function is called. */
@@ -37,7 +40,7 @@ export function createStorage(deps: { config: CompiledConfig; db: Kysely<Schema>
   if (!config.secretKey) {
     log.warn('no master key (SWITCHYARD_SECRET_KEY): caches and provenance are not offered to agents');
     const sweep = async () => void (await store.sweepStaging(now() - 2 * URL_TTL_MS));
-    return { store, signer: null, uploads: null, caches: null, attestations: null, builds: null, sweep, startSweeping: sweeper(sweep, log) };
+    return { store, signer: null, uploads: null, caches: null, attestations: null, builds: null, idTokens: null, sweep, startSweeping: sweeper(sweep, log) };
   }
   const signer = new UrlSigner(urlSigningKey(config.secretKey), deps.baseUrl, now);
   const uploads = new Uploads({ db, store, signer, now, ttlMs: URL_TTL_MS });
@@ -51,6 +54,7 @@ export function createStorage(deps: { config: CompiledConfig; db: Kysely<Schema>
     caches: new UserCaches({ db, uploads, now, limits, log: log.child({ component: 'user-cache' }) }),
     attestations: new Attestations({ db, uploads, now }),
     builds: new BuildCaches({ db, uploads, now, log: log.child({ component: 'build-caches' }) }),
+    idTokens: new IdTokens(config.secretKey, { issuer: deps.baseUrl, now, coordinatorId: config.coordinatorId }),
     sweep,
     startSweeping: sweeper(sweep, log),
   };

@@ -12,9 +12,18 @@ import type { Router } from './router.ts';
  * attestations for administrators: `GET /api/v1/runs/:id/attestations` lists them,
  * `…/attestations/:n/bundle` serves one bundle.
  */
-export function registerStorageRoutes(router: Router, deps: { db: Kysely<Schema>; storage: Storage }): void {
-  const { uploads, signer, store } = deps.storage;
+export function registerStorageRoutes(router: Router, deps: { db: Kysely<Schema>; storage: Storage; issuer: () => string }): void {
+  const { uploads, signer, store, idTokens } = deps.storage;
   if (uploads && signer) registerBlobRoutes(router, { uploads, signer });
+  if (idTokens) {
+    // Where a verifier of a job's ID token (a provenance bundle's identity) finds the key; no token needed.
+    router
+      .on('GET', '/.well-known/jwks.json', ({ res }) => sendJson(res, 200, idTokens.jwks()))
+      .on('GET', '/.well-known/openid-configuration', ({ res }) => {
+        const issuer = deps.issuer();
+        sendJson(res, 200, { issuer, jwks_uri: `${issuer}/.well-known/jwks.json`, id_token_signing_alg_values_supported: ['ES256'], subject_types_supported: ['public'], response_types_supported: ['id_token'] });
+      });
+  }
   router
     .on('GET', '/api/v1/runs/:id/attestations', async ({ res, params }) => sendJson(res, 200, { attestations: await listAttestations(deps.db, params['id'] ?? '') }))
     .on('GET', '/api/v1/runs/:id/attestations/:n/bundle', async ({ res, params }) => {

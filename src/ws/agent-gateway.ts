@@ -33,7 +33,7 @@ export interface GatewayDeps {
   /** Secret values sent with each attempt, to mask what the agent sends back (SEC-4). */
   dispatchedSecrets?: ConnectionDeps['dispatchedSecrets'];
   /** User caches and provenance (null parts are not offered), emitted events, and each run's frozen source to scope them by. */
-  storage: Pick<AgentRequestDeps, 'caches' | 'attestations' | 'builds' | 'sourceOf' | 'events'>;
+  storage: Pick<AgentRequestDeps, 'caches' | 'attestations' | 'builds' | 'idTokens' | 'sourceOf' | 'events'>;
 }
 
 /** The wiring from agent sockets to run actors: job messages in, reclaim after a reconnect (docs/protocol.md#messages-from-the-agent, docs/protocol.md#reconnect-reclaim-and-lost-attempts, docs/protocol.md#ownership-rule). */

@@ -1,8 +1,10 @@
+import { z } from 'zod';
 import type { Logger } from 'pino';
 import type { DispatchRecord } from '../../actors/agents/registry.ts';
 import { LATE_MESSAGE_GRACE_MS } from '../../actors/agents/registry.ts';
 import type { Attestations } from '../caches/attestations.ts';
 import type { BuildCaches } from '../caches/build-caches.ts';
+import type { IdTokens } from '../caches/id-tokens.ts';
 import type { CacheCaller, UserCaches } from '../caches/user-cache.ts';
 import type { EventEmitter } from '../events/event-emitter.ts';
 import { isUntrustedRun, type RunSource } from '../pipeline/run-source.ts';
@@ -17,12 +19,16 @@ export interface AgentRequestDeps {
   caches: UserCaches | null;
   attestations: Attestations | null;
   builds: BuildCaches | null;
+  idTokens: IdTokens | null;
   events: Pick<EventEmitter, 'emit'>;
   now: () => number;
   log: Logger;
 }
 
-const NO_SIGNING_KEY = 'this coordinator has no master key (SWITCHYARD_SECRET_KEY) to sign upload URLs with';
+const NO_SIGNING_KEY = 'this coordinator has no master key (SWITCHYARD_SECRET_KEY) to sign URLs and tokens with';
+/** The agent API method of the stock agent's `ctx.kici.oidc.token()`. */
+export const OIDC_TOKEN_METHOD = 'oidc.token.request';
+const oidcTokenParams = z.object({ jobId: z.string().min(1).max(200), audience: z.string().min(1).max(255) });
 
 /**
  * Answers the requests of docs/protocol.md#requests-storage-and-events for the agent that sent them.
@@ -33,7 +39,7 @@ export class AgentRequests {
   constructor(private readonly deps: AgentRequestDeps) {}
 
   async answer(agentId: string, request: StorageRequest): Promise<object | null> {
-    if (request.type === 'agent.api.request') return refusalFor(request, `unsupported method ${request.method}`);
+    if (request.type === 'agent.api.request') return this.agentApi(agentId, request);
     if (request.type === 'event.emit') return this.emit(agentId, request);
     if (request.type === 'cache.upload.request' || request.type === 'cache.upload.complete') return this.buildUpload(agentId, request);
     const held = await this.callerOf(agentId, request.jobId);
@@ -48,6 +54,22 @@ export class AgentRequests {
     const answer = await this.deps.events.emit({ runId, jobKey, source: held.source }, request);
     if ('error' in answer) return this.refuse(agentId, request, answer.error);
     return { type: 'event.emit.response', requestId: request.requestId, deliveryId: answer.deliveryId };
+  }
+
+  /**
+   * The reference's agent API methods manage its own infrastructure (hosts, inventories, SSH
+   * bring-up); Switchyard answers only `oidc.token.request`, the ID token `ctx.attestProvenance` signs with.
+   */
+  private async agentApi(agentId: string, request: Extract<StorageRequest, { type: 'agent.api.request' }>): Promise<object | null> {
+    if (request.method !== OIDC_TOKEN_METHOD) return refusalFor(request, `unsupported method ${request.method}`);
+    const params = oidcTokenParams.safeParse(request.params);
+    if (!params.success) return this.refuse(agentId, request, `${OIDC_TOKEN_METHOD}: params need jobId and audience`);
+    const held = await this.callerOf(agentId, params.data.jobId);
+    if (typeof held === 'string') return this.refuse(agentId, request, held, 'warn');
+    if (!this.deps.idTokens) return this.refuse(agentId, request, NO_SIGNING_KEY);
+    const { caller, source } = held;
+    const subject = { ...caller, sha: source.sha, workflowName: source.workflow.name, workflowFile: source.workflow.source?.file ?? null };
+    return { type: 'agent.api.response', requestId: request.requestId, result: this.deps.idTokens.mint(subject, params.data.audience) };
   }
 
   /** A build job's source or dependency tarball (docs/blobs.md#source-and-dependency-caches). */

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { createHash, randomBytes, randomUUID } from 'node:crypto';
+import { createHash, createPublicKey, randomBytes, randomUUID, verify, type JsonWebKeyInput } from 'node:crypto';
 import { describe, it } from 'node:test';
 import type { OrchestratorMessageOf, OrchestratorMessageType } from '../../../src/ws/messages.ts';
 import { skipReason } from '../../support/database.ts';
@@ -164,10 +164,28 @@ for (const blobStore of ['files', 'postgres'] as const) {
       assert.deepEqual(attestations, listed, 'listed with the run (the CLI and the runs page read them there)');
     });
 
-    it('agent.api.request is answered unsupported method <name>', async () => {
+    it('agent.api.request is answered unsupported method <name>, but for oidc.token.request', async () => {
       const agent = await suite.connect({ labels: ['api'] });
-      const answer = await ask(agent, 'agent.api.response', { type: 'agent.api.request', method: 'getRunnerToken', params: {} });
-      assert.equal(answer.error, 'unsupported method getRunnerToken');
+      const answer = await ask(agent, 'agent.api.response', { type: 'agent.api.request', method: 'host.requestReboot', params: {} });
+      assert.equal(answer.error, 'unsupported method host.requestReboot');
+    });
+
+    it('oidc.token.request mints an ES256 ID token for a job the agent holds, with claims from the run, verifiable with the published key', async () => {
+      const { agent, jobId, runId } = await holding('release');
+      const answer = await ask(agent, 'agent.api.response', { type: 'agent.api.request', method: 'oidc.token.request', params: { jobId, audience: 'kici-provenance' } });
+      const result = answer.result as { token: string; expiresIn: number; jti: string };
+      assert.equal(answer.error, undefined);
+      const [header, payload, signature] = result.token.split('.') as [string, string, string];
+      const claims = JSON.parse(Buffer.from(payload, 'base64url').toString()) as Record<string, unknown>;
+      assert.deepEqual([claims['aud'], claims['repository'], claims['ref'], claims['kici_run_id'], claims['kici_job_id'], claims['iss']], ['kici-provenance', 'acme/app', 'release', runId, jobId, suite.client.url]);
+      assert.equal(result.expiresIn, 300);
+      const { keys } = (await (await fetch(`${suite.client.url}/.well-known/jwks.json`)).json()) as { keys: JsonWebKeyInput['key'][] };
+      const key = createPublicKey({ key: keys[0] as JsonWebKeyInput['key'], format: 'jwk' });
+      assert.ok(verify('sha256', Buffer.from(`${header}.${payload}`), { key, dsaEncoding: 'ieee-p1363' }, Buffer.from(signature, 'base64url')), 'signed with the published key');
+      const stranger = await suite.connect({ labels: ['api-stranger'] });
+      const refused = await ask(stranger, 'agent.api.response', { type: 'agent.api.request', method: 'oidc.token.request', params: { jobId, audience: 'x' } });
+      assert.match(refused.error ?? '', /is not an attempt this agent holds/);
+      assert.equal(refused.result, undefined);
     });
   });
 }

@@ -25,7 +25,7 @@ async function coordinatorSide(authMode: 'token' | 'none', extra: Partial<Connec
   const seen = { delivered: [] as IncomingRunEvent[], logs: [] as string[][], invalidInformational: [] as string[], unknown: [] as string[], reclaimed: [] as string[], metricsFrom: [] as string[] };
   const deps: ConnectionDeps = {
     ...{ authMode, silentMs: 90_000, registry, now: Date.now, log: pino({ level: 'silent' }), onViolation: () => undefined },
-    requests: new AgentRequests({ lookupDispatch: (dispatchId) => Promise.resolve(records.get(dispatchId) ?? null), sourceOf: () => Promise.resolve(null), caches: null, attestations: null, builds: null, events: { emit: () => Promise.resolve({ error: 'no run has a source here' }) }, now: Date.now, log: pino({ level: 'silent' }) }),
+    requests: new AgentRequests({ lookupDispatch: (dispatchId) => Promise.resolve(records.get(dispatchId) ?? null), sourceOf: () => Promise.resolve(null), caches: null, attestations: null, builds: null, idTokens: null, events: { emit: () => Promise.resolve({ error: 'no run has a source here' }) }, now: Date.now, log: pino({ level: 'silent' }) }),
     validateToken: (token) => Promise.resolve(token === GOOD_TOKEN ? { id: 't1', agentType: 'static', labels: null, mandatoryLabels: [], createdBy: null } : null),
     deliver: (_runId, event) => Promise.resolve(seen.delivered.push(event)),
     lookupDispatch: (dispatchId) => Promise.resolve(records.get(dispatchId) ?? null),
