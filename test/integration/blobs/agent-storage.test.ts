@@ -3,6 +3,7 @@ import { createHash, createPublicKey, randomBytes, randomUUID, verify, type Json
 import { describe, it } from 'node:test';
 import type { OrchestratorMessageOf, OrchestratorMessageType } from '../../../src/ws/messages.ts';
 import { skipReason } from '../../support/database.ts';
+import { storageSessionRecords } from '../../support/kici-storage-fixture.ts';
 import { coordinatorSuite } from '../../support/coordinator-suite.ts';
 import { runStepsWorkflow, type FakeAgent } from '../../support/fake-agent.ts';
 import { ADMIN_TOKEN } from '../../support/processes.ts';
@@ -162,6 +163,20 @@ for (const blobStore of ['files', 'postgres'] as const) {
       assert.equal((await fetch(`${suite.client.url}/api/v1/runs/${runId}/attestations`)).status, 401, 'administrators only');
       const { attestations } = await suite.client.json<Listed>(`/api/v1/runs/${runId}`);
       assert.deepEqual(attestations, listed, 'listed with the run (the CLI and the runs page read them there)');
+    });
+
+    it("the stock agent's recorded requests, sent for a job this agent holds, get the answers it reads", async () => {
+      const { agent, jobId } = await holding();
+      const answers = { 'cache.user.restore.request': 'cache.user.restore.response', 'cache.user.save.request': 'cache.user.save.response', 'provenance.upload.request': 'provenance.upload.response', 'agent.api.request': 'agent.api.response' } as const;
+      const recorded = storageSessionRecords().filter((r) => r.dir === 'A->O' && Object.hasOwn(answers, r.msg.type));
+      assert.equal(recorded.length, 4);
+      for (const { msg } of recorded) {
+        const frame = { ...msg, jobId, ...(msg['params'] ? { params: { ...(msg['params']), jobId } } : {}) };
+        const answer = await ask(agent, answers[msg.type as keyof typeof answers], frame);
+        assert.equal((answer as { error?: string }).error, undefined, `${msg.type}: ${JSON.stringify(answer)}`);
+        if (msg.type === 'cache.user.save.request') assert.ok((answer as { uploadUrl?: string }).uploadUrl, 'a new key gets an upload URL');
+        if (msg.type === 'provenance.upload.request') assert.ok((answer as { uploadUrl: string }).uploadUrl);
+      }
     });
 
     it('agent.api.request is answered unsupported method <name>, but for oidc.token.request', async () => {
