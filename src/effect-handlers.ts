@@ -1,5 +1,5 @@
 import type { BuildCaches } from './caches/build-caches.ts';
-import { withBuildCaches } from './caches/dispatch-caches.ts';
+import { withBuildCaches } from './ws/dispatch-caches.ts';
 import type { Kysely } from 'kysely';
 import type { Logger } from 'pino';
 import { AgentEffects } from '../actors/agents/effects.ts';

@@ -5,7 +5,7 @@ import { recordDeliveries, type DeliveryKey } from '../db/deliveries.ts';
 import { listRepositories, type RepositoryRegistration } from '../db/repositories.ts';
 import type { Schema } from '../db/schema.ts';
 import type { RunSource } from '../pipeline/run-source.ts';
-import { EVENT_SOURCE, MAX_CHAIN_DEPTH, chainDepthOf, type EmittedEventBody } from './emitted-event.ts';
+import { EVENT_SOURCE, MAX_CHAIN_DEPTH, chainDepthOf, type EmittedEventBody } from '../pipeline/emitted-event.ts';
 
 /** The attempt that emits, and its run's frozen source. */
 export interface EventSender {

@@ -1,6 +1,6 @@
 import type { Kysely } from 'kysely';
 import type { Schema } from '../db/schema.ts';
-import { EVENT_SOURCE } from './emitted-event.ts';
+import { EVENT_SOURCE } from '../pipeline/emitted-event.ts';
 
 /** One event a run emitted, where it went, and what each delivery did. */
 export interface EmittedEventView {

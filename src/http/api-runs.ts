@@ -9,7 +9,7 @@ import { planRun } from '../../machines/run.plan.ts';
 import type { RunInput } from '../../machines/run.types.ts';
 import { listAttestations } from '../caches/attestations.ts';
 import { listEmittedEvents } from '../events/event-links.ts';
-import { triggeredByOf } from '../events/emitted-event.ts';
+import { triggeredByOf } from '../pipeline/emitted-event.ts';
 import { getRepository, type RepositoryRegistration } from '../db/repositories.ts';
 import { forgeStatusFor } from '../../machines/run.forge.ts';
 import { isTerminalRunStatus } from '../../machines/status.ts';

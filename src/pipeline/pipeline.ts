@@ -15,7 +15,7 @@ import { ABSENT_COMMIT_ATTEMPTS, PermanentDeliveryError, TransientDeliveryError 
 import { isObjectId } from '../lockfile/providers/types.ts';
 import { withChangedFiles } from './changed-files.ts';
 import { SCHEDULE_SOURCE, normalizeScheduleEvent } from './schedule-event.ts';
-import { EVENT_SOURCE, normalizeEmittedEvent } from '../events/emitted-event.ts';
+import { EVENT_SOURCE, normalizeEmittedEvent } from './emitted-event.ts';
 import { unmatchedTriggerTypes } from './triggers.ts';
 import { normalizeGenericEvent, normalizeGitHubEvent } from './normalize.ts';
 import { isDropped } from './normalized-event.ts';

@@ -1,4 +1,3 @@
-import { emitterTierOf } from '../events/emitted-event.ts';
 import type { LockFile } from '../../machines/lock.types.ts';
 import { coerceError } from '../../lib/errors.ts';
 import { TtlLru } from '../lockfile/cache.ts';
@@ -292,6 +291,12 @@ function loginOfKey(key: ContributorKey): { login?: string } {
 function baseRead(event: NormalizedEvent, tier: TrustTier, reason: string): TrustOutcome {
   // Without a base commit the default branch head is read: never the head of an untrusted PR.
   return { tier, lockSha: event.baseSha ?? null, lockSource: 'base', reason };
+}
+
+/** The tier an emitted event's envelope carries (set by the coordinator from the sending run, never by the workflow's payload; docs/events.md). */
+function emitterTierOf(payload: Record<string, unknown>): TrustTier {
+  const tier = payload['trustTier'];
+  return tier === 'trusted' || tier === 'known' ? tier : 'unknown';
 }
 
 function eventRead(event: NormalizedEvent, tier: TrustTier, reason: string): TrustOutcome {

@@ -126,7 +126,7 @@ export function platformOf(agentLabels: readonly string[]): { platform: string; 
 /**
  * The build job (docs/blobs.md#source-and-dependency-caches): clone, pack `.kici/` and its
  * dependencies, upload them. Both are asked for here; the dispatch is completed with what the
- * caches hold by the time it is sent (src/caches/dispatch-caches.ts).
+ * caches hold by the time it is sent (src/ws/dispatch-caches.ts).
  */
 function buildJobConfig(source: RunSource, target: DispatchTarget) {
   const { platform, arch } = platformOf(target.agentLabels);

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { pino } from 'pino';
 import { EventEmitter, acceptsEventsFrom } from '../../../src/events/event-emitter.ts';
-import { MAX_CHAIN_DEPTH, chainDepthOf, normalizeEmittedEvent, triggeredByOf, type EmittedEventBody } from '../../../src/events/emitted-event.ts';
+import { MAX_CHAIN_DEPTH, chainDepthOf, normalizeEmittedEvent, triggeredByOf, type EmittedEventBody } from '../../../src/pipeline/emitted-event.ts';
 import { isDropped } from '../../../src/pipeline/normalized-event.ts';
 import type { RunSource } from '../../../src/pipeline/run-source.ts';
 import { resolveTrust } from '../../../src/pipeline/trust.ts';

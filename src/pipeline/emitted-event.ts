@@ -1,5 +1,4 @@
 import { z } from 'zod';
-import type { TrustTier } from '../pipeline/trust.ts';
 import type { Dropped, NormalizedEvent } from '../pipeline/normalized-event.ts';
 
 /** The `source` of every delivery an emitted event makes (one per repository it reaches). */
@@ -47,12 +46,6 @@ export function normalizeEmittedEvent(raw: unknown): NormalizedEvent | Dropped {
     cloneUrl: null,
     installationId: null,
   };
-}
-
-/** The tier an emitted event's envelope carries (set by the coordinator, never by the workflow's own payload). */
-export function emitterTierOf(payload: Record<string, unknown>): TrustTier {
-  const tier = payload['trustTier'];
-  return tier === 'trusted' || tier === 'known' ? tier : 'unknown';
 }
 
 /** How deep in a chain of events a run started by `event` is: 0 when no emitted event started it. */

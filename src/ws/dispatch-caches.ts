@@ -1,6 +1,6 @@
 import { isUntrustedRun, type RunSource } from '../pipeline/run-source.ts';
-import { platformOf, type BuiltDispatch, type DispatchTarget } from '../ws/dispatch-builder.ts';
-import type { BuildCaches } from './build-caches.ts';
+import type { BuildCaches } from '../caches/build-caches.ts';
+import { platformOf, type BuiltDispatch, type DispatchTarget } from './dispatch-builder.ts';
 
 /**
  * A dispatch completed with the source and dependency caches as they are when it is sent
