@@ -123,7 +123,7 @@ for (const blobStore of ['files', 'postgres'] as const) {
       const offered = await ask(agent, 'cache.user.save.response', { type: 'cache.user.save.request', jobId, key: `other-${randomUUID()}` });
       const asPut = new URL(offered.uploadUrl ?? '');
       const other = new URL(asPut);
-      other.pathname = `${asPut.pathname.slice(0, -1)}0`;
+      other.pathname = `${asPut.pathname.slice(0, -1)}${asPut.pathname.endsWith('0') ? '1' : '0'}`;
       assert.equal((await put(other.toString(), Buffer.from('x'))).status, 403, 'an upload URL for another upload');
       assert.equal((await put(hit.downloadUrl ?? '', Buffer.from('x'))).status, 405, 'a download URL does not take a body');
     });
