@@ -33,6 +33,7 @@ export const LONG_RUNNING: readonly string[] = [
   'test/e2e/burst.test.ts',
   'test/e2e/restart.test.ts',
   'test/e2e/runs-page/runs-page.test.ts',
+  'test/e2e/ctrl-c.test.ts',
   'test/e2e/dispatch/reconnect-and-cancel.test.ts',
   'test/integration/cli/runs-cli.test.ts',
   'test/integration/ws/conformance.test.ts',

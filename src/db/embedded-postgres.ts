@@ -8,6 +8,7 @@ import { acquireDataDirLock, type DataDirLock } from './data-dir-lock.ts';
 import { EmbeddedPostgresPortInUseError, EmbeddedPostgresStartError } from './errors.ts';
 import { canBind, findFreePort, isPortFree } from './free-port.ts';
 import { isProcessAlive, processName, waitForExit } from './process-liveness.ts';
+import { startPostgresProcess, type PostgresProcess } from './postgres-process.ts';
 
 export interface PgConnectionConfig {
   host: string;
@@ -69,12 +70,8 @@ async function startLocked(dataDir: string, lock: DataDirLock, log: Logger, fixe
   const EmbeddedPostgres = await importEmbeddedPostgres();
   const output = new OutputTail(log);
   if (initialised) await initialise(EmbeddedPostgres, clusterDir, state, output);
-  const { server, port } =
-    fixedPort === undefined
-      ? await startOnFreePort(EmbeddedPostgres, clusterDir, state, output)
-      : await startOnPort(EmbeddedPostgres, clusterDir, state, output, fixedPort);
+  const { server, port } = fixedPort === undefined ? await startOnFreePort(clusterDir, state, output) : await startOnPort(clusterDir, output, fixedPort);
   await saveState(dataDir, { ...state, port });
-  const serverPid = await readPostmasterPid(clusterDir);
   const connection = (database: string): PgConnectionConfig => ({
     host: HOST,
     port,
@@ -90,7 +87,7 @@ async function startLocked(dataDir: string, lock: DataDirLock, log: Logger, fixe
     ensureDatabase: (name) => ensureDatabase(connection('postgres'), name),
     stop: async () => {
       try {
-        if (serverPid === undefined || isProcessAlive(serverPid)) await server.stop();
+        await server.stop();
       } finally {
         await lock.release();
       }
@@ -117,6 +114,7 @@ async function importEmbeddedPostgres(): Promise<EmbeddedPostgresClass> {
   return EmbeddedPostgres;
 }
 
+/** The library initialises the cluster (and, as root, the `postgres` user); the server itself is started by startPostgresProcess. */
 function create(EmbeddedPostgres: EmbeddedPostgresClass, clusterDir: string, state: ServerState, port: number, output: OutputTail) {
   return new EmbeddedPostgres({
     databaseDir: clusterDir,
@@ -127,7 +125,6 @@ function create(EmbeddedPostgres: EmbeddedPostgresClass, clusterDir: string, sta
     persistent: true,
     createPostgresUser: isRoot(),
     initdbFlags: ['--encoding=UTF8', '--locale=C'],
-    postgresFlags: ['-c', `listen_addresses=${HOST}`, '-c', 'unix_socket_directories='],
     onLog: (message) => output.push(message),
     onError: (error) => output.push(String(error)),
   });
@@ -141,19 +138,18 @@ async function initialise(EmbeddedPostgres: EmbeddedPostgresClass, clusterDir: s
   }
 }
 
-async function startOnFreePort(
-  EmbeddedPostgres: EmbeddedPostgresClass,
-  clusterDir: string,
-  state: ServerState,
-  output: OutputTail,
-) {
+const SERVER_FLAGS = ['-c', `listen_addresses=${HOST}`, '-c', 'unix_socket_directories='];
+
+function launch(clusterDir: string, port: number, output: OutputTail): Promise<PostgresProcess> {
+  return startPostgresProcess({ clusterDir, port, flags: SERVER_FLAGS, onOutput: (text) => output.push(text) });
+}
+
+async function startOnFreePort(clusterDir: string, state: ServerState, output: OutputTail) {
   for (let attempt = 0; ; attempt++) {
     const reuse = attempt === 0 && state.port !== undefined && (await isPortFree(state.port, HOST));
     const port = reuse && state.port !== undefined ? state.port : await findFreePort(HOST);
-    const server = create(EmbeddedPostgres, clusterDir, state, port, output);
     try {
-      await server.start();
-      return { server, port };
+      return { server: await launch(clusterDir, port, output), port };
     } catch (error) {
       // Another process may grab the port between our probe and the server's bind: pick again.
       const portTaken = PORT_TAKEN.test(output.text());
@@ -164,12 +160,10 @@ async function startOnFreePort(
 }
 
 /** The port was chosen by the operator: taken is an error naming the variable, never another port. */
-async function startOnPort(EmbeddedPostgres: EmbeddedPostgresClass, clusterDir: string, state: ServerState, output: OutputTail, port: number) {
+async function startOnPort(clusterDir: string, output: OutputTail, port: number) {
   if (!(await canBind(port, HOST))) throw new EmbeddedPostgresPortInUseError(port, HOST);
-  const server = create(EmbeddedPostgres, clusterDir, state, port, output);
   try {
-    await server.start();
-    return { server, port };
+    return { server: await launch(clusterDir, port, output), port };
   } catch (error) {
     if (PORT_TAKEN.test(output.text())) throw new EmbeddedPostgresPortInUseError(port, HOST);
     throw new EmbeddedPostgresStartError(clusterDir, output.text() || String(error));

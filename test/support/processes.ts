@@ -65,11 +65,13 @@ export async function sharedDatabaseUrl(kind: DatabaseKind): Promise<string> {
 
 export const after: (() => Promise<void>)[] = [];
 
-/** Starts `switchyard start` as a real child process and waits until it is ready. */
-export async function startCoordinatorProcess(env: Record<string, string>): Promise<CoordinatorProcess> {
+/** Starts `switchyard start` as a real child process and waits until it is ready; `ownProcessGroup` makes it a group leader, as in a terminal. */
+export async function startCoordinatorProcess(env: Record<string, string>, options: { ownProcessGroup?: boolean } = {}): Promise<CoordinatorProcess> {
   const port = env['PORT'] !== undefined ? Number(env['PORT']) : await findFreePort();
   const child = spawn(process.execPath, ['--no-node-snapshot', '--import', 'tsx', 'src/cli/main.ts', 'start'], {
     cwd: ROOT,
+    // As a terminal starts it: the leader of a process group, which a Ctrl-C signals as a whole.
+    detached: options.ownProcessGroup === true,
     env: { ...process.env, PORT: String(port), SWITCHYARD_ADMIN_TOKEN: ADMIN_TOKEN, LOG_LEVEL: 'info', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
