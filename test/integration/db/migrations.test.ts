@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { readdir } from 'node:fs/promises';
 import { sql } from 'kysely';
 import { MIGRATIONS } from '../../../migrations/index.ts';
-import { migrateToLatest } from '../../../src/db/migrate.ts';
+import { SchemaNewerError, migrateToLatest } from '../../../src/db/migrate.ts';
 import { describeEachKind, skipReason, testLog, withFirstConnectionCut, withTestDatabase } from '../../support/database.ts';
 import { TABLES } from './fixtures.ts';
 
@@ -18,6 +18,19 @@ describe('migration list', () => {
 });
 
 await describeEachKind('migrations', (kind) => {
+  it('a database a newer release migrated is refused, naming its migration and the newest this release knows', () =>
+    withTestDatabase(kind, async ({ db }) => {
+      await sql`INSERT INTO kysely_migration (name, timestamp) VALUES ('999_from_a_newer_release', now()::text)`.execute(db);
+      const newest = Object.keys(MIGRATIONS).at(-1) ?? '';
+      await assert.rejects(migrateToLatest(db, testLog, []), (error: Error) => {
+        assert.ok(error instanceof SchemaNewerError, String(error));
+        assert.match(error.message, new RegExp(`it has migration 999_from_a_newer_release \\(1 unknown here\\), and this release knows up to ${newest};`));
+        return true;
+      });
+      await sql`DELETE FROM kysely_migration WHERE name = '999_from_a_newer_release'`.execute(db);
+      assert.deepEqual(await migrateToLatest(db, testLog, []), [], 'the same database without it starts');
+    }));
+
   it('creates every table with bigint times and json documents (journal and snapshots stored as written, json)', () =>
     withTestDatabase(kind, async ({ db }) => {
       const { rows } = await sql<{ table_name: string; column_name: string; data_type: string }>`
