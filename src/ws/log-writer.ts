@@ -2,6 +2,7 @@ import type { Logger } from 'pino';
 import { coerceError } from '../../lib/errors.ts';
 import type { LogChunkInput } from '../db/job-logs.ts';
 import { utf8Bytes } from '../db/job-logs.ts';
+import { isTransientDatabaseError } from '../db/errors.ts';
 
 /** Stores chunks in one write, in the order given. */
 export type AppendLogs = (chunks: readonly LogChunkInput[]) => Promise<unknown>;
@@ -16,11 +17,16 @@ interface Queued {
 const MAX_BATCH = 500;
 const ATTEMPTS = 4;
 const RETRY_BASE_MS = 100;
+/** While the database is unreachable, a batch is tried again this often at most, and never dropped. */
+const OUTAGE_RETRY_MAX_MS = 2_000;
 
 /**
  * The `log.chunk` writes of one connection: queued without waiting, written in arrival order, one
- * batch at a time (everything that arrived while the previous batch was being written). A failing
- * batch is retried with backoff, then split so that one bad chunk costs only itself.
+ * batch at a time (everything that arrived while the previous batch was being written). A batch the
+ * database refuses is retried with backoff, then split so that one bad chunk costs only itself. A
+ * batch cut off because the database is unreachable (a restart, a failover) is never dropped: it is
+ * tried again until the database answers, and meanwhile the backlog grows until the connection's
+ * flow control stops reading the agent's socket (`below`), so the agent slows instead of losing lines.
  */
 export class LogWriter {
   private queue: Queued[] = [];
@@ -35,6 +41,8 @@ export class LogWriter {
   constructor(
     private readonly append: AppendLogs,
     private readonly log: Logger,
+    /** The first wait between two tries; the ones after double (tests make it short). */
+    private readonly retryBaseMs = RETRY_BASE_MS,
   ) {}
 
   /** Bytes queued or being written. */
@@ -105,15 +113,26 @@ export class LogWriter {
   }
 
   private async attempt(batch: Queued[]): Promise<boolean> {
-    for (let attempt = 1; attempt <= ATTEMPTS; attempt++) {
+    let outageSince: number | null = null;
+    for (let attempt = 1, refused = 0; refused < ATTEMPTS; attempt++) {
       try {
         await this.append(batch.map((item) => item.chunk));
+        if (outageSince !== null) this.log.info({ chunks: batch.length, waitedMs: Date.now() - outageSince }, 'log chunks stored once the database answered again');
         return true;
       } catch (thrown) {
-        this.log.warn({ err: coerceError(thrown), attempt, chunks: batch.length }, 'storing log chunks failed');
-        if (attempt < ATTEMPTS) await new Promise((resolve) => setTimeout(resolve, RETRY_BASE_MS * 2 ** (attempt - 1)));
+        if (isTransientDatabaseError(thrown)) {
+          if (outageSince === null) this.log.warn({ err: coerceError(thrown), chunks: batch.length }, 'the database is unreachable: log chunks wait until it answers');
+          outageSince ??= Date.now();
+          await sleep(Math.min(OUTAGE_RETRY_MAX_MS, this.retryBaseMs * 2 ** Math.min(attempt, 5)));
+          continue;
+        }
+        refused += 1;
+        this.log.warn({ err: coerceError(thrown), attempt: refused, chunks: batch.length }, 'storing log chunks failed');
+        if (refused < ATTEMPTS) await sleep(this.retryBaseMs * 2 ** (refused - 1));
       }
     }
     return false;
   }
 }
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
