@@ -135,4 +135,5 @@ export class LogWriter {
   }
 }
 
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+/** Unref'd: a writer waiting for a database that never comes back does not keep a stopping process alive. */
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms).unref());
