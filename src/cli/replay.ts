@@ -22,9 +22,9 @@ options:
   --force          replay a run recorded by another chart version
   --url <url>      ask a running coordinator (GET /api/v1/runs/:id/replay) instead of the database
 
-Without --url the database is DATABASE_URL, else the embedded one in $SWITCHYARD_DATA_DIR, which a
-running coordinator holds (use --url then). The admin token for --url comes from
-$SWITCHYARD_ADMIN_TOKEN, else <data dir>/admin-token.
+Without --url the database is DATABASE_URL, else the embedded one in $SWITCHYARD_DATA_DIR; while a
+coordinator runs on that one it is asked instead, found as the other commands find it (SWITCHYARD_URL,
+else HOST/PORT). The admin token comes from $SWITCHYARD_ADMIN_TOKEN, else <data dir>/admin-token.
 
 exit status: 0 exact, 1 diverged (or the end state differs), 2 bad usage,
              3 cannot replay (unknown run, other chart version, database busy, coordinator unreachable)
@@ -77,12 +77,12 @@ export async function openArchive(url: string | undefined, env: NodeJS.ProcessEn
     return { archive: databaseArchive(database.db), close: () => database.close() };
   } catch (thrown) {
     if (!(thrown instanceof DataDirInUseError)) throw thrown;
-    throw new CliFailure(
-      `the embedded database in ${config.dataDir} is held by a running coordinator (pid ${thrown.ownerPid}). ` +
-        `Ask that coordinator instead: add --url ${coordinatorUrl(env).origin} (it serves GET /api/v1/runs/:id/replay), ` +
-        'or stop it first.',
-      { cause: thrown },
-    );
+    // The embedded database is the running coordinator's: ask it, found as the other commands find it.
+    const found = await readAdminToken(env);
+    if (!found.ok) {
+      throw new CliFailure(`the embedded database in ${config.dataDir} is held by a running coordinator (pid ${thrown.ownerPid}), and ${found.reason}`, { cause: thrown });
+    }
+    return { archive: coordinatorArchive(coordinatorUrl(env), found.token), close: () => Promise.resolve() };
   }
 }
 

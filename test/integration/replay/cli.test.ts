@@ -12,6 +12,7 @@ import { migrateToLatest } from '../../../src/db/migrate.ts';
 import { externalAdminConfig, externalUrl, skipReason, tempDir, testLog } from '../../support/database.ts';
 import { startTestRuntime, waitingWorkflow } from '../../support/runtime.ts';
 import { RunDriver } from './drive.ts';
+import { ADMIN_TOKEN, after as processCleanups, startCoordinatorProcess, stopProcess } from '../../support/processes.ts';
 
 function io() {
   const out = { stdout: '', stderr: '' };
@@ -109,12 +110,22 @@ describe('switchyard replay and visualize against the database (external Postgre
 });
 
 describe('switchyard replay with the embedded database held by a coordinator', () => {
-  it('tells the user to ask the running coordinator instead (exit 3)', async () => {
+  it('asks that coordinator, found as the other commands find it, with the admin token of its data dir', async (t) => {
     const dataDir = await tempDir();
-    await writeFile(join(dataDir, 'switchyard.lock'), JSON.stringify({ pid: process.pid, at: new Date().toISOString() }));
+    const coordinator = await startCoordinatorProcess({ SWITCHYARD_DATA_DIR: dataDir, SWITCHYARD_SCALERS: '[]' });
+    t.after(async () => {
+      await stopProcess(coordinator);
+      for (const cleanup of processCleanups.splice(0)) await cleanup();
+    });
+    const env = { SWITCHYARD_DATA_DIR: dataDir, PORT: new URL(coordinator.url).port, SWITCHYARD_ADMIN_TOKEN: ADMIN_TOKEN };
     const text = io();
-    assert.equal(await runReplayCommand(['some-run'], { SWITCHYARD_DATA_DIR: dataDir, PORT: '9090' }, text.io), 3);
-    assert.match(text.out.stderr, /held by a running coordinator \(pid \d+\)/);
-    assert.match(text.out.stderr, /--url http:\/\/127\.0\.0\.1:9090 \(it serves GET \/api\/v1\/runs\/:id\/replay\)/);
+    assert.equal(await runReplayCommand(['no-such-run'], env, text.io), 3);
+    assert.doesNotMatch(text.out.stderr, /held by a running coordinator/);
+    assert.match(text.out.stderr, /no-such-run/, 'the coordinator answered about the run');
+    const noToken = io();
+    const withoutToken = { SWITCHYARD_DATA_DIR: await tempDir(), PORT: env.PORT };
+    await writeFile(join(withoutToken.SWITCHYARD_DATA_DIR, 'switchyard.lock'), JSON.stringify({ pid: process.pid, at: new Date().toISOString() }));
+    assert.equal(await runReplayCommand(['some-run'], withoutToken, noToken.io), 3);
+    assert.match(noToken.out.stderr, /held by a running coordinator \(pid \d+\), and no admin token: set SWITCHYARD_ADMIN_TOKEN/);
   });
 });
