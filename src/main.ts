@@ -52,7 +52,7 @@ import { adminRoutes } from './http/admin-routes.ts';
 import { loadAdminTokenHash } from './http/admin-token.ts';
 import { registerScalerRoutes } from './http/api-scalers.ts';
 import { registerSourceRoutes } from './http/api-sources.ts';
-import { createHttpServer, listen } from './http/server.ts';
+import { createHttpServer, listen, withFreePort } from './http/server.ts';
 import { registerGithubWebhook } from './http/webhooks.ts';
 import type { WebhookDeps } from './http/webhooks.ts';
 import { registerGenericWebhook } from './http/webhooks-generic.ts';
@@ -108,7 +108,7 @@ export interface CoordinatorHooks {
  * follows one delivery through it.
  */
 export async function startCoordinator(configured: CompiledConfig, log: Logger, clock: Clock = systemClock, hooks: CoordinatorHooks = {}): Promise<Coordinator> {
-  const config = await withSecretKey(configured, log);
+  const config = await withSecretKey(await withFreePort(configured), log);
   const { db, ...database } = await openDatabase(config, log);
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });

@@ -2,6 +2,8 @@ import { createServer } from 'node:http';
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { Logger } from 'pino';
 import { parseRequestUrl } from '../../lib/request-url.ts';
+import { ConfigError } from '../config/errors.ts';
+import { canBind } from '../db/free-port.ts';
 import { redactTokens } from '../security/redact.ts';
 import { requireAdmin } from './admin-token.ts';
 import { HttpError, sendJson } from './respond.ts';
@@ -54,6 +56,17 @@ function answerError(log: Logger, req: IncomingMessage, res: ServerResponse, thr
   log.error({ err, method: req.method, path: redactTokens(req.url ?? '/') }, 'request failed');
   if (!res.headersSent) sendJson(res, 500, { error: 'internal error', reason: err.name === 'RunNotOwnedError' ? err.message : undefined });
   else res.destroy();
+}
+
+/**
+ * Refuses a PORT already taken before anything else starts (the database, the master key, the admin
+ * token), naming the variable: another Switchyard, or a stock KiCI agent, whose own port defaults to 8080 too.
+ */
+export async function withFreePort<C extends { port: number; host: string }>(config: C): Promise<C> {
+  if (config.port !== 0 && !(await canBind(config.port, config.host))) {
+    throw new ConfigError('PORT', `PORT ${config.port} on ${config.host} is already in use (another Switchyard, or a KiCI agent whose KICI_PORT is 8080 by default); set PORT to a free port`);
+  }
+  return config;
 }
 
 export function listen(server: Server, port: number, host: string): Promise<number> {
