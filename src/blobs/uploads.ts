@@ -95,6 +95,17 @@ export class Uploads {
     return { stagingId: row.staging_id, sizeBytes: Number(row.size_bytes), sha256: row.sha256, repository: row.repository, runId: row.run_id, jobKey: row.job_key };
   }
 
+  /**
+   * Makes a taken upload the object `blobKey`, kept only if `record` writes the row that refers to it
+   * (false: such a row was there already, and the object goes again). Returns whether it was kept.
+   */
+  async keep(upload: StagedBlob, blobKey: string, record: () => Promise<boolean>): Promise<boolean> {
+    await this.deps.store.commit(upload.stagingId, blobKey);
+    if (await record()) return true;
+    await this.deps.store.delete(blobKey);
+    return false;
+  }
+
   /** Uploads past their expiry go, with what they staged. */
   async sweep(): Promise<number> {
     const expired = await this.deps.db.deleteFrom('blob_uploads').where('expires_at', '<', this.deps.now()).returning('staging_id').execute();

@@ -79,10 +79,11 @@ export class BuildCaches {
     const key = kind === 'source' ? query.contentHash : query.lockfileHash && query.platform && query.arch ? depsKey(query.lockfileHash, query.platform, query.arch) : null;
     if (!key) return null;
     for (const scope of readScopes(query.untrusted)) {
-      const row = await this.deps.db.selectFrom('build_caches').select(['blob_key', 'sha256']).where('repository', '=', query.repository).where('scope', '=', scope).where('kind', '=', kind).where('cache_key', '=', key).executeTakeFirst();
-      if (!row) continue;
-      if (touch) await this.deps.db.updateTable('build_caches').set({ last_used_at: this.deps.now() }).where('repository', '=', query.repository).where('scope', '=', scope).where('kind', '=', kind).where('cache_key', '=', key).execute();
-      return row;
+      // One statement a scope: a use marks the entry used as it reads it.
+      const row = touch
+        ? await this.deps.db.updateTable('build_caches').set({ last_used_at: this.deps.now() }).where('repository', '=', query.repository).where('scope', '=', scope).where('kind', '=', kind).where('cache_key', '=', key).returning(['blob_key', 'sha256']).executeTakeFirst()
+        : await this.deps.db.selectFrom('build_caches').select(['blob_key', 'sha256']).where('repository', '=', query.repository).where('scope', '=', scope).where('kind', '=', kind).where('cache_key', '=', key).executeTakeFirst();
+      if (row) return row;
     }
     return null;
   }
@@ -101,20 +102,15 @@ export class BuildCaches {
     if ('refused' in key) return key.refused;
     const upload = await this.deps.uploads.take(caller.dispatchId, request.cacheType, key.target);
     if (!upload) return 'no upload';
-    const store = this.deps.uploads.store;
     if (request.cacheType === 'deps' && request.depsHash?.toLowerCase() !== upload.sha256) {
-      await store.discard(upload.stagingId);
+      await this.deps.uploads.store.discard(upload.stagingId);
       return 'hash mismatch';
     }
     const blobKey = `builds/${repositoryDir(caller.repository)}/${request.cacheType}/${randomUUID()}`;
-    await store.commit(upload.stagingId, blobKey);
     const now = this.deps.now();
     const row = { repository: caller.repository, scope: key.scope, kind: request.cacheType, cache_key: key.cacheKey, blob_key: blobKey, size_bytes: upload.sizeBytes, sha256: upload.sha256, created_at: now, last_used_at: now, created_by_run: caller.runId };
-    const inserted = await this.deps.db.insertInto('build_caches').values(row).onConflict((oc) => oc.doNothing()).returning('blob_key').executeTakeFirst();
-    if (!inserted) {
-      await store.delete(blobKey);
-      return 'exists';
-    }
+    const kept = await this.deps.uploads.keep(upload, blobKey, async () => (await this.deps.db.insertInto('build_caches').values(row).onConflict((oc) => oc.doNothing()).returning('blob_key').executeTakeFirst()) !== undefined);
+    if (!kept) return 'exists';
     await this.evict(caller.repository, key.scope, request.cacheType);
     return 'stored';
   }

@@ -78,21 +78,16 @@ export class UserCaches {
     const { write } = scopesOf(caller);
     const upload = await this.deps.uploads.take(caller.dispatchId, 'user-cache', `${write}\n${key}`);
     if (!upload) return 'no upload';
-    const store = this.deps.uploads.store;
     if (upload.sha256 !== tarHash.toLowerCase() || upload.sizeBytes !== sizeBytes) {
-      await store.discard(upload.stagingId);
+      await this.deps.uploads.store.discard(upload.stagingId);
       this.deps.log.warn({ runId: caller.runId, jobKey: caller.jobKey, key, declared: { tarHash, sizeBytes }, received: { sha256: upload.sha256, sizeBytes: upload.sizeBytes } }, 'user cache upload does not match what the agent declared; dropped');
       return 'hash or size mismatch';
     }
     const blobKey = `caches/${repositoryDir(caller.repository)}/${randomUUID()}`;
-    await store.commit(upload.stagingId, blobKey);
     const now = this.deps.now();
     const row = { repository: caller.repository, scope: write, key, blob_key: blobKey, size_bytes: sizeBytes, sha256: upload.sha256, created_at: now, last_used_at: now, created_by_run: caller.runId };
-    const inserted = await this.deps.db.insertInto('user_cache_entries').values(row).onConflict((oc) => oc.doNothing()).returning('key').executeTakeFirst();
-    if (!inserted) {
-      await store.delete(blobKey);
-      return 'exists';
-    }
+    const kept = await this.deps.uploads.keep(upload, blobKey, async () => (await this.deps.db.insertInto('user_cache_entries').values(row).onConflict((oc) => oc.doNothing()).returning('key').executeTakeFirst()) !== undefined);
+    if (!kept) return 'exists';
     await this.evict(caller.repository);
     return 'saved';
   }

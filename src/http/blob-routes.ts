@@ -1,3 +1,5 @@
+import type { ServerResponse } from 'node:http';
+import type { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { BlobTooLargeError } from '../blobs/blob-store.ts';
 import type { UrlSigner } from '../blobs/signed-urls.ts';
@@ -50,6 +52,11 @@ async function downloadRoute(deps: BlobRouteDeps, ctx: RouteContext): Promise<vo
     throw thrown;
   });
   if (!found) throw new HttpError(404, 'not found', `no object ${key}`);
-  ctx.res.writeHead(200, { 'content-type': 'application/octet-stream', 'content-length': found.sizeBytes });
-  await pipeline(found.body, ctx.res);
+  await sendBlob(ctx.res, found, 'application/octet-stream');
+}
+
+/** Streams a stored object as the response body, chunk by chunk. */
+export async function sendBlob(res: ServerResponse, found: { body: Readable; sizeBytes: number }, contentType: string): Promise<void> {
+  res.writeHead(200, { 'content-type': contentType, 'content-length': found.sizeBytes });
+  await pipeline(found.body, res);
 }

@@ -1,9 +1,8 @@
-import { pipeline } from 'node:stream/promises';
 import type { Kysely } from 'kysely';
 import { attestationBlobKey, listAttestations } from '../caches/attestations.ts';
 import type { Storage } from '../caches/index.ts';
 import type { Schema } from '../db/schema.ts';
-import { registerBlobRoutes } from './blob-routes.ts';
+import { registerBlobRoutes, sendBlob } from './blob-routes.ts';
 import { HttpError, sendJson } from './respond.ts';
 import type { Router } from './router.ts';
 
@@ -32,7 +31,6 @@ export function registerStorageRoutes(router: Router, deps: { db: Kysely<Schema>
       const key = await attestationBlobKey(deps.db, params['id'] ?? '', id);
       const found = key === null ? null : await store.get(key);
       if (!found) throw new HttpError(404, 'not found', `no attestation ${id} of run ${params['id'] ?? ''}`);
-      res.writeHead(200, { 'content-type': 'application/json', 'content-length': found.sizeBytes });
-      await pipeline(found.body, res);
+      await sendBlob(res, found, 'application/json');
     });
 }

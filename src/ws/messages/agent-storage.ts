@@ -96,6 +96,11 @@ export const STORAGE_REQUEST_TYPES = [
   'agent.api.request',
 ] as const;
 
+/** Whether `type` is one of the storage and event requests. */
+export function isStorageRequestType(type: string): boolean {
+  return (STORAGE_REQUEST_TYPES as readonly string[]).includes(type);
+}
+
 export type StorageRequest =
   | z.infer<typeof cacheUploadRequestSchema>
   | z.infer<typeof cacheUploadCompleteSchema>

@@ -101,7 +101,7 @@ interface FrameRules {
 }
 
 /** A broken storage or event request settles no job either: it is answered `error` and the socket stays. */
-const settlesNoJob = (type: string) => INFORMATIONAL_AGENT_TYPES.has(type) || (storage.STORAGE_REQUEST_TYPES as readonly string[]).includes(type);
+const settlesNoJob = (type: string) => INFORMATIONAL_AGENT_TYPES.has(type) || storage.isStorageRequestType(type);
 const AGENT_RULES: FrameRules = { isIgnored: isIgnoredAgentType, isInformational: settlesNoJob };
 const ORCHESTRATOR_RULES: FrameRules = { isIgnored: () => false, isInformational: () => false };
 
@@ -182,5 +182,5 @@ export function refusalFor(request: storage.StorageRequest, reason: string): orc
 }
 
 export function isStorageRequest(message: AgentMessage): message is storage.StorageRequest {
-  return (storage.STORAGE_REQUEST_TYPES as readonly string[]).includes(message.type);
+  return storage.isStorageRequestType(message.type);
 }
