@@ -6,6 +6,25 @@ export const JOB_MACHINE_ID = 'job';
 export const JOB_MACHINE_VERSION = 4;
 
 /**
+ * An agent that registered again without its attempt has until the replay deadline (or the recovery
+ * window, whichever comes first) to replay the attempt's status; then an attempt that had started
+ * fails and one that had not is tried again, with words saying what happened.
+ */
+function unlisted(started: boolean, description: string) {
+  const lost = { target: started ? '#job.failed' : '#job.requeued', actions: { type: 'setLostOutcome', params: { started } } } as const;
+  return {
+    description,
+    entry: { type: 'arm', params: { kind: 'replay' } },
+    exit: { type: 'disarm', params: { kind: 'replay' } },
+    on: {
+      'agent.step.status': { guard: 'fromAssignedAgent', actions: 'recordStep' },
+      'timer.replay.expired': { guard: { type: 'isCurrentDeadline', params: { kind: 'replay' } }, ...lost },
+      'timer.recovery.expired': { guard: { type: 'isCurrentDeadline', params: { kind: 'recovery' } }, ...lost },
+    },
+  } as const;
+}
+
+/**
  * The dispatch lifecycle of one job (docs/architecture.md#one-delivery-from-webhook-to-finished-run). Deadlines are armed and disarmed
  * by name and arrive as `timer.*.expired` events; a firing that is not the armed one is ignored.
  */
@@ -303,28 +322,14 @@ export const jobMachine = jobSetup.createMachine({
             'agent.job.lost': { guard: 'fromAssignedAgent', target: 'unlistedAfterStart' },
           },
         },
-        unlistedBeforeStart: {
-          description:
-            'The agent registered again without the attempt, which had not started. It may replay what it kept while disconnected (the stock agent does, after register.ack); nothing by the replay deadline, and the job is tried again.',
-          entry: { type: 'arm', params: { kind: 'replay' } },
-          exit: { type: 'disarm', params: { kind: 'replay' } },
-          on: {
-            'agent.step.status': { guard: 'fromAssignedAgent', actions: 'recordStep' },
-            'timer.replay.expired': { guard: { type: 'isCurrentDeadline', params: { kind: 'replay' } }, target: '#job.requeued', actions: { type: 'setLostOutcome', params: { started: false } } },
-            'timer.recovery.expired': { guard: { type: 'isCurrentDeadline', params: { kind: 'recovery' } }, target: '#job.requeued', actions: { type: 'setLostOutcome', params: { started: false } } },
-          },
-        },
-        unlistedAfterStart: {
-          description:
-            'The agent registered again without the attempt, which had started: it may have finished while disconnected, and its replayed status ends the job as reported. Nothing by the replay deadline, and the job fails.',
-          entry: { type: 'arm', params: { kind: 'replay' } },
-          exit: { type: 'disarm', params: { kind: 'replay' } },
-          on: {
-            'agent.step.status': { guard: 'fromAssignedAgent', actions: 'recordStep' },
-            'timer.replay.expired': { guard: { type: 'isCurrentDeadline', params: { kind: 'replay' } }, target: '#job.failed', actions: { type: 'setLostOutcome', params: { started: true } } },
-            'timer.recovery.expired': { guard: { type: 'isCurrentDeadline', params: { kind: 'recovery' } }, target: '#job.failed', actions: { type: 'setLostOutcome', params: { started: true } } },
-          },
-        },
+        unlistedBeforeStart: unlisted(
+          false,
+          'The agent registered again without the attempt, which had not started. It may replay what it kept while disconnected (the stock agent does, after register.ack); nothing by the replay deadline, and the job is tried again.',
+        ),
+        unlistedAfterStart: unlisted(
+          true,
+          'The agent registered again without the attempt, which had started: it may have finished while disconnected, and its replayed status ends the job as reported. Nothing by the replay deadline, and the job fails.',
+        ),
       },
     },
     requeued: {
