@@ -144,7 +144,14 @@ export function initFlagsOf(job: LockStaticJob): InitFlags | null {
 
 /** The build job's key, as the reference names it. */
 export function buildJobKey(workflowName: string): string {
-  return `__build__${workflowName}`;
+  return `${BUILD_JOB_PREFIX}${workflowName}`;
+}
+
+const BUILD_JOB_PREFIX = '__build__';
+
+/** Whether a job key names a run's build job. */
+export function isBuildJobKey(jobKey: string): boolean {
+  return jobKey.startsWith(BUILD_JOB_PREFIX);
 }
 
 /**

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Kysely } from 'kysely';
 import type { Logger } from 'pino';
+import { isBuildJobKey } from '../../machines/run.plan.ts';
 import type { Uploads } from '../blobs/uploads.ts';
 import type { Schema } from '../db/schema.ts';
 import { repositoryDir, type CacheCaller } from './user-cache.ts';
@@ -117,7 +118,7 @@ export class BuildCaches {
 
   /** Where an upload goes, checked against the run: a build job, for the hashes its own lock file names. */
   private keyOf(caller: BuildCaller, request: BuildUploadRequest): { scope: Scope; cacheKey: string; target: string } | { refused: string } {
-    if (!caller.jobKey.startsWith('__build__')) return { refused: `job ${caller.jobKey} is not a build job: only a build job uploads source and dependency caches` };
+    if (!isBuildJobKey(caller.jobKey)) return { refused: `job ${caller.jobKey} is not a build job: only a build job uploads source and dependency caches` };
     const scope: Scope = caller.untrusted ? 'untrusted' : 'trusted';
     if (request.cacheType === 'source') {
       if (!caller.contentHash || request.contentHash !== caller.contentHash) return { refused: `contentHash ${request.contentHash ?? '(none)'} is not the run's workflow contentHash` };

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { LockStaticJob, LockWorkflow } from '../../machines/lock.types.ts';
 import type { JobContext } from '../../machines/job.setup.ts';
-import { INIT_JOB_TIMEOUT_MS, buildJobKey } from '../../machines/run.plan.ts';
+import { INIT_JOB_TIMEOUT_MS, buildJobKey, isBuildJobKey } from '../../machines/run.plan.ts';
 import type { InitTarget } from '../../machines/types.ts';
 import type { RunSource } from '../pipeline/run-source.ts';
 import { cacheRefScopeOf } from '../pipeline/trust.ts';
@@ -146,6 +146,6 @@ function buildJobConfig(source: RunSource, target: DispatchTarget) {
 /** A job's upstream results name the jobs of its workflow, never the build job every job waits for. */
 function withoutBuild(upstream: DispatchTarget['job']['upstream']): DispatchTarget['job']['upstream'] {
   if (!upstream) return upstream;
-  const keep = <T>(record: Record<string, T>) => Object.fromEntries(Object.entries(record).filter(([name]) => !name.startsWith('__build__')));
+  const keep = <T>(record: Record<string, T>) => Object.fromEntries(Object.entries(record).filter(([name]) => !isBuildJobKey(name)));
   return { ...upstream, statuses: keep(upstream.statuses), outputs: keep(upstream.outputs) };
 }
