@@ -141,7 +141,7 @@ export async function startCoordinator(configured: CompiledConfig, log: Logger, 
   await scaler.start();
   await intake.start();
   const server: Server = createHttpServer({ router, adminTokenHash, log: log.child({ component: 'http' }) });
-  const agents = attachAgentServer(server, { ...gateway.connection, hasPendingDispatch: scaler.hasPendingDispatch }, log);
+  const agents = attachAgentServer(server, { ...gateway.connection, hasPendingDispatch: scaler.hasPendingDispatch }, log, config.agentCompression);
   const observers = attachObserveServer(server, { observe: (listener) => runtime.supervisor.observe(listener), adminTokenHash, log });
   const port = await listen(server, config.port, config.host);
   scaler.setOrchestratorUrl(config.scaler.orchestratorUrl ?? `ws://${reachableAddress(config.host, port)}/ws/agent`);

@@ -62,6 +62,11 @@ export interface CompiledConfig {
   readonly commitMaxBatch: number;
   /** Group commit across runs (`SWITCHYARD_COMMIT_BATCHING=on|off`); off commits each event alone. @default true */
   readonly commitBatching: boolean;
+  /**
+   * Whether agents may compress their frames (`SWITCHYARD_AGENT_COMPRESSION`, on|off): permessage-deflate
+   * as ws offers it through its public options; `off` declines an agent's offer, and frames go as is. @default 'on'
+   */
+  readonly agentCompression: boolean;
   /** Time an agent has to acknowledge a dispatch, at least 1000 (`SWITCHYARD_DISPATCH_ACK_TIMEOUT_MS`). @default 10000 */
   readonly dispatchAckTimeoutMs: number;
   /** Interval at which agents heartbeat running jobs (`SWITCHYARD_JOB_HEARTBEAT_INTERVAL_MS`). @default 60000 */
@@ -174,6 +179,7 @@ function compile(raw: RawEnv): Omit<CompiledConfig, 'scaler'> {
     shutdownDrainMs: raw.SWITCHYARD_SHUTDOWN_DRAIN_MS ?? 30_000,
     commitMaxBatch: raw.SWITCHYARD_COMMIT_MAX_BATCH ?? 512,
     commitBatching: (raw.SWITCHYARD_COMMIT_BATCHING ?? 'on') === 'on',
+    agentCompression: (raw.SWITCHYARD_AGENT_COMPRESSION ?? 'on') === 'on',
     dispatchAckTimeoutMs: raw.SWITCHYARD_DISPATCH_ACK_TIMEOUT_MS ?? 10_000,
     jobHeartbeatIntervalMs: raw.SWITCHYARD_JOB_HEARTBEAT_INTERVAL_MS ?? 60_000,
     staleMultiplier: raw.SWITCHYARD_STALE_MULTIPLIER ?? 2,

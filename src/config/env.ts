@@ -68,6 +68,7 @@ export const envSchema = z.object({
   SWITCHYARD_SHUTDOWN_DRAIN_MS: integer(0),
   SWITCHYARD_COMMIT_MAX_BATCH: integer(1, 100_000),
   SWITCHYARD_COMMIT_BATCHING: optional(z.enum(['on', 'off'], { message: 'must be "on" or "off"' })),
+  SWITCHYARD_AGENT_COMPRESSION: optional(z.enum(['on', 'off'], { message: 'must be "on" or "off"' })),
   SWITCHYARD_DISPATCH_ACK_TIMEOUT_MS: integer(1_000),
   SWITCHYARD_JOB_HEARTBEAT_INTERVAL_MS: integer(1_000),
   SWITCHYARD_STALE_MULTIPLIER: positiveDecimal,

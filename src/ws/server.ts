@@ -4,10 +4,19 @@ import { WebSocketServer } from 'ws';
 import { parseRequestUrl } from '../../lib/request-url.ts';
 import { AgentConnection, COMPRESS_FROM_BYTES } from './connection.ts';
 import type { ConnectionDeps } from './connection.ts';
-import { inflateHere } from './inflate.ts';
 import { MAX_FRAME_BYTES } from './messages.ts';
 
 const AGENT_PATHS = new Set(['/ws/agent', '/ws']);
+
+/**
+ * permessage-deflate as offered to agents, through ws's public options only: the stock agent
+ * compresses every frame of 128 bytes and more; frames this coordinator sends are compressed from
+ * `COMPRESS_FROM_BYTES` up. `compression: false` declines the agent's offer (`SWITCHYARD_AGENT_COMPRESSION=off`):
+ * frames then go as is both ways, and no zlib work is done for agents at all.
+ */
+export function agentDeflateOptions(compression: boolean) {
+  return compression ? { threshold: COMPRESS_FROM_BYTES, concurrencyLimit: ZLIB_CONCURRENCY } : false;
+}
 
 /**
  * Compression work on agent frames that may run at once in this process (ws's limit is one queue
@@ -23,18 +32,13 @@ export interface AgentServer {
 }
 
 /** Serves the agent protocol on `/ws/agent` and `/ws` of the coordinator's HTTP server. */
-export function attachAgentServer(server: Server, deps: ConnectionDeps, log: Logger): AgentServer {
-  const wss = new WebSocketServer({ noServer: true, maxPayload: MAX_FRAME_BYTES, perMessageDeflate: { threshold: COMPRESS_FROM_BYTES, concurrencyLimit: ZLIB_CONCURRENCY } });
+export function attachAgentServer(server: Server, deps: ConnectionDeps, log: Logger, compression = true): AgentServer {
+  const wss = new WebSocketServer({ noServer: true, maxPayload: MAX_FRAME_BYTES, perMessageDeflate: agentDeflateOptions(compression) });
   const connections = new Set<AgentConnection>();
-  let warnedOfInflater = false;
   server.on('upgrade', (req, socket, head) => {
     const path = parseRequestUrl(req)?.pathname;
     if (path === undefined || !AGENT_PATHS.has(path)) return;
     wss.handleUpgrade(req, socket, head, (ws) => {
-      if (!inflateHere(ws) && !warnedOfInflater) {
-        warnedOfInflater = true;
-        log.warn('this ws version does not have the permessage-deflate shape src/ws/inflate.ts expects; agent frames are inflated by ws itself');
-      }
       const connection = new AgentConnection(ws, deps);
       connections.add(connection);
       ws.once('close', () => connections.delete(connection));
