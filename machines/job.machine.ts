@@ -1,4 +1,6 @@
+import { sendParent } from 'xstate';
 import type { EventFrom, SnapshotFrom } from 'xstate';
+import type { JobReport } from './job.events.ts';
 import { endAsReported, jobSetup } from './job.setup.ts';
 
 export const JOB_MACHINE_ID = 'job';
@@ -353,6 +355,11 @@ export const jobMachine = jobSetup.createMachine({
     timed_out_stale: { type: 'final', tags: ['status:timed_out_stale'], entry: { type: 'finish', params: { status: 'timed_out_stale' } } },
     drift_dropped: { type: 'final', tags: ['status:drift_dropped'], entry: { type: 'finish', params: { status: 'drift_dropped' } } },
   },
+});
+
+/** The job chart as a run spawns it: what it tells its run goes to its parent. */
+export const jobMachineOfRun = jobMachine.provide({
+  actions: { tellRun: sendParent((_args, params: { report: JobReport }) => params.report) },
 });
 
 export type JobMachine = typeof jobMachine;

@@ -1,7 +1,6 @@
-import { assertEvent, enqueueActions, setup } from 'xstate';
-import { assign, compactEnqueue } from './assign.ts';
+import { assign, assertEvent, enqueueActions, setup } from 'xstate';
 import type { ParameterizedObject } from 'xstate';
-import type { ArmedDeadlines, Assignment, JobConcurrency, JobEvent, JobInput, MatrixPlace, RecoveryCause } from './job.events.ts';
+import type { ArmedDeadlines, Assignment, JobConcurrency, JobEvent, JobInput, JobReport, MatrixPlace, RecoveryCause } from './job.events.ts';
 import { JOB_INTENTS, intentSlots } from './intents.ts';
 import type { Intent, JobIntentKind } from './intents.ts';
 import { closeGate, closedOutcome, decides, openGate } from './job.approval.ts';
@@ -149,11 +148,14 @@ export type JobIntent = Intent<JobIntentKind>;
 
 type Params = ParameterizedObject['params'] | undefined;
 
-/** enqueueActions, typed to enqueue the job's intents by name. */
+/** The job's report to its run, enqueued by name. */
+type TellRun = { type: 'tellRun'; params: { report: JobReport } };
+
+/** enqueueActions, typed to enqueue the job's intents (and its reports to its run) by name. */
 function compose<P extends Params = undefined>(
-  collect: Parameters<typeof enqueueActions<JobContext, Ev, P, Ev, never, JobIntent, never>>[0],
+  collect: Parameters<typeof enqueueActions<JobContext, Ev, P, Ev, never, JobIntent | TellRun, never>>[0],
 ) {
-  return enqueueActions<JobContext, Ev, P, Ev, never, JobIntent, never>((args, params) => collect({ ...args, enqueue: compactEnqueue(args.enqueue) }, params));
+  return enqueueActions<JobContext, Ev, P, Ev, never, JobIntent | TellRun, never>(collect);
 }
 
 /** assign, typed for parameterized actions. */
@@ -201,6 +203,11 @@ const jobBase = setup({
   actions: {
     // Host-provided intents (docs/architecture.md#time-durable-deadlines). The slots do nothing: machines perform no I/O.
     ...intentSlots(JOB_INTENTS),
+    /**
+     * What the job tells its run (`job.started`, `job.finished`). A job chart on its own (tests, the
+     * visualizer) tells no one; the run spawns `jobMachineOfRun`, which sends it to its parent.
+     */
+    tellRun: (_args, _params: { report: JobReport }) => {},
   },
   guards: {
     hasInitFailure: ({ context }) => context.initFailure !== null,
@@ -413,7 +420,7 @@ export const jobSetup = jobBase.extend({
       enqueue({ type: 'recordApprovalGate', params: { jobKey: context.jobKey, gate } });
     }),
     outcomeOfClosedGate: assign(({ context }) => ({ outcome: context.approval ? closedOutcome(context.approval) : null })),
-    finish: compose<{ status: TerminalJobStatus }>(({ context, event, enqueue, self }, params) => {
+    finish: compose<{ status: TerminalJobStatus }>(({ context, event, enqueue }, params) => {
       for (const armed of Object.values(context.deadlines)) {
         enqueue({ type: 'disarmDeadline', params: { id: armed.id, jobKey: context.jobKey } });
       }
@@ -422,17 +429,15 @@ export const jobSetup = jobBase.extend({
       if (context.concurrency && (context.holdsConcurrency || context.enteredAt['concurrency'] !== undefined)) {
         enqueue({ type: 'releaseConcurrency', params: { jobKey: context.jobKey, key: context.concurrency.key } });
       }
-      if (self._parent) {
-        const { jobKey, outcome, result } = context;
-        const reported = {
-          ...(result?.outputs ? { outputs: result.outputs } : {}),
-          ...(result?.initResult ? { initResult: result.initResult } : {}),
-        };
-        enqueue.sendParent({ type: 'job.finished', jobKey, status: params.status, reason: outcome, at: timeOf(context, event), ...reported });
-      }
+      const { jobKey, outcome, result } = context;
+      const reported = {
+        ...(result?.outputs ? { outputs: result.outputs } : {}),
+        ...(result?.initResult ? { initResult: result.initResult } : {}),
+      };
+      enqueue({ type: 'tellRun', params: { report: { type: 'job.finished', jobKey, status: params.status, reason: outcome, at: timeOf(context, event), ...reported } } });
     }),
-    reportStarted: compose(({ context, event, enqueue, self }) => {
-      if (self._parent) enqueue.sendParent({ type: 'job.started', jobKey: context.jobKey, at: timeOf(context, event) });
+    reportStarted: compose(({ context, event, enqueue }) => {
+      enqueue({ type: 'tellRun', params: { report: { type: 'job.started', jobKey: context.jobKey, at: timeOf(context, event) } } });
     }),
   },
 });

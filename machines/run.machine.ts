@@ -1,7 +1,7 @@
-import { assertEvent, enqueueActions, setup } from 'xstate';
-import { assign, compactEnqueue } from './assign.ts';
+import { assign, assertEvent, enqueueActions, setup } from 'xstate';
 import type { EventFrom, ParameterizedObject, SnapshotFrom } from 'xstate';
-import { jobMachine } from './job.machine.ts';
+import { jobMachineOfRun } from './job.machine.ts';
+import type { jobMachine } from './job.machine.ts';
 import { JOB_EVENT_TYPES } from './job.events.ts';
 import type { ArmedDeadline, JobEvent, JobInput, JobReport, TimerFields } from './job.events.ts';
 import { NEEDS_GATE, buildGraph } from './run.graph.ts';
@@ -81,7 +81,7 @@ export type RunIntent = Intent<RunIntentKind>;
 function compose<P extends Params = undefined>(
   collect: Parameters<typeof enqueueActions<RunContext, RunEvent, P, RunEvent, RunActors, RunIntent, never>>[0],
 ) {
-  return enqueueActions<RunContext, RunEvent, P, RunEvent, RunActors, RunIntent, never>((args, params) => collect({ ...args, enqueue: compactEnqueue(args.enqueue) }, params));
+  return enqueueActions<RunContext, RunEvent, P, RunEvent, RunActors, RunIntent, never>(collect);
 }
 
 function timeOf(context: RunContext, event: { at?: number }): number {
@@ -120,7 +120,7 @@ const runSetup = setup({
     input: {} as RunInput,
     tags: {} as RunStatusTag,
   },
-  actors: { job: jobMachine },
+  actors: { job: jobMachineOfRun },
   actions: {
     ...intentSlots(RUN_INTENTS),
   },

@@ -1,5 +1,4 @@
-import { assertEvent, enqueueActions, sendParent, setup } from 'xstate';
-import { assign } from './assign.ts';
+import { assign, assertEvent, enqueueActions, sendParent, setup } from 'xstate';
 import type { SnapshotFrom } from 'xstate';
 import type { DestroyIntent, ScalerAgent, ScalerAgentEvent, ScalerAgentNotice, ScalerAgentState, ScalerIntent, ScalerTimeouts, SpawnFailureIntent } from './scaler.types.ts';
 

@@ -1,4 +1,4 @@
-import { jobMachine } from '../../machines/job.machine.ts';
+import { jobMachineOfRun } from '../../machines/job.machine.ts';
 import type { JobContext } from '../../machines/job.setup.ts';
 import { JOB_INTENTS, RUN_INTENTS, recordingSlots } from '../../machines/intents.ts';
 import type { Intent, IntentSink } from '../../machines/intents.ts';
@@ -39,7 +39,7 @@ export class IntentRecorder {
 
 /** The run machine with every intent of both charts handed to `sink`. One instance serves all runs. */
 export function runtimeRunMachine(sink: IntentSink) {
-  const job = jobMachine.provide({
+  const job = jobMachineOfRun.provide({
     actions: recordingSlots(JOB_INTENTS, (context: JobContext) => ({ runId: context.runId, jobKey: context.jobKey }), sink),
   });
   return runMachine.provide({

@@ -17,26 +17,27 @@ function recording<T>(runId: string, step: () => T): T {
   }
 }
 
-describe('run actors of one supervisor share one XState system', () => {
-  it('actors created and restored by one host share its system; another host has its own', () => {
-    const host = new RunActorHost();
-    const first = recording('r1', () => host.create(machine, planFor('r1', waitingWorkflow('w')), 'r1').start());
-    const restored = recording('r1', () => host.restore(machine, first.getPersistedSnapshot(), 'r1').start());
-    assert.equal(first.system, restored.system);
-    const other = recording('r2', () => new RunActorHost().create(machine, planFor('r2', waitingWorkflow('w')), 'r2').start());
-    assert.notEqual(other.system, first.system);
-    for (const actor of [first, restored, other]) host.stop(actor);
-  });
-
-  it('stop() stops an actor that has a parent (XState’s own stop() refuses it), its jobs with it', () => {
-    const host = new RunActorHost();
+describe('run actors of one supervisor (public XState API only)', () => {
+  it('stop() stops a run actor, its jobs with it, and tells the watch', () => {
+    const stopped: string[] = [];
+    const host = new RunActorHost({ restored: () => {}, stopped: (runId) => stopped.push(runId) });
     const actor = recording('r1', () => host.create(machine, planFor('r1', waitingWorkflow('w', { jobs: ['build', 'test'] })), 'r1').start());
     const jobs = Object.values(actor.getSnapshot().children);
     assert.equal(jobs.length, 2);
-    assert.throws(() => actor.stop(), /non-root actor/);
     host.stop(actor);
     assert.equal(actor.getSnapshot().status, 'stopped');
     assert.ok(jobs.every((job) => job?.getSnapshot().status === 'stopped'));
+    assert.deepEqual(stopped, ['r1']);
+  });
+
+  it('a restored actor starts where its persisted snapshot was, and the watch hears of it', () => {
+    const restoredIds: string[] = [];
+    const host = new RunActorHost({ restored: (runId) => restoredIds.push(runId), stopped: () => {} });
+    const first = recording('r1', () => host.create(machine, planFor('r1', waitingWorkflow('w')), 'r1').start());
+    const restored = recording('r1', () => host.restore(machine, first.getPersistedSnapshot(), 'r1').start());
+    assert.deepEqual(restored.getPersistedSnapshot(), first.getPersistedSnapshot());
+    assert.deepEqual(restoredIds, ['r1']);
+    for (const actor of [first, restored]) host.stop(actor);
   });
 
   it('runs that finish leave the shared parent working: the next run starts and finishes as the first did', () => {
