@@ -23,7 +23,12 @@ export interface IntentParams {
   /** `heldReason`: the waiting reason the job already shows, when it asks again; an unchanged answer is not sent. */
   requestPlacement: { jobKey: string; requirements: AgentRequirements; attempt: number; heldReason?: string };
   sendDispatch: { jobKey: string; agentId: string; dispatchId: string; attempt: number; job: DispatchedJob };
-  sendCancel: { jobKey: string; agentId: string; dispatchId: string; force: boolean; reason: string };
+  /** `report`: the job waits for `cancel.reported` (a withdrawn attempt: machines/job.withdrawal.ts). */
+  sendCancel: { jobKey: string; agentId: string; dispatchId: string; force: boolean; reason: string; report?: boolean };
+  /** Where the overdue attempt's agent has its socket: answered as `ack.holder`. */
+  askAckHolder: { jobKey: string; agentId: string };
+  /** Whether a withdrawn attempt's cancel has gone out (`commandId`), or its unreachable agent is back (null): answered as `fence.checked`. */
+  checkCancelFence: { jobKey: string; agentId: string; commandId: number | null };
   closeAgentConnection: { agentId: string; code: number; reason: string };
   releaseSlot: { agentId: string; dispatchId: string };
   /** `jobKey` null: the run itself holds the key (a workflow's own group, CONC-1). */
@@ -65,6 +70,8 @@ export const JOB_INTENTS = [
   'requestPlacement',
   'sendDispatch',
   'sendCancel',
+  'askAckHolder',
+  'checkCancelFence',
   'closeAgentConnection',
   'releaseSlot',
   'requestConcurrency',
@@ -108,6 +115,8 @@ const SLOTS: IntentSlots<IntentKind> = {
   requestPlacement: () => {},
   sendDispatch: () => {},
   sendCancel: () => {},
+  askAckHolder: () => {},
+  checkCancelFence: () => {},
   closeAgentConnection: () => {},
   releaseSlot: () => {},
   requestConcurrency: () => {},

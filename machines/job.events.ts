@@ -1,5 +1,6 @@
 import type { ApprovalDecision, EnvironmentHold } from './environment.ts';
 import type { JobStatus, TerminalJobStatus } from './status.ts';
+import type { AckHolderAnswer, CancelReport } from './job.withdrawal.ts';
 import type {
   AgentRequirements,
   ConcurrencyPolicy,
@@ -41,7 +42,9 @@ export type JobTimerEvent =
   | ({ type: 'timer.queue.expired' } & TimerFields)
   | ({ type: 'timer.cancel.expired' } & TimerFields)
   | ({ type: 'timer.jobTimeout.expired' } & TimerFields)
-  | ({ type: 'timer.approval.expired' } & TimerFields);
+  | ({ type: 'timer.approval.expired' } & TimerFields)
+  | ({ type: 'timer.recheck.expired' } & TimerFields)
+  | ({ type: 'timer.fence.expired' } & TimerFields);
 
 export interface TimerFields extends Timed {
   deadlineId: string;
@@ -115,6 +118,12 @@ export type JobEvent = (
    * session on a live coordinator. The job asks for placement again, or treats a gone agent as disconnected.
    */
   | ({ type: 'job.restored'; liveAgents: string[] } & Timed)
+  /** The host's answer to `askAckHolder`: where the overdue attempt's agent has its socket (machines/job.withdrawal.ts). */
+  | ({ type: 'ack.holder' } & AckHolderAnswer)
+  /** The host carried out a withdrawn attempt's cancel: sent, left with a peer, or no socket anywhere. */
+  | ({ type: 'cancel.reported' } & CancelReport)
+  /** The host's answer to `checkCancelFence`: `lifted` once the cancel has gone out, or the agent is back. */
+  | ({ type: 'fence.checked'; lifted: boolean } & Timed)
   | JobTimerEvent
 ) &
   Partial<JobScoped>;
@@ -146,6 +155,11 @@ export const JOB_EVENT_TYPES = [
   'timer.cancel.expired',
   'timer.jobTimeout.expired',
   'timer.approval.expired',
+  'timer.recheck.expired',
+  'timer.fence.expired',
+  'ack.holder',
+  'cancel.reported',
+  'fence.checked',
 ] as const satisfies readonly JobEvent['type'][];
 
 /** Events a job actor sends to its run. */

@@ -2,29 +2,11 @@ import { sendParent } from 'xstate';
 import type { EventFrom, SnapshotFrom } from 'xstate';
 import type { JobReport } from './job.events.ts';
 import { endAsReported, jobSetup } from './job.setup.ts';
+import { ackOverdue, unlisted, withdrawing } from './job.states.ts';
 
 export const JOB_MACHINE_ID = 'job';
 /** Bump when a change makes stored job snapshots unreadable (docs/architecture.md#ownership-leases-epochs-fencing-and-adoption). */
 export const JOB_MACHINE_VERSION = 4;
-
-/**
- * An agent that registered again without its attempt has until the replay deadline (or the recovery
- * window, whichever comes first) to replay the attempt's status; then an attempt that had started
- * fails and one that had not is tried again, with words saying what happened.
- */
-function unlisted(started: boolean, description: string) {
-  const lost = { target: started ? '#job.failed' : '#job.requeued', actions: { type: 'setLostOutcome', params: { started } } } as const;
-  return {
-    description,
-    entry: { type: 'arm', params: { kind: 'replay' } },
-    exit: { type: 'disarm', params: { kind: 'replay' } },
-    on: {
-      'agent.step.status': { guard: 'fromAssignedAgent', actions: 'recordStep' },
-      'timer.replay.expired': { guard: { type: 'isCurrentDeadline', params: { kind: 'replay' } }, ...lost },
-      'timer.recovery.expired': { guard: { type: 'isCurrentDeadline', params: { kind: 'recovery' } }, ...lost },
-    },
-  } as const;
-}
 
 /**
  * The dispatch lifecycle of one job (docs/architecture.md#one-delivery-from-webhook-to-finished-run). Deadlines are armed and disarmed
@@ -58,6 +40,7 @@ export const jobMachine = jobSetup.createMachine({
     initFailure: input.initFailure,
     outcome: input.initFailure?.message ?? null,
     enteredAt: { pending: input.createdAt },
+    withdrawal: null,
   }),
   initial: 'created',
   states: {
@@ -174,22 +157,27 @@ export const jobMachine = jobSetup.createMachine({
             { type: 'arm', params: { kind: 'ack' } },
             'dispatch',
           ],
-          exit: { type: 'disarm', params: { kind: 'ack' } },
+          exit: [
+            { type: 'disarm', params: { kind: 'ack' } },
+            { type: 'disarm', params: { kind: 'recheck' } },
+          ],
+          initial: 'awaitingAck',
+          states: {
+            awaitingAck: {
+              on: { 'timer.ack.expired': { guard: { type: 'isCurrentDeadline', params: { kind: 'ack' } }, target: 'ackOverdue' } },
+            },
+            ackOverdue: {
+              description:
+                "The ack deadline passed. Where the agent's socket is decides (machines/job.withdrawal.ts): here, withdraw the attempt; on a peer that stopped renewing its lease, hold until it renews or lapses; nowhere, wait for the agent's reclaim (B7). The agent's ack is still taken meanwhile.",
+              initial: 'unheld',
+              states: { unheld: ackOverdue('unheld'), held: ackOverdue('held'), settling: ackOverdue('settling') },
+            },
+          },
           on: {
             'agent.job.ack': { guard: 'fromAssignedAgent', target: 'running.accepted' },
             'agent.job.reclaim': { guard: 'fromAssignedAgent', target: 'running.accepted', actions: 'recordReclaim' },
             'agent.job.status': { guard: { type: 'assignedReports', params: { state: 'running' } }, target: 'running.started' },
             'agent.job.reject': { guard: 'fromAssignedAgent', target: '#job.requeued', actions: { type: 'setOutcome', params: { outcome: 'rejected by agent' } } },
-            'timer.ack.expired': {
-              guard: { type: 'isCurrentDeadline', params: { kind: 'ack' } },
-              target: '#job.requeued',
-              actions: [
-                { type: 'cancelOnAgent', params: { force: true, reason: 'dispatch ack timeout' } },
-                'closeForAckTimeout',
-                { type: 'freeSlot', params: { after: true } },
-                { type: 'setOutcome', params: { outcome: 'dispatch ack timeout' } },
-              ],
-            },
             'agent.disconnected': [
               { guard: 'lostScalerAgent', target: '#job.requeued', actions: { type: 'setOutcome', params: { outcome: 'scaler agent lost before start' } } },
               { guard: 'assignedAgentLost', target: '#job.recovering.beforeStart' },
@@ -334,6 +322,7 @@ export const jobMachine = jobSetup.createMachine({
         ),
       },
     },
+    withdrawing,
     requeued: {
       description: 'Transient: the attempt is over; try again or give up after the last attempt.',
       entry: 'clearAssignment',

@@ -1,114 +1,19 @@
 import { assign, assertEvent, enqueueActions, setup } from 'xstate';
 import type { ParameterizedObject } from 'xstate';
-import type { ArmedDeadlines, Assignment, JobConcurrency, JobEvent, JobInput, JobReport, MatrixPlace, RecoveryCause } from './job.events.ts';
+import type { JobEvent, JobInput, JobReport, RecoveryCause } from './job.events.ts';
+import { deadlineAt, stamped, timeOf } from './job.context.ts';
+import type { JobContext, JobDeadlineKind, JobResult, TimerKind } from './job.context.ts';
 import { JOB_INTENTS, intentSlots } from './intents.ts';
 import type { Intent, JobIntentKind } from './intents.ts';
 import { closeGate, closedOutcome, decides, openGate } from './job.approval.ts';
-import type { ApprovalGate, EnvironmentHold } from './environment.ts';
 import { failureReasonOf, interruptSteps, mergeStepResults, upsertStep } from './job.results.ts';
 import { isTerminalJobStatus } from './status.ts';
 import type { JobStatusTag, TerminalJobStatus } from './status.ts';
-import type {
-  AgentRequirements,
-  DeadlineKind,
-  InitFailure,
-  InitResult,
-  InitTarget,
-  JobOutputs,
-  JobTimeouts,
-  ResolvedValues,
-  StepRecord,
-  UpstreamResults,
-  WaitingReason,
-} from './types.ts';
-import { DEFAULT_REPLAY_MS } from './types.ts';
+import type { WaitingReason } from './types.ts';
+import { ackVerdict, fenceMessage } from './job.withdrawal.ts';
 
-export interface JobContext {
-  runId: string;
-  jobKey: string;
-  baseName: string;
-  matrix: MatrixPlace | null;
-  createdAt: number;
-  requirements: AgentRequirements;
-  timeouts: JobTimeouts;
-  maxAttempts: number;
-  concurrency: JobConcurrency | null;
-  holdsConcurrency: boolean;
-  /** Set for an init job: the job it evaluates dynamic fields for. */
-  initFor: InitTarget | null;
-  /** What the run handed over on release: upstream results and init-resolved values (DAG-4). */
-  upstream: UpstreamResults | null;
-  resolved: ResolvedValues | null;
-  /** Its environment holds it for approval before placement (ENV-2); the gate once opened. */
-  hold: EnvironmentHold | null;
-  approval: ApprovalGate | null;
-  /** Steps of the current attempt as the agent reported them. */
-  steps: StepRecord[];
-  /** What the agent's terminal `job.status` reported. */
-  result: JobResult | null;
-  /** Dispatch attempts made so far; a new attempt starts on every `placement.granted`. */
-  attempt: number;
-  assignment: Assignment | null;
-  waiting: WaitingReason | null;
-  lastProvisioningError: string | null;
-  deadlines: ArmedDeadlines;
-  initFailure: InitFailure | null;
-  /** Why the job ended where it did, in words a user reads. */
-  outcome: string | null;
-  /** Time of the last entry into each projected status (DSP-1). */
-  enteredAt: Record<string, number>;
-}
-
-export interface JobResult {
-  durationMs: number | null;
-  outputs: JobOutputs | null;
-  initResult: InitResult | null;
-}
-
-type TimerKind = Exclude<DeadlineKind, 'workflow' | 'approval'>;
-/** Deadlines a job arms: the approval deadline's time is its gate's, not a timeout's. */
-type JobDeadlineKind = Exclude<DeadlineKind, 'workflow'>;
-
-const STALE_BACKSTOP_MS = 60_000;
-/** The cancel deadline is `gracePeriod` + 30 s (DSP-3); the backstop adds `gracePeriod` itself. */
-const CANCEL_MARGIN_MS = 30_000;
-
-function deadlineAt(context: JobContext, kind: TimerKind, now: number): number {
-  const t = context.timeouts;
-  switch (kind) {
-    case 'ack':
-      return now + t.ackMs;
-    case 'lease':
-      return now + t.leaseMs;
-    case 'recovery':
-      return now + t.recoveryMs;
-    case 'replay':
-      return now + (t.replayMs ?? DEFAULT_REPLAY_MS);
-    case 'queue':
-      return now + t.queueMs;
-    case 'cancel':
-      return now + t.cancelGraceMs;
-    case 'jobTimeout':
-      return now + (t.jobTimeoutMs ?? 0) + (t.cancelGraceMs - CANCEL_MARGIN_MS) + STALE_BACKSTOP_MS;
-  }
-}
-
-/**
- * `enteredAt` with `status` stamped, copied key by key onto a new object. A spread copy
- * (`{ ...enteredAt, [status]: at }`) gave every job's record a hidden class of its own in a
- * running coordinator (0.2 KB of each live job); this copy shares one (test/unit/machines/context-memory.test.ts).
- */
-function stamped(enteredAt: Record<string, number>, status: string, at: number): Record<string, number> {
-  const copy: Record<string, number> = {};
-  for (const key in enteredAt) copy[key] = enteredAt[key] as number;
-  copy[status] = at;
-  return copy;
-}
-
-/** The host stamps every event with `at`; only xstate.init has none, and it happens at creation. */
-function timeOf(context: JobContext, event: { at?: number }): number {
-  return typeof event.at === 'number' ? event.at : context.createdAt;
-}
+export type { JobContext, JobResult } from './job.context.ts';
+import type { AckHoldPhase, AckVerdict, Withdrawal } from './job.withdrawal.ts';
 
 /** The socket went with the coordinator that held it (this one restarted, or a peer stopped), or the agent's own socket closed. */
 function recoveryCauseOf(event: Ev): RecoveryCause {
@@ -166,6 +71,7 @@ function update<P extends Params>(assignment: Parameters<typeof assign<JobContex
 function isFromAssigned(context: JobContext, event: Ev): boolean {
   return (
     'dispatchId' in event &&
+    'agentId' in event &&
     context.assignment !== null &&
     event.agentId === context.assignment.agentId &&
     event.dispatchId === context.assignment.dispatchId
@@ -233,6 +139,14 @@ const jobBase = setup({
     everDispatched: ({ context }) => context.attempt > 0,
     queueExpires: ({ context }) => context.timeouts.queueMs > 0,
     awaitsApproval: ({ context }) => context.hold !== null && context.approval === null,
+    /** The verdict on an overdue ack (machines/job.withdrawal.ts) is `is`: deliver, lost, or a wait in that phase. */
+    ackVerdictIs: ({ context, event }, params: { phase: AckHoldPhase; is: 'deliver' | 'lost' | AckHoldPhase }) => {
+      const verdict = overdueVerdict(context, event, params.phase);
+      return verdict !== null && (verdict.kind === 'wait' ? verdict.phase : verdict.kind) === params.is;
+    },
+    reportsWithdrawnCancel: ({ context, event }) => event.type === 'cancel.reported' && event.dispatchId === context.withdrawal?.dispatchId,
+    cancelWentOut: ({ context, event }) => event.type === 'cancel.reported' && event.dispatchId === context.withdrawal?.dispatchId && event.holder.kind === 'sent',
+    fenceLifted: ({ event }) => event.type === 'fence.checked' && event.lifted,
     approves: ({ context, event }) => decides(context.approval, event, 'approve'),
     rejects: ({ context, event }) => decides(context.approval, event, 'reject'),
   },
@@ -259,7 +173,7 @@ export const jobSetup = jobBase.extend({
       }
       enqueue.assign({ deadlines: {} });
     }),
-    cancelOnAgent: compose<{ force: boolean; reason: string }>(({ context, enqueue }, params) => {
+    cancelOnAgent: compose<{ force: boolean; reason: string; report?: boolean }>(({ context, enqueue }, params) => {
       if (!context.assignment) return;
       const { agentId, dispatchId } = context.assignment;
       enqueue({ type: 'sendCancel', params: { jobKey: context.jobKey, agentId, dispatchId, ...params } });
@@ -271,7 +185,7 @@ export const jobSetup = jobBase.extend({
      */
     freeSlot: compose<{ after?: boolean } | undefined>(({ context, event, enqueue }, params) => {
       if (!context.assignment) return;
-      if (event.type === 'timer.ack.expired' && params?.after !== true) return;
+      if (event.type === 'ack.holder' && params?.after !== true) return;
       const { agentId, dispatchId } = context.assignment;
       enqueue({ type: 'releaseSlot', params: { agentId, dispatchId } });
     }),
@@ -390,6 +304,46 @@ export const jobSetup = jobBase.extend({
       const { agentId, dispatchId } = context.assignment;
       enqueue({ type: 'sendCancel', params: { jobKey: context.jobKey, agentId, dispatchId, force: false, reason: event.reason } });
     }),
+    askWhereAgentIs: compose(({ context, enqueue }) => {
+      if (context.assignment) enqueue({ type: 'askAckHolder', params: { jobKey: context.jobKey, agentId: context.assignment.agentId } });
+    }),
+    /** Ask again after the verdict's wait. */
+    armAckRecheck: compose<{ phase: AckHoldPhase }>(({ context, event, enqueue }, params) => {
+      const verdict = overdueVerdict(context, event, params.phase);
+      if (verdict?.kind === 'wait') armIn(context, enqueue, 'recheck', timeOf(context, event) + verdict.ms);
+    }),
+    /** The agent's socket is gone: the job hears it as a disconnect of that cause, and goes recovering (or requeues a lost scaler agent's attempt). */
+    raiseAgentLost: compose<{ phase: AckHoldPhase }>(({ context, event, enqueue }, params) => {
+      const verdict = overdueVerdict(context, event, params.phase);
+      if (verdict?.kind !== 'lost' || !context.assignment) return;
+      enqueue.raise({ type: 'agent.disconnected', agentId: context.assignment.agentId, cause: verdict.cause, at: timeOf(context, event) });
+    }),
+    openWithdrawal: compose(({ context, event, enqueue }) => {
+      if (!context.assignment) return;
+      const at = timeOf(context, event);
+      const withdrawal: Withdrawal = { agentId: context.assignment.agentId, dispatchId: context.assignment.dispatchId, raisedAt: at, fence: null };
+      enqueue.assign({ withdrawal, waiting: { kind: 'previous_attempt', message: fenceMessage(withdrawal) } });
+      // The hold ends here whatever the answers (a database that never answers must not hold the job for
+      // ever): the longest a withdrawn attempt's agent may take to come back, as for an agent lost before its deadline.
+      armIn(context, enqueue, 'fence', at + context.timeouts.recoveryMs);
+    }),
+    raiseFence: compose(({ context, event, enqueue }) => {
+      assertEvent(event, 'cancel.reported');
+      if (!context.withdrawal || event.holder.kind === 'sent') return;
+      const peer = event.holder.kind === 'peer' ? event.holder : null;
+      const fence = { coordinatorId: peer?.coordinatorId ?? null, commandId: peer?.commandId ?? null, pollMs: event.pollMs };
+      const withdrawal = { ...context.withdrawal, fence };
+      enqueue.assign({ withdrawal, waiting: { kind: 'previous_attempt', message: fenceMessage(withdrawal) } });
+    }),
+    armFencePoll: compose(({ context, event, enqueue }) => {
+      const fence = context.withdrawal?.fence;
+      if (fence) armIn(context, enqueue, 'recheck', timeOf(context, event) + fence.pollMs);
+    }),
+    askWhetherCancelWentOut: compose(({ context, enqueue }) => {
+      const withdrawal = context.withdrawal;
+      if (withdrawal) enqueue({ type: 'checkCancelFence', params: { jobKey: context.jobKey, agentId: withdrawal.agentId, commandId: withdrawal.fence?.commandId ?? null } });
+    }),
+    closeWithdrawal: assign({ withdrawal: null, waiting: null }),
     armJobTimeoutBackstop: compose(({ context, event, enqueue }) => {
       if (context.timeouts.jobTimeoutMs === null || context.deadlines.jobTimeout !== undefined) return;
       const at = deadlineAt(context, 'jobTimeout', timeOf(context, event));
@@ -441,6 +395,21 @@ export const jobSetup = jobBase.extend({
     }),
   },
 });
+
+/** The verdict on an `ack.holder` answer in `phase`; null for any other event, or with no ack deadline armed. */
+function overdueVerdict(context: JobContext, event: Ev, phase: AckHoldPhase): AckVerdict | null {
+  const due = context.deadlines.ack;
+  return event.type === 'ack.holder' && due !== undefined ? ackVerdict(phase, event, due.at) : null;
+}
+
+type Enqueue = Parameters<Parameters<typeof compose>[0]>[0]['enqueue'];
+
+/** Arms the job's deadline of `kind` for `at` (a time the host's answer gave, not a timeout). */
+function armIn(context: JobContext, enqueue: Enqueue, kind: 'recheck' | 'fence', at: number): void {
+  const id = `${context.jobKey}#${kind}`;
+  enqueue.assign({ deadlines: { ...context.deadlines, [kind]: { id, at } } });
+  enqueue({ type: 'armDeadline', params: { id, kind, at, jobKey: context.jobKey } });
+}
 
 /**
  * Why a job waits for its group. A build job's group is the source it builds (machines/run.plan.ts

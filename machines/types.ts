@@ -112,7 +112,7 @@ export interface DeadlineSpec {
 }
 
 /** Every kind of deadline the charts arm; the timer service fires `timer.<kind>.expired`. */
-export const DEADLINE_KINDS = ['ack', 'lease', 'recovery', 'replay', 'queue', 'cancel', 'jobTimeout', 'workflow', 'approval'] as const;
+export const DEADLINE_KINDS = ['ack', 'lease', 'recovery', 'replay', 'queue', 'cancel', 'jobTimeout', 'workflow', 'approval', 'recheck', 'fence'] as const;
 export type DeadlineKind = (typeof DEADLINE_KINDS)[number];
 
 export function isDeadlineKind(kind: string): kind is DeadlineKind {

@@ -4,7 +4,6 @@ import type { Logger } from 'pino';
 import { Registry, collectDefaultMetrics } from 'prom-client';
 import { Dispatcher } from '../actors/agents/dispatcher.ts';
 import { drainAgents } from '../actors/agents/drain.ts';
-import { ackExpiryHold } from '../actors/agents/ack-hold.ts';
 import type { DrainOptions } from '../actors/agents/drain.ts';
 import { PeerSync } from '../actors/agents/peer-sync.ts';
 import type { HeldJob, ListenForPeers } from '../actors/agents/peer-sync.ts';
@@ -18,7 +17,7 @@ import type { FencedError } from '../actors/runs/errors.ts';
 import { EventRouter } from '../actors/runs/event-router.ts';
 import { LifecycleMetrics } from '../actors/runs/lifecycle-metrics.ts';
 import { heldJobsOf, liveRunsOf } from '../actors/runs/live-runs.ts';
-import { CancelFence } from '../actors/agents/cancel-fence.ts';
+import { WithdrawalAnswers } from '../actors/agents/withdrawal-answers.ts';
 import { createRuntimeMetrics } from '../actors/runs/metrics.ts';
 import type { RuntimeMetrics } from '../actors/runs/metrics.ts';
 import { Ownership } from '../actors/runs/ownership.ts';
@@ -223,7 +222,6 @@ export function createRuntime(deps: RuntimeDeps) {
     onNotCommitted: (effects) => agents.forgetDispatches(effects),
     onFenced: deps.onFenced,
     onCommitted: (entry) => lifecycle.observe(entry),
-    holdTimer: (timer, heldMs) => sharing.holdAckExpiry(timer, heldMs),
     inlinePlacement,
   });
   const lifecycle = new LifecycleMetrics(deps.registry, liveRunsOf(supervisor));
@@ -245,9 +243,9 @@ export function createRuntime(deps: RuntimeDeps) {
     if (isTerminalRunStatus(update.status)) dispatcher.forgetRun(update.runId);
   });
   const sources = new RunSources((runIds) => readRunInputSummaries(db, runIds));
-  const { handlers, agents } = effectHandlers(deps, { dispatcher, registry, shared: sharing.shared, deliver, sources, secrets, repositories, fence: sharing.fence, builds: deps.builds ?? null });
+  const { handlers, agents } = effectHandlers(deps, { dispatcher, registry, shared: sharing.shared, deliver, sources, secrets, repositories, withdrawal: sharing.withdrawal, builds: deps.builds ?? null });
   const executor = new EffectExecutor({ handlers, markDone: (ids) => store.markEffectsDone(ids), clock, log, metrics });
-  const ownership = createOwnership(deps, { store, metrics, supervisor, router, fence: sharing.fence, reattach: { supervisor, deliver, shared: sharing.shared, registry, log } });
+  const ownership = createOwnership(deps, { store, metrics, supervisor, router, reattach: { supervisor, deliver, shared: sharing.shared, registry, log } });
   return {
     ...{ supervisor, router, dispatcher, registry, deliver, executor, ownership, shared: sharing.shared, secrets, repositories, sources },
     /** Creates a run here; its source is kept for its dispatches. */
@@ -280,7 +278,7 @@ export type Runtime = ReturnType<typeof createRuntime>;
 /** This coordinator's lease: adopted runs are reattached to their agents, and a fenced one stops writing. */
 function createOwnership(
   deps: RuntimeDeps,
-  parts: { store: OwnershipStore; metrics: RuntimeMetrics; supervisor: Supervisor; router: EventRouter; fence: CancelFence; reattach: Parameters<typeof reattachRuns>[0] },
+  parts: { store: OwnershipStore; metrics: RuntimeMetrics; supervisor: Supervisor; router: EventRouter; reattach: Parameters<typeof reattachRuns>[0] },
 ) {
   const { config, clock, log } = deps;
   const { supervisor, router } = parts;
@@ -291,8 +289,6 @@ function createOwnership(
       await reattachRuns(parts.reattach, runIds);
       router.wake();
     },
-    // The previous owner's fences: an adopted job whose cancel still waits on a peer is not placed at once (B7).
-    beforeRestore: (runIds) => parts.fence.raiseStored(runIds),
     onFenced: (error) => {
       supervisor.stopAll();
       deps.onFenced(error);
@@ -319,13 +315,11 @@ function createSharing(
   const shared = new SharedAgents(me, sharedAgentStoreOf(db, me, now), registry, log.child({ component: 'shared-agents' }), config.dispatchAckTimeoutMs, parts.secrets.openFromPeer);
   const exchange = new PlacementExchange(placementStoreOf(db, me, now), registry, (job) => dispatcher.findFor(job), deliver, log.child({ component: 'exchange' }));
   dispatcher.attachExchange(exchange, (runId, jobKey) => supervisor.jobHasTag(runId, jobKey, 'waits-for-agent'));
-  // Until a peer passes on the cancel of a job's attempt, the job is not granted to another agent (B7).
-  const fence = new CancelFence({
-    ...{ commandsWaiting: (ids) => shared.commandsWaiting(ids), cancelsWaitingFor: (runIds) => shared.cancelsWaitingFor(runIds), onLifted: () => void dispatcher.offer(), clock },
-    agentReachable: (agentId) => shared.hasSocket(agentId),
-    ...{ pollMs: config.leaseRenewMs, maxHoldMs: 3 * config.leaseTtlMs, unreachableHoldMs: config.recoveryWindowMs, log: log.child({ component: 'cancel-fence' }) },
+  // Once an ack deadline passes, the job chart asks where the agent is and whether its cancel went out (B7, machines/job.withdrawal.ts).
+  const withdrawal = new WithdrawalAnswers({
+    ...{ registry, shared, deliver, holderLease: (agentId) => agentHolderLease(db, agentId) },
+    ...{ leaseTtlMs: config.leaseTtlMs, leaseRenewMs: config.leaseRenewMs, log: log.child({ component: 'withdrawal' }) },
   });
-  dispatcher.attachCancelFence(fence);
   /** The job's agent lost its socket (`connectionId`, when known), by default with that socket's coordinator: the job waits for a reclaim (FO-2). */
   const disconnectJob = async (job: HeldJob, connectionId?: string, cause: 'agent' | 'coordinator' = 'coordinator') =>
     void (await deliver(job.runId, { type: 'agent.disconnected', jobKey: job.jobKey, agentId: job.agentId, cause, ...(connectionId === undefined ? {} : { connectionId }) }));
@@ -340,18 +334,9 @@ function createSharing(
     // At start, a statement cut off by Postgres is tried again, as the lease's claim is (a stop does not wait).
     clearOwnSessions: (when) => (when === 'start' ? retryingTransient(() => clearSessionsOf(db, me), START_RETRY_WAITS_MS) : clearSessionsOf(db, me)),
   });
-  const holdAckExpiry = ackExpiryHold({
-    ...{ agentOf: (runId, jobKey) => supervisor.jobContext(runId, jobKey)?.assignment?.agentId ?? null, isLocal: (agentId) => registry.get(agentId) !== undefined },
-    ackDeadlineOf: (runId, jobKey) => supervisor.jobContext(runId, jobKey)?.deadlines.ack,
-    agentLost: (runId, jobKey, agentId, cause) => disconnectJob({ runId, jobKey, agentId }, undefined, cause),
-    ...{ holderLease: (agentId) => agentHolderLease(db, agentId), now, leaseTtlMs: config.leaseTtlMs, leaseRenewMs: config.leaseRenewMs, log },
-  });
-  /** Peers are no longer read, and no cancel is waited for. */
-  const stop = async () => {
-    await peers.stop();
-    fence.stop();
-  };
-  return { shared, exchange, peers, holdAckExpiry, fence, stop };
+  /** Peers are no longer read. */
+  const stop = () => peers.stop();
+  return { shared, exchange, peers, withdrawal, stop };
 }
 
 // ---- intake: durable deliveries, their queue and the pipeline behind it ----

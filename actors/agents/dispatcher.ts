@@ -2,7 +2,6 @@ import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { AgentRequirements, LabelMatcher, WaitingReason } from '../../machines/types.ts';
 import { agentCanTake, labelsFit } from './match.ts';
-import type { CancelFence, FenceHold } from './cancel-fence.ts';
 import type { PlacementExchange } from './placement-exchange.ts';
 import { WaitingQueue, type WaitingKind } from './waiting-queue.ts';
 import type { AgentRegistry } from './registry.ts';
@@ -59,7 +58,6 @@ export class Dispatcher {
   private scaler: ScalerPort | null = null;
   private exchange: { exchange: PlacementExchange; stillWaiting: (runId: string, jobKey: string) => boolean } | null = null;
   private paused = false;
-  private fence: CancelFence | null = null;
 
   constructor(
     private readonly registry: AgentRegistry,
@@ -75,11 +73,6 @@ export class Dispatcher {
 
   attachScaler(scaler: ScalerPort): void {
     this.scaler = scaler;
-  }
-
-  /** Jobs whose last attempt's cancel waits on another coordinator are not granted again until it goes out. */
-  attachCancelFence(fence: CancelFence): void {
-    this.fence = fence;
   }
 
   /** Jobs no agent here can take are offered to peers' agents; `stillWaiting` tells a job granted elsewhere. */
@@ -120,7 +113,7 @@ export class Dispatcher {
    * (`heldReason`, as `requestPlacement` keeps it). Null leaves the request to the queue.
    */
   placeNow(runId: string, request: Omit<PlacementRequest, 'runId'> & { heldReason?: string }): PlacementAnswer | null {
-    if (this.paused || this.fence?.holds(runId, request.jobKey)) return null;
+    if (this.paused) return null;
     const found = this.findAgent({ runId, ...request });
     if ('none' in found) {
       if (this.scaler) return null;
@@ -231,8 +224,6 @@ export class Dispatcher {
       this.waiting.delete(key);
       return;
     }
-    const fenced = this.fence?.holds(request.runId, request.jobKey);
-    if (fenced) return this.tell(request, previousAttemptReason(fenced));
     const found = looked ?? this.findAgent(request);
     if ('none' in found) {
       const own = this.reasonHere(request.requirements, found);
@@ -352,14 +343,6 @@ export function noAgentReason(requirements: AgentRequirements, labelsFitSome = f
     }
   })();
   return { kind: 'no_matching_agent', message };
-}
-
-function previousAttemptReason(fenced: FenceHold): WaitingReason {
-  const message =
-    fenced.coordinatorId === null
-      ? `waiting for agent ${fenced.agentId}, which lost its socket before the previous attempt's cancel reached it, to reconnect (the attempt is then cancelled) or for its recovery window to pass`
-      : `waiting for coordinator ${fenced.coordinatorId} to pass on the cancel of the previous attempt to agent ${fenced.agentId}`;
-  return { kind: 'previous_attempt', message };
 }
 
 function capacityReason(matching: number): WaitingReason {

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { DispatchedJob } from '../../machines/intents.ts';
 import type { AgentRegistry, AgentSession } from './registry.ts';
-import type { CancelFence } from './cancel-fence.ts';
+import type { CancelHolder } from '../../machines/job.withdrawal.ts';
 import type { SharedAgents, SharedSession } from './shared-agents.ts';
 import type { Effect } from '../runs/ports.ts';
 import type { IncomingRunEvent } from '../runs/supervisor.ts';
@@ -44,8 +44,8 @@ export interface AgentEffectsDeps {
   log: Logger;
   /** A dispatch bound for a peer's agent crosses the database: its secret fields are sealed for the trip. */
   sealForPeer?: (frame: object) => object;
-  /** A cancel left for a peer's agent holds its job back from a new grant until the peer passes it on. */
-  fence?: CancelFence;
+  /** A withdrawn attempt's cancel is reported to its job, which is fenced until the cancel has gone out (machines/job.withdrawal.ts). */
+  reportCancel?: (effect: Effect<'sendCancel'>, holder: CancelHolder) => Promise<void>;
 }
 
 /**
@@ -143,21 +143,25 @@ export class AgentEffects {
   }
 
   async sendCancel(effect: Effect<'sendCancel'>): Promise<void> {
-    const { jobKey, agentId, dispatchId, force, reason } = effect.payload;
+    const holder = await this.cancel(effect);
+    if (effect.payload.report === true) await this.deps.reportCancel?.(effect, holder);
+  }
+
+  /** Sends the cancel on the agent's socket here, or leaves it with the peer holding it; with no socket anywhere, the agent hears of it when it is back (B7). */
+  private async cancel(effect: Effect<'sendCancel'>): Promise<CancelHolder> {
+    const { agentId, dispatchId, force, reason } = effect.payload;
     const message = { type: 'job.cancel', messageId: randomUUID(), runId: effect.runId, jobId: dispatchId, reason, force };
     const here = this.deps.registry.get(agentId);
     if (here) return this.cancelHere(here, message, effect);
     const remote = await this.deps.shared?.remoteSession(agentId);
     if (remote && this.deps.shared) {
-      const commandId = await this.deps.shared.send(remote, { kind: 'frame', frame: message, dispatchId: null, cancels: { runId: effect.runId, jobKey } });
-      this.deps.fence?.raise(effect.runId, jobKey, { agentId, coordinatorId: remote.coordinatorId, commandId });
-      return;
+      const commandId = await this.deps.shared.send(remote, { kind: 'frame', frame: message, dispatchId: null });
+      return { kind: 'peer', coordinatorId: remote.coordinatorId, commandId };
     }
     // The agent registered here while its session was looked up.
     const arrived = this.deps.registry.get(agentId);
     if (arrived) return this.cancelHere(arrived, message, effect);
-    // No socket anywhere: the agent may still run the attempt, and hears of the cancel when it is back (B7).
-    this.deps.fence?.raiseUnreachable(effect.runId, jobKey, agentId);
+    return { kind: 'unreachable' };
   }
 
   /** `job.concurrency.ack` to the agent that asked, on this coordinator's socket or a peer's; an agent with no socket asks again. */
@@ -170,10 +174,11 @@ export class AgentEffects {
     if (remote) await this.deps.shared?.send(remote, { kind: 'frame', frame, dispatchId: null });
   }
 
-  private cancelHere(session: AgentSession, message: object, effect: Effect<'sendCancel'>): void {
+  private cancelHere(session: AgentSession, message: object, effect: Effect<'sendCancel'>): CancelHolder {
     session.link.send(message);
     const { jobKey, agentId, force, reason } = effect.payload;
     this.deps.log.info({ runId: effect.runId, jobKey, agentId, force, reason }, 'job.cancel sent');
+    return { kind: 'sent' };
   }
 
   /**

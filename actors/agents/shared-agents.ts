@@ -16,24 +16,12 @@ export interface SharedSession {
 
 /**
  * A command for an agent whose socket another coordinator holds: a frame, or a slot or socket change.
- * A cancel names the job it cancels (`cancels`, kept beside the frame, not sent): a run restored
- * elsewhere while it waits raises its fence again (CancelFence.raiseStored).
+ * A cancel left this way is asked about by its id (`commandsWaiting`) while its job is fenced (machines/job.withdrawal.ts).
  */
 export type AgentCommand =
-  | { kind: 'frame'; frame: object; dispatchId: string | null; cancels?: { runId: string; jobKey: string } }
+  | { kind: 'frame'; frame: object; dispatchId: string | null }
   | { kind: 'release'; dispatchId: string }
   | { kind: 'close'; code: number; reason: string };
-
-/** A cancel left for another coordinator that has not carried it out yet, and the job it cancels. */
-export interface WaitingCancel {
-  commandId: number;
-  coordinatorId: string;
-  agentId: string;
-  runId: string;
-  jobKey: string;
-  /** When it was left, on the sender's clock. */
-  sentAt: number;
-}
 
 export interface QueuedAgentCommand {
   id: number;
@@ -51,8 +39,6 @@ export interface SharedAgentStore {
   send(coordinatorId: string, agentId: string, command: AgentCommand): Promise<number>;
   /** Of these commands, those still waiting to be carried out by a live coordinator. */
   commandsWaiting(ids: readonly number[]): Promise<Set<number>>;
-  /** The cancels of these runs' jobs still waiting for a live coordinator other than this one. */
-  cancelsWaitingFor(runIds: readonly string[]): Promise<WaitingCancel[]>;
   peekCommands(limit: number): Promise<QueuedAgentCommand[]>;
   removeCommands(ids: number[]): Promise<void>;
   /** Sessions of coordinators whose lease ran out, removed; their agents' sockets are gone. */
@@ -122,10 +108,6 @@ export class SharedAgents {
   /** Of the commands sent with `send`, those still waiting for a live coordinator to carry them out. */
   commandsWaiting(ids: readonly number[]): Promise<Set<number>> {
     return this.store.commandsWaiting(ids);
-  }
-
-  cancelsWaitingFor(runIds: readonly string[]): Promise<WaitingCancel[]> {
-    return this.store.cancelsWaitingFor(runIds);
   }
 
   /** A slot reserved here is freed here; one a peer reserved (for a grant it gave) is freed by that peer. */

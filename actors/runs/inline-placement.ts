@@ -63,7 +63,7 @@ export function answerInline(args: PlacingRun & { intents: Intent[]; placement: 
   const followUps: FollowUpEvent[] = [];
   const grants: PlacementGrant[] = [];
   let firstStateAfter: unknown;
-  // A job whose attempt this entry cancels is placed once the cancel has gone out, never in the same entry (cancel-fence.ts).
+  // A job whose attempt this entry cancels is never placed in the same entry. The job chart already waits in `withdrawing` until the cancel has gone out; this keeps any other path from granting before it does.
   const cancelled = new Set(args.intents.flatMap((intent) => (intent.type === 'sendCancel' ? [intent.params.jobKey] : [])));
   for (const intent of args.intents) {
     const answer = intent.type === 'requestPlacement' && !cancelled.has(intent.params.jobKey) ? args.placement.place(args.runId, intent.params) : null;

@@ -57,8 +57,6 @@ export interface OwnershipOptions {
    * owned the run does not requeue a job its agent may still be running.
    */
   onAdopted: (runIds: string[]) => Promise<void>;
-  /** Called once runs are moved here, before their actors are restored (while their snapshots are read); never throws. */
-  beforeRestore?: (runIds: string[]) => Promise<void>;
   onFenced: (error: FencedError) => void;
   /**
    * Takes the lock whose release tells peers this process is gone (src/db/liveness-lock.ts), before
@@ -303,7 +301,7 @@ export class Ownership {
       const runIds = await move();
       if (runIds.length === 0) return [];
       const started = performance.now();
-      const [stored] = await Promise.all([this.load(runIds, why, cause), this.options.beforeRestore?.(runIds)]);
+      const stored = await this.load(runIds, why, cause);
       if (stored.length === 0) return [];
       const report = this.supervisor.restore(stored, { deferTimers: true });
       const ms = Math.round(performance.now() - started);

@@ -7,7 +7,7 @@ import type { RunContext } from '../../machines/run.machine.ts';
 import type { RunInput } from '../../machines/run.types.ts';
 import type { RuntimeRunMachine } from './intent-recorder.ts';
 import type { EntryState } from './commit-entry.ts';
-import type { WrittenJob } from './supervisor.types.ts';
+import { jobChanged, type WrittenJob } from './commit-plan.ts';
 
 /** The JSON form of a run actor's state, as the store writes it: XState's own persisted snapshot. */
 export function persistedOf(actor: Actor<RuntimeRunMachine>): PersistedMachineSnapshot<RunContext> {
@@ -93,7 +93,7 @@ export function deferredState(actor: Actor<RuntimeRunMachine>, written: Readonly
  */
 export function changedJobs(actor: Actor<RuntimeRunMachine>, written: ReadonlyMap<string, WrittenJob>): (jobKey: string) => boolean {
   const children = actor.getSnapshot().children;
-  return (jobKey) => written.get(jobKey)?.from !== children[jobKey]?.getSnapshot();
+  return (jobKey) => jobChanged(written, jobKey, children[jobKey]?.getSnapshot());
 }
 
 /** `stateSummary` of the live state, without persisting it first. */

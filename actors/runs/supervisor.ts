@@ -1,6 +1,4 @@
-import { hash } from 'node:crypto';
 import type { Logger } from 'pino';
-import { UNRECORDED_EFFECTS } from '../../machines/intents.ts';
 import { JOB_MACHINE_VERSION } from '../../machines/job.machine.ts';
 import { RUN_MACHINE_ID, RUN_MACHINE_VERSION } from '../../machines/run.machine.ts';
 import type { RunContext, RunEvent } from '../../machines/run.machine.ts';
@@ -24,7 +22,8 @@ import { CommitObservers } from './commit-observers.ts';
 import type { CommittedUpdate } from './commit-observers.ts';
 import { CrashObserver, RunActorHost, armedDeadlines, changedJobs, rearmedSince, deferredState, liveStateSummary, persistedOf, sameRefs, stateRefsOf, visitOpenJobs, waitingKindsOf } from './run-actors.ts';
 import { WaitingTally } from './waiting-tally.ts';
-import { mayJoinTail, noteSerialized } from './snapshot-policy.ts';
+import { noteSerialized } from './snapshot-policy.ts';
+import { asksNothingDurable, jobRowsToWrite, planEntry, storedEffects } from './commit-plan.ts';
 import type { RestoreReport, RunHandle, SupervisorOptions } from './supervisor.types.ts';
 
 export type { CommittedUpdate } from './commit-observers.ts';
@@ -362,31 +361,27 @@ export class Supervisor {
     this.afterCommit(runId, entry, effects);
   }
 
-  /**
-   * What `event` writes, and whether it finished the run. An event that left every snapshot as it was
-   * and asked for nothing durable (a restored run whose jobs only ask for agents again) writes its
-   * journal row and no state: no snapshot, run or job rows (`unchangedEntry`).
-   */
+  /** What `event` writes (commit-plan.ts says what, this carries it out), and whether it finished the run. */
   private entryOf(handle: RunHandle, runId: string, event: { type: string; at: number }, answered: InlineGrants, extra: EntryExtra): { entry: RunCommit; done: boolean } {
     const { intents, followUps, firstStateAfter } = answered;
     const { before, ...creation } = extra;
     const seq = handle.seq;
     const timerEvent = event.type.startsWith('timer.') && 'deadlineId' in event ? String(event.deadlineId) : null;
-    const askedNothingDurable = followUps.length === 0 && intents.every((intent) => UNRECORDED_EFFECTS.has(intent.type));
-    // Events since the stored snapshot, this one included: 1 when nothing lies between.
-    const tail = seq - handle.storedSeq;
-    const unchangedState = timerEvent === null && before !== undefined && askedNothingDurable && sameRefs(before, stateRefsOf(handle.actor));
-    // Behind a tail the stored snapshot's seq cannot move (the restore would skip the tail): the entry
-    // joins the tail, and one the tail cannot take stores a snapshot instead.
-    if (unchangedState && (tail === 1 || mayJoinTail(handle, tail))) {
-      const deferSnapshot = tail > 1;
-      if (!deferSnapshot) handle.storedSeq = seq;
+    const done = handle.actor.getSnapshot().status === 'done';
+    const plan = planEntry(
+      {
+        ...{ firesDeadline: timerEvent !== null, stateUnchanged: before !== undefined && sameRefs(before, stateRefsOf(handle.actor)) },
+        ...{ asksDurable: followUps.length > 0 || !asksNothingDurable(intents), tail: seq - handle.storedSeq },
+        ...{ isNewRun: creation.isNewRun === true, runDone: done, closing: handle.closing },
+      },
+      handle,
+    );
+    const deferSnapshot = plan.snapshot === 'defer';
+    if (!deferSnapshot) handle.storedSeq = seq;
+    if (plan.write === 'journal') {
       const unchanged = { runId, seq, event, intents, machineVersion: SNAPSHOT_VERSION, live: handle.actor.getSnapshot(), stateAfter: liveStateSummary(handle.actor), deferSnapshot };
       return { entry: unchangedEntry(unchanged), done: false };
     }
-    const done = handle.actor.getSnapshot().status === 'done';
-    const deferSnapshot = !creation.isNewRun && !done && !handle.closing && mayJoinTail(handle, tail);
-    if (!deferSnapshot) handle.storedSeq = seq;
     const state = deferSnapshot ? deferredState(handle.actor, handle.written) : storedState(persistedOf(handle.actor), changedJobs(handle.actor, handle.written));
     const firedDeadlineId = timerEvent !== null && !rearmedSince(handle.actor, timerEvent, event) ? timerEvent : null;
     const parts = { runId, seq, event, intents, state, machineVersion: SNAPSHOT_VERSION, firedDeadlineId, followUps, firstStateAfter };
@@ -397,7 +392,7 @@ export class Supervisor {
   private serialize(handle: RunHandle, entry: CommitEntry): SerializedEntry | UnstorableEntryError {
     let serialized: SerializedEntry;
     try {
-      serialized = this.options.store.serialize({ ...entry, effects: entry.effects.filter((effect) => !UNRECORDED_EFFECTS.has(effect.kind)) });
+      serialized = this.options.store.serialize({ ...entry, effects: storedEffects(entry.effects) });
     } catch (thrown) {
       if (!(thrown instanceof UnstorableEntryError)) throw thrown;
       this.logOf(entry.runId).error({ err: thrown, seq: entry.snapshot.seq }, 'run entry cannot be serialized; failing the run');
@@ -405,18 +400,7 @@ export class Supervisor {
     }
     noteSerialized(handle, serialized);
     const children = handle.actor.getSnapshot().children;
-    serialized.jobs = serialized.jobs.filter((job) => {
-      const digest = hash('sha1', job.json, 'base64');
-      // The live job snapshot this projection shows (a stored snapshot is a copy of the live state).
-      const from = children[job.jobKey]?.getSnapshot();
-      const written = handle.written.get(job.jobKey);
-      if (written?.digest === digest) {
-        written.from = from;
-        return false;
-      }
-      handle.written.set(job.jobKey, { digest, from });
-      return true;
-    });
+    serialized.jobs = jobRowsToWrite(serialized.jobs, handle.written, (jobKey) => children[jobKey]?.getSnapshot());
     return serialized;
   }
 

@@ -6,18 +6,12 @@ import type { CommitRetryPolicy } from './group-commit.ts';
 import type { RuntimeRunMachine } from './intent-recorder.ts';
 import type { RuntimeMetrics } from './metrics.ts';
 import type { Effect, RunCommit, RunStore } from './ports.ts';
-import type { ArmedTimer } from './timer-service.ts';
 import type { InlinePlacement } from './inline-placement.ts';
 import type { StoredSnapshotMark } from './snapshot-policy.ts';
 
-/**
- * A job's projection as last written: its digest (the JSON itself cost 0.4 KB a job), and the job
- * actor's snapshot it was read from. A job whose actor still has that snapshot is not projected again.
- */
-export interface WrittenJob {
-  digest: string;
-  from: unknown;
-}
+export type { WrittenJob } from './commit-plan.ts';
+
+import type { WrittenJob } from './commit-plan.ts';
 
 /** One run actor owned here, with what its commits need to remember. */
 export interface RunHandle extends StoredSnapshotMark {
@@ -49,11 +43,6 @@ export interface SupervisorOptions {
   onFenced: (error: FencedError) => void;
   /** Told of every entry once it is durable (run and dispatch metrics). */
   onCommitted?: (entry: RunCommit) => void;
-  /**
-   * Asked before a deadline is delivered: null delivers it now, a number asks again after that many
-   * ms (`heldMs` is how long it has been held). A hook may answer null at once for kinds it ignores.
-   */
-  holdTimer?: (timer: ArmedTimer, heldMs: number) => Promise<number | null> | null;
   /** Grants placement requests within the transition that made them; without it every request is an effect. */
   inlinePlacement?: InlinePlacement;
   /** Bound of transient commit retries; the default suits production. */

@@ -1,6 +1,6 @@
 import { sql, type Kysely, type RawBuilder } from 'kysely';
 import type { OfferedJob, PlacementExchangeStore } from '../../actors/agents/placement-exchange.ts';
-import type { AgentCommand, DeadSession, QueuedAgentCommand, SharedAgentStore, SharedSession, WaitingCancel } from '../../actors/agents/shared-agents.ts';
+import type { AgentCommand, DeadSession, QueuedAgentCommand, SharedAgentStore, SharedSession } from '../../actors/agents/shared-agents.ts';
 import { Batcher } from '../../lib/batcher.ts';
 import { jobKeyOf } from '../../lib/job-key.ts';
 import { toJson } from './json.ts';
@@ -92,25 +92,6 @@ export async function agentCommandsWaiting(db: Kysely<Schema>, args: { ids: read
     SELECT o.id FROM agent_outbox o JOIN coordinators c ON c.id = o.coordinator_id
      WHERE o.id = ANY(${[...args.ids]}::int8[]) AND c.lease_until >= ${args.now}`.execute(db);
   return new Set(rows.map((row) => Number(row.id)));
-}
-
-/**
- * The cancels of these runs' jobs that a live coordinator other than `me` has not carried out yet
- * (`me`'s own are for sockets of its previous process). The outbox is small; the runs may be many.
- */
-export async function agentCancelsWaitingFor(db: Kysely<Schema>, args: { runIds: readonly string[]; me: string; now: number }): Promise<WaitingCancel[]> {
-  if (args.runIds.length === 0) return [];
-  const { rows } = await sql<{ id: string; coordinator_id: string; agent_id: string; run_id: string; job_key: string; created_at: string }>`
-    SELECT o.id, o.coordinator_id, o.agent_id, r.run_id, o.payload->'cancels'->>'jobKey' AS job_key, o.created_at
-      FROM agent_outbox o
-      JOIN coordinators c ON c.id = o.coordinator_id
-      JOIN unnest(${[...args.runIds]}::text[]) AS r(run_id) ON r.run_id = o.payload->'cancels'->>'runId'
-     WHERE o.coordinator_id <> ${args.me} AND c.lease_until >= ${args.now} AND o.payload->'cancels'->>'jobKey' IS NOT NULL
-     ORDER BY o.id`.execute(db);
-  return rows.map((row) => ({
-    ...{ commandId: Number(row.id), coordinatorId: row.coordinator_id, agentId: row.agent_id },
-    ...{ runId: row.run_id, jobKey: row.job_key, sentAt: Number(row.created_at) },
-  }));
 }
 
 /** The oldest commands for this coordinator's agents; deleted once carried out. */
@@ -234,7 +215,6 @@ export function sharedAgentStoreOf(db: Kysely<Schema>, me: string, now: () => nu
     sessionOf: (agentId) => liveAgentSession(db, agentId, now()),
     send: (coordinatorId, agentId, command) => sendAgentCommand(db, { coordinatorId, agentId, command, now: now() }),
     commandsWaiting: (ids) => agentCommandsWaiting(db, { ids, now: now() }),
-    cancelsWaitingFor: (runIds) => agentCancelsWaitingFor(db, { runIds, me, now: now() }),
     peekCommands: (limit) => peekAgentCommands(db, me, limit),
     removeCommands: (ids) => deleteAgentCommands(db, ids),
     clearDeadSessions: () => clearDeadSessions(db, now()),

@@ -4,6 +4,7 @@ import type { AnyActorRef, ExecutableActionObject } from 'xstate';
 import { jobMachine } from '../../machines/job.machine.ts';
 import type { JobSnapshot } from '../../machines/job.machine.ts';
 import type { AgentKind, JobEvent, JobInput, JobStatusData } from '../../machines/job.events.ts';
+import type { AckHolder, CancelHolder } from '../../machines/job.withdrawal.ts';
 import { runtimeRunMachine } from '../../actors/runs/intent-recorder.ts';
 import { INTENT_KINDS } from '../../machines/intents.ts';
 import type { Intent } from '../../machines/intents.ts';
@@ -136,7 +137,20 @@ export function cancel(at: number, force: boolean, reason = 'cancelled by user')
   return { type: 'job.cancel.requested', force, reason, at };
 }
 
-export type JobTimerKind = 'ack' | 'lease' | 'recovery' | 'replay' | 'queue' | 'cancel' | 'jobTimeout';
+export type JobTimerKind = 'ack' | 'lease' | 'recovery' | 'replay' | 'queue' | 'cancel' | 'jobTimeout' | 'recheck' | 'fence';
+
+/** Lease settings the host answers `ack.holder` with in these tests. */
+export const LEASE = { leaseTtlMs: 10_000, leaseRenewMs: 2_000 } as const;
+
+/** The host's answer to `askAckHolder` (machines/job.withdrawal.ts). */
+export function ackHolder(at: number, holder: AckHolder = { kind: 'here' }): JobEvent {
+  return { type: 'ack.holder', holder, ...LEASE, at };
+}
+
+/** The host's report of a withdrawn attempt's cancel. */
+export function cancelReported(at: number, holder: CancelHolder = { kind: 'sent' }, owner: Owner = OWNER): JobEvent {
+  return { type: 'cancel.reported', dispatchId: owner.dispatchId, holder, pollMs: LEASE.leaseRenewMs, at };
+}
 
 /** The firing of a job deadline exactly as armed in `context` (at its due time unless `at` says otherwise). */
 export function expiry(snapshot: { context: { deadlines: Partial<Record<string, { id: string; at: number }>> } }, kind: JobTimerKind, at?: number): JobEvent {
@@ -172,6 +186,17 @@ export function stepsJob(snapshot: JobSnapshot, events: readonly JobEvent[]): [J
     all.push(...intents);
   }
   return [current, all];
+}
+
+/**
+ * The ack deadline passes with the agent's socket here: the job asks where it is, withdraws the
+ * attempt, and its cancel is sent; the job is queued again (or fails, its attempts spent).
+ */
+export function ackTimesOut(snapshot: JobSnapshot, at?: number): [JobSnapshot, Intent[]] {
+  const fired = expiry(snapshot, 'ack', at);
+  const owner = snapshot.context.assignment;
+  assert.ok(owner, 'the job holds no agent');
+  return stepsJob(snapshot, [fired, ackHolder(fired.at), cancelReported(fired.at, { kind: 'sent' }, owner)]);
 }
 
 export function types(intents: readonly Intent[]): string[] {
@@ -292,6 +317,16 @@ export class RunHarness {
     this.send({ ...expiry(this.child(key), kind, at), jobKey: key });
   }
 
+  /** The job's ack deadline passes with its agent's socket here, and the attempt's cancel is sent (`ackTimesOut`). */
+  ackTimesOut(key: string, at?: number): void {
+    const owner = this.child(key).context.assignment;
+    assert.ok(owner, `job ${key} has no agent`);
+    const fired = expiry(this.child(key), 'ack', at);
+    this.send({ ...fired, jobKey: key });
+    this.send({ ...ackHolder(fired.at), jobKey: key });
+    this.send({ ...cancelReported(fired.at, { kind: 'sent' }, owner), jobKey: key });
+  }
+
   /** DAG-7: no job waits on needs while every upstream is terminal, in the run's graph or in the job itself. */
   assertNoneStuckOnNeeds(): void {
     const { jobs, groups } = this.snapshot.context;
@@ -342,9 +377,10 @@ export const intent = {
     type: 'sendDispatch',
     params: { jobKey, ...owner, attempt, job: { baseName: jobKey, matrix: null, initFor: null, upstream: null, resolved: null } },
   }),
-  cancel: (force: boolean, reason: string, owner: Owner = OWNER, jobKey = 'build'): Intent => ({
+  cancel: (force: boolean, reason: string, owner: Owner = OWNER, jobKey = 'build', report?: true): Intent => ({
     type: 'sendCancel',
-    params: { jobKey, ...owner, force, reason },
+    params: { jobKey, ...owner, force, reason, ...(report && { report }) },
   }),
+  askAckHolder: (owner: Owner = OWNER, jobKey = 'build'): Intent => ({ type: 'askAckHolder', params: { jobKey, agentId: owner.agentId } }),
   releaseSlot: (owner: Owner = OWNER): Intent => ({ type: 'releaseSlot', params: { ...owner } }),
 };

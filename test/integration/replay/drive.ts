@@ -65,7 +65,7 @@ export class RunDriver {
     this.connect(a.agentId);
     this.runtime.registry.reserve(a.agentId, a.dispatchId, { runId: this.runId, jobKey: a.jobKey });
     await this.send({ type: 'placement.granted', agentKind: 'static', ...a });
-    await this.until(a.jobKey, { assigned: 'dispatched' });
+    await this.until(a.jobKey, { assigned: { dispatched: 'awaitingAck' } });
   }
 
   async start(a: Attempt): Promise<void> {

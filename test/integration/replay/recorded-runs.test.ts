@@ -86,16 +86,18 @@ for (const kind of DATABASE_KINDS) {
       await withTestDatabase(kind, async ({ db }) => {
         const run = await recordRequeueAndRecovery(db);
         const types = await run.eventTypes();
-        for (const type of ['run.created', 'placement.none', 'timer.ack.expired', 'agent.disconnected', 'agent.job.reclaim']) {
+        for (const type of ['run.created', 'placement.none', 'timer.ack.expired', 'ack.holder', 'cancel.reported', 'agent.disconnected', 'agent.job.reclaim']) {
           assert.ok(types.includes(type), `the journal holds ${type}`);
         }
         const recorded = await loadRecordedRun(db, run.runId);
         const report = await replayRecordedRun(recorded);
         assertExact(report, types.length);
         const timeout = report.steps.find((step) => step.type === 'timer.ack.expired');
-        assert.deepEqual(timeout?.before?.jobs['build'], { assigned: 'dispatched' });
+        assert.deepEqual(timeout?.before?.jobs['build'], { assigned: { dispatched: 'awaitingAck' } });
         assert.equal(timeout?.deadlines.fired, timeout?.event['deadlineId']);
-        assert.ok(timeout?.intents.some((intent) => intent.type === 'requestPlacement'), 'the requeue asks for a placement again');
+        assert.deepEqual(timeout?.intents.map((intent) => intent.type), ['askAckHolder'], 'the job asks where its agent is');
+        const reported = report.steps.find((step) => step.type === 'cancel.reported');
+        assert.ok(reported?.intents.some((intent) => intent.type === 'requestPlacement'), 'once the cancel went out, the requeue asks for a placement again');
         const lost = report.steps.find((step) => step.type === 'agent.disconnected');
         assert.deepEqual(lost?.after.jobs['test'], { recovering: 'afterStart' });
         assert.ok(lost?.deadlines.armed.some((deadline) => deadline.kind === 'recovery'));

@@ -10,6 +10,7 @@ import { upsertAgentSession } from '../../../src/db/shared-agents.ts';
 import { DATABASE_KINDS, skipReason, withTestDatabase } from '../../support/database.ts';
 import { eventually, startTestRuntime, waitingWorkflow, type TestRuntime } from '../../support/runtime.ts';
 import { RunDriver } from '../replay/drive.ts';
+import { stateName } from '../../support/machines.ts';
 
 const LABEL = 'label-nobody-has';
 
@@ -32,10 +33,16 @@ function agentHere(agentId: string): AgentSession {
 
 async function cancelsLeftFor(db: Kysely<Schema>, runId: string): Promise<number[]> {
   const rows = await db.selectFrom('agent_outbox').select(['id', 'payload']).where('coordinator_id', '=', 'coord-b').execute();
-  return rows.filter((row) => (row.payload as { cancels?: { runId: string } }).cancels?.runId === runId).map((row) => Number(row.id));
+  const cancelOf = (payload: unknown) => (payload as { frame?: { type?: string; runId?: string } }).frame;
+  return rows.filter((row) => cancelOf(row.payload)?.type === 'job.cancel' && cancelOf(row.payload)?.runId === runId).map((row) => Number(row.id));
 }
 
 const waitingKind = (runtime: TestRuntime, runId: string) => runtime.supervisor.jobContext(runId, 'build')?.waiting?.kind;
+/** The job's state in the chart, as `withdrawing.fenced.waiting`. */
+const jobState = (runtime: TestRuntime, runId: string) => {
+  const value = runtime.supervisor.snapshotOf(runId)?.children?.['build']?.snapshot.value;
+  return value === undefined ? null : stateName(value);
+};
 
 for (const kind of DATABASE_KINDS) {
   describe(`B7 across a takeover (${kind} Postgres)`, { skip: await skipReason(kind) }, () => {
@@ -43,8 +50,7 @@ for (const kind of DATABASE_KINDS) {
       await withTestDatabase(kind, async ({ db }) => {
         const peer = await frozenPeer(db);
         const owner = await startTestRuntime(db, 'coord-a');
-        // A long lease, so that the fence's longest hold (three lease lifetimes) does not end the test's wait.
-        const adopter = await startTestRuntime(db, 'coord-c', { SWITCHYARD_LEASE_TTL_MS: '4000' });
+        const adopter = await startTestRuntime(db, 'coord-c');
         try {
           const run = new RunDriver(db, owner);
           const { runId } = run;
@@ -53,11 +59,12 @@ for (const kind of DATABASE_KINDS) {
           const offer = db.selectFrom('placement_requests').select('run_id').where('run_id', '=', runId);
           await eventually(() => offer.executeTakeFirst(), 5_000, 'the job offered to the peers');
           await db.deleteFrom('placement_requests').where('run_id', '=', runId).execute();
-          // Granted to agent-on-b; its ack never comes, so the attempt is requeued and cancelled.
+          // Granted to agent-on-b; its ack never comes, and coord-b renews since the deadline: the attempt is withdrawn, its cancel left for coord-b.
           await run.send({ type: 'placement.granted', agentKind: 'static', jobKey: 'build', agentId: 'agent-on-b', dispatchId: randomUUID() });
           await run.fire('build', 'ack');
           const [commandId] = await eventually(async () => ((await cancelsLeftFor(db, runId)).length > 0 ? cancelsLeftFor(db, runId) : null), 10_000, 'the cancel left for coord-b');
           await eventually(() => waitingKind(owner, runId) === 'previous_attempt', 5_000, 'the owner to fence the job');
+          assert.equal(jobState(owner, runId), 'withdrawing.fenced.waiting');
 
           adopter.registry.add(agentHere('agent-on-c'));
           await owner.stop();
@@ -66,6 +73,7 @@ for (const kind of DATABASE_KINDS) {
           const adopted = adopter.supervisor.jobContext(runId, 'build');
           assert.equal(adopted?.assignment, null, 'not placed on the free agent while the cancel of the previous attempt waits');
           assert.equal(waitingKind(adopter, runId), 'previous_attempt');
+          assert.match(jobState(adopter, runId) ?? '', /^withdrawing\.fenced\./, 'the fence came back with the run: a state of its chart');
 
           await db.deleteFrom('agent_outbox').where('id', '=', commandId as number).execute();
           await eventually(() => adopter.supervisor.jobContext(runId, 'build')?.assignment?.agentId === 'agent-on-c', 5_000, 'the grant once the cancel went out');

@@ -17,6 +17,8 @@ function setup(handlers: Partial<EffectHandlers>) {
     requestPlacement: unexpected,
     sendDispatch: unexpected,
     sendCancel: unexpected,
+    askAckHolder: unexpected,
+    checkCancelFence: unexpected,
     closeAgentConnection: unexpected,
     releaseSlot: unexpected,
     requestConcurrency: unexpected,

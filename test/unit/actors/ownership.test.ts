@@ -80,7 +80,6 @@ function ownershipOver(
   clock: ManualClock,
   registry = new Registry(),
   restores: string[][] = [],
-  beforeRestore?: (runIds: string[]) => Promise<void>,
   takeLiveness?: OwnershipOptions['takeLiveness'],
 ): Ownership {
   const supervisor = {
@@ -101,7 +100,6 @@ function ownershipOver(
     metrics: createRuntimeMetrics(registry),
     onAdopted: () => Promise.resolve(),
     onFenced: () => undefined,
-    ...(beforeRestore && { beforeRestore }),
     ...(takeLiveness && { takeLiveness }),
   });
 }
@@ -112,7 +110,7 @@ it('a peer whose process is gone is adopted the moment its renewals are 1.5 inte
   // Renewed at 0, killed at once: its lease would end at 1,000; its lock is free, and its renewals are late after 300.
   store.peers.set('peer', { epoch: 3, leaseUntil: TTL_MS, runs: ['run-1'], renewedAt: 0, lockFree: true });
   const liveness = { key: 77, closed: 0, close: () => Promise.resolve(void (liveness.closed += 1)) };
-  const ownership = ownershipOver(store, clock, new Registry(), [], undefined, () => Promise.resolve(liveness));
+  const ownership = ownershipOver(store, clock, new Registry(), [], () => Promise.resolve(liveness));
   try {
     await ownership.start();
     assert.deepEqual(store.claims, [{ livenessKey: 77 }], 'the claim writes the key of the lock taken first');
@@ -175,32 +173,10 @@ it('a peer gone with no live run has its lease ended at once (its agent sessions
 
 it('a liveness lock that cannot be taken leaves the lease claimed without one', async () => {
   const store = new Leases();
-  const ownership = ownershipOver(store, new ManualClock(), new Registry(), [], undefined, () => Promise.reject(new Error('no connection')));
+  const ownership = ownershipOver(store, new ManualClock(), new Registry(), [], () => Promise.reject(new Error('no connection')));
   try {
     await ownership.start();
     assert.deepEqual(store.claims, [{ livenessKey: null }]);
-  } finally {
-    await ownership.stop();
-  }
-});
-
-it('runs moved here are announced (the previous owner’s cancel fences) before their actors are restored', async () => {
-  const clock = new ManualClock();
-  const store = new Leases();
-  store.peers.set('peer', { epoch: 3, leaseUntil: 50, runs: ['run-1', 'run-2'] });
-  const restores: string[][] = [];
-  const announced: { runIds: string[]; restoredBefore: number }[] = [];
-  const beforeRestore = async (runIds: string[]) => {
-    await new Promise((resolve) => setImmediate(resolve));
-    announced.push({ runIds, restoredBefore: restores.length });
-  };
-  const ownership = ownershipOver(store, clock, new Registry(), restores, beforeRestore);
-  try {
-    await ownership.start();
-    await clock.advance(RENEW_MS);
-    await new Promise((resolve) => setImmediate(resolve));
-    assert.deepEqual(announced, [{ runIds: ['run-1', 'run-2'], restoredBefore: 0 }], 'announced once, and awaited before any actor is restored');
-    assert.deepEqual(restores, [['run-1', 'run-2']]);
   } finally {
     await ownership.stop();
   }

@@ -8,6 +8,7 @@ import {
   STEP,
   T,
   acceptedJob,
+  ackTimesOut,
   disconnected,
   dispatchedJob,
   expiry,
@@ -74,7 +75,7 @@ describe('job machine: step and job results', () => {
   it('a new attempt starts with no steps and no result', () => {
     const [recorded] = stepJob(dispatchedJob(), stepStatus(2_050, OWNER, step({ status: 'running' })));
     assert.equal(recorded.context.steps.length, 1);
-    const [requeued] = stepJob(recorded, expiry(recorded, 'ack'));
+    const [requeued] = ackTimesOut(recorded);
     const [again] = stepJob(requeued, granted(20_000, { agentId: 'agent-2', dispatchId: 'dispatch-2' }));
     assert.deepEqual(again.context.steps, []);
     assert.equal(again.context.result, null);

@@ -6,6 +6,8 @@ import {
   OWNER,
   T,
   ack,
+  ackHolder,
+  cancelReported,
   acceptedJob,
   dispatchedJob,
   expiry,
@@ -103,7 +105,7 @@ describe('job machine: admission', () => {
 describe('job machine: placement and dispatch', () => {
   it('placement.granted → dispatched: attempt 1, queue disarmed, ack armed at +10 s, job.dispatch sent', () => {
     const [snapshot, intents] = stepJob(queuedJob(), granted(T.granted));
-    assert.deepEqual(snapshot.value, { assigned: 'dispatched' });
+    assert.deepEqual(snapshot.value, { assigned: { dispatched: 'awaitingAck' } });
     assert.equal(snapshot.context.attempt, 1);
     assert.deepEqual(snapshot.context.assignment, { ...OWNER, agentKind: 'static' });
     assert.deepEqual(intents, [intent.disarm('queue'), intent.arm('ack', T.granted + 10_000), intent.dispatch(1)]);
@@ -120,7 +122,7 @@ describe('job machine: placement and dispatch', () => {
     const [still] = stepJob(waiting, { type: 'placement.none', reason: capacity, at: 3_000 });
     assert.deepEqual(still.context.waiting, capacity);
     const [dispatched, placed] = stepJob(still, granted(4_000));
-    assert.deepEqual(dispatched.value, { assigned: 'dispatched' });
+    assert.deepEqual(dispatched.value, { assigned: { dispatched: 'awaitingAck' } });
     assert.equal(dispatched.context.waiting, null);
     assert.deepEqual(placed, [intent.disarm('queue'), intent.arm('ack', 14_000), intent.dispatch(1)]);
   });
@@ -207,26 +209,33 @@ describe('job machine: requeue and attempts', () => {
     const second = { agentId: 'agent-2', dispatchId: 'dispatch-2' };
     const [redispatched] = stepsJob(first, [reject(3_000), granted(4_000, second)]);
     const [same, intents] = stepJob(redispatched, firstAckFiring);
-    assert.deepEqual(same.value, { assigned: 'dispatched' });
+    assert.deepEqual(same.value, { assigned: { dispatched: 'awaitingAck' } });
     assert.deepEqual(same.context.assignment, { ...second, agentKind: 'static' });
     assert.deepEqual(intents, []);
   });
 
-  it('ack timeout → forced cancel "dispatch ack timeout", close 4031, then the slot is freed, requeue', () => {
+  it('ack timeout → the job asks where its agent is; here: forced cancel "dispatch ack timeout" (reported), close 4031, then the slot is freed; requeue once the cancel went out', () => {
     const dispatched = dispatchedJob();
-    const [queued, intents] = stepJob(dispatched, expiry(dispatched, 'ack'));
-    assert.equal(queued.value, 'queued');
-    assert.equal(queued.context.outcome, 'dispatch ack timeout');
+    const fired = expiry(dispatched, 'ack');
+    const [asking, asked] = stepJob(dispatched, fired);
+    assert.deepEqual(asking.value, { assigned: { dispatched: { ackOverdue: { unheld: 'asking' } } } });
+    assert.deepEqual(asked, [intent.askAckHolder()]);
+    const [withdrawing, intents] = stepJob(asking, ackHolder(fired.at));
+    assert.deepEqual(withdrawing.value, { withdrawing: 'cancelling' });
+    assert.equal(withdrawing.context.outcome, 'dispatch ack timeout');
+    assert.equal(withdrawing.context.assignment, null, 'the attempt is withdrawn: a reclaim of it is refused');
     // Found by the chaos suite: freed before the close, the slot was granted to another job on the
     // socket being closed, and that job waited out the recovery window for an agent that never had it.
     assert.deepEqual(intents, [
       intent.disarm('ack'),
-      intent.cancel(true, 'dispatch ack timeout'),
+      { type: 'armDeadline', params: { id: 'build#fence', kind: 'fence', at: fired.at + DEFAULT_JOB_TIMEOUTS.recoveryMs, jobKey: 'build' } },
+      intent.cancel(true, 'dispatch ack timeout', OWNER, 'build', true),
       { type: 'closeAgentConnection', params: { agentId: OWNER.agentId, code: 4031, reason: 'dispatch ack timeout' } },
       intent.releaseSlot(),
-      intent.arm('queue', T.granted + 10_000 + HOUR),
-      intent.placement(1),
     ]);
+    const [queued, requeued] = stepJob(withdrawing, cancelReported(fired.at + 5));
+    assert.equal(queued.value, 'queued');
+    assert.deepEqual(requeued, [intent.disarm('fence'), intent.arm('queue', fired.at + 5 + HOUR), intent.placement(1)]);
   });
 
   it('the fifth attempt that fails → failed "re-dispatch attempts exhausted after 5 attempts"', () => {
@@ -294,7 +303,7 @@ describe('job machine: messages from a non-owner change nothing', () => {
       const dispatched = dispatchedJob();
       for (const event of [ack(3_000, owner), reject(3_000, owner), status('running', 3_000, owner), status('success', 3_000, owner)]) {
         const [same, intents] = stepJob(dispatched, event);
-        assert.deepEqual(same.value, { assigned: 'dispatched' }, event.type);
+        assert.deepEqual(same.value, { assigned: { dispatched: 'awaitingAck' } }, event.type);
         assert.deepEqual(intents, [], event.type);
       }
       const started = startedJob();

@@ -12,7 +12,8 @@ import type { RunInput } from '../../../machines/run.types.ts';
 import { gateIdOf } from '../../../machines/environment.ts';
 import { TERMINAL_JOB_STATUSES } from '../../../machines/status.ts';
 import { DEFAULT_JOB_TIMEOUTS } from '../../../machines/types.ts';
-import { STEP, cancel, jobInput, jobPlan, need, runInput } from '../../support/machines.ts';
+import { STEP, ackHolder, cancel, cancelReported, jobInput, jobPlan, need, runInput } from '../../support/machines.ts';
+import type { AckHolder, CancelHolder } from '../../../machines/job.withdrawal.ts';
 
 const AT = 5_000;
 
@@ -64,9 +65,30 @@ function jobEvents(snapshot: JobSnapshot): JobEvent[] {
     { type: 'job.restored', liveAgents: [], at: AT },
     { type: 'job.restored', liveAgents: [owner.agentId], at: AT },
     ...(['approve', 'reject'] as const).map((decision): JobEvent => ({ type: 'job.approval', gateId: gateIdOf('build'), decision, by: 'alice', at: AT })),
+    ...ACK_HOLDERS.map((holder) => ackHolder(AT, holder)),
+    ...CANCEL_HOLDERS.map((holder) => cancelReported(AT, holder, { agentId: owner.agentId, dispatchId: snapshot.context.withdrawal?.dispatchId ?? 'none' })),
+    { type: 'fence.checked', lifted: true, at: AT },
+    { type: 'fence.checked', lifted: false, at: AT },
     ...timers,
   ];
 }
+
+/**
+ * Where an overdue attempt's agent may be, answered at AT, before its ack deadline (granted at AT + 10 s)
+ * with the lease settings of `LEASE` (10 s, renewed every 2 s): a peer whose lease ran out, one not
+ * renewing, one renewing but not since the deadline, one renewing since.
+ */
+const ACK_HOLDERS: AckHolder[] = [
+  { kind: 'here' },
+  { kind: 'none' },
+  { kind: 'unknown' },
+  { kind: 'session', coordinatorId: 'peer', leaseUntil: AT - 1 },
+  { kind: 'session', coordinatorId: 'peer', leaseUntil: AT + 1_000 },
+  { kind: 'session', coordinatorId: 'peer', leaseUntil: AT + 9_000 },
+  { kind: 'session', coordinatorId: 'peer', leaseUntil: AT + 30_000 },
+];
+
+const CANCEL_HOLDERS: CancelHolder[] = [{ kind: 'sent' }, { kind: 'peer', coordinatorId: 'peer', commandId: 7 }, { kind: 'unreachable' }];
 
 /** Value plus the context that steers guards; times are left out so the space stays finite. */
 function serializeJob(snapshot: JobSnapshot): string {

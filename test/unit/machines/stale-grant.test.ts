@@ -45,7 +45,7 @@ describe('a grant the job no longer waits for: its slot goes back (DSP-2)', () =
 
   it('a job waiting for an agent takes the grant', () => {
     const [dispatched, intents] = stepJob(queuedJob(), granted(4_000, STALE));
-    assert.deepEqual(dispatched.value, { assigned: 'dispatched' });
+    assert.deepEqual(dispatched.value, { assigned: { dispatched: 'awaitingAck' } });
     assert.ok(!intents.some((i) => i.type === 'releaseSlot'));
   });
 

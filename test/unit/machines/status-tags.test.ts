@@ -17,7 +17,16 @@ const EXPECTED: Record<string, JobStatus> = {
   'waiting.concurrency': 'pending',
   'waiting.agent': 'pending',
   queued: 'queued',
-  'assigned.dispatched': 'queued',
+  'assigned.dispatched.awaitingAck': 'queued',
+  'assigned.dispatched.ackOverdue.unheld.asking': 'queued',
+  'assigned.dispatched.ackOverdue.unheld.waiting': 'queued',
+  'assigned.dispatched.ackOverdue.held.asking': 'queued',
+  'assigned.dispatched.ackOverdue.held.waiting': 'queued',
+  'assigned.dispatched.ackOverdue.settling.asking': 'queued',
+  'assigned.dispatched.ackOverdue.settling.waiting': 'queued',
+  'withdrawing.cancelling': 'queued',
+  'withdrawing.fenced.waiting': 'queued',
+  'withdrawing.fenced.asking': 'queued',
   'assigned.running.accepted': 'running',
   'assigned.running.started': 'running',
   'assigned.cancelling': 'cancelling',
@@ -92,7 +101,9 @@ describe('job machine: status comes from tags', () => {
   it('waits-for-agent marks exactly the states a placement answers; holds-slot every assigned state', () => {
     const tagged = (tag: string) => LEAVES.filter((node) => tagsOn(node).includes(tag)).map(key).sort();
     assert.deepEqual(tagged('waits-for-agent'), ['queued', 'waiting.agent']);
-    assert.deepEqual(tagged('holds-slot'), ['assigned.cancelling', 'assigned.dispatched', 'assigned.running.accepted', 'assigned.running.started']);
+    const dispatched = ['assigned.dispatched.ackOverdue.held.asking', 'assigned.dispatched.ackOverdue.held.waiting', 'assigned.dispatched.ackOverdue.settling.asking', 'assigned.dispatched.ackOverdue.settling.waiting'];
+    const unheld = ['assigned.dispatched.ackOverdue.unheld.asking', 'assigned.dispatched.ackOverdue.unheld.waiting', 'assigned.dispatched.awaitingAck'];
+    assert.deepEqual(tagged('holds-slot'), ['assigned.cancelling', ...dispatched, ...unheld, 'assigned.running.accepted', 'assigned.running.started']);
     assert.deepEqual(tagged('awaits-reclaim'), ['recovering.afterStart', 'recovering.beforeStart', 'recovering.unlistedAfterStart', 'recovering.unlistedBeforeStart']);
   });
 });

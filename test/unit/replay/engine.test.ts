@@ -13,7 +13,7 @@ const agent = { agentId: 'agent-1', dispatchId: 'd-1' };
 const agent2 = { agentId: 'agent-2', dispatchId: 'd-2' };
 const ev = (event: IncomingRunEvent) => event;
 
-/** build (ack timeout → requeue → success on a second agent), then test (disconnect → recovery → reclaim). */
+/** build (ack timeout → withdrawn, its cancel sent → requeue → success on a second agent), then test (disconnect → recovery → reclaim). */
 function recordedRun(steps = Infinity) {
   const input = runInput([jobPlan('build'), jobPlan('test', { needs: [need('build')] })], { runId: 'run-r' });
   return recordInMemory(input, RUN_STEPS.slice(0, steps));
@@ -22,6 +22,8 @@ function recordedRun(steps = Infinity) {
 const RUN_STEPS = [
     ev({ type: 'placement.granted', jobKey: 'build', ...agent, agentKind: 'static' }),
     firing('build', 'ack'),
+    ev({ type: 'ack.holder', jobKey: 'build', holder: { kind: 'here' }, leaseTtlMs: 10_000, leaseRenewMs: 2_000 }),
+    ev({ type: 'cancel.reported', jobKey: 'build', dispatchId: agent.dispatchId, holder: { kind: 'sent' }, pollMs: 2_000 }),
     ev({ type: 'placement.none', jobKey: 'build', reason: { kind: 'capacity', message: 'every agent is busy' } }),
     ev({ type: 'placement.granted', jobKey: 'build', ...agent2, agentKind: 'static' }),
     ev({ type: 'agent.job.ack', jobKey: 'build', ...agent2 }),
@@ -41,28 +43,32 @@ describe('replay engine', () => {
     const report = await replayRecordedRun(recorded);
     assert.equal(report.divergence, null);
     assert.equal(report.failure, null);
-    assert.deepEqual(report.snapshotCheck, { compared: true, seq: 13, equal: true, differences: [] });
+    assert.deepEqual(report.snapshotCheck, { compared: true, seq: 15, equal: true, differences: [] });
     assert.equal(report.exact, true);
-    assert.equal(report.steps.length, 14);
+    assert.equal(report.steps.length, 16);
     assert.equal(report.steps.at(-1)?.after.run, 'success');
-    const timeout = report.steps[2];
+    const [timeout, answered, reported] = report.steps.slice(2, 5);
     assert.equal(timeout?.type, 'timer.ack.expired');
-    assert.deepEqual(timeout?.before?.jobs['build'], { assigned: 'dispatched' });
-    assert.deepEqual(timeout?.intents.map((i) => i.type), ['sendCancel', 'closeAgentConnection', 'releaseSlot', 'requestPlacement']);
+    assert.deepEqual(timeout?.before?.jobs['build'], { assigned: { dispatched: 'awaitingAck' } });
+    assert.deepEqual(timeout?.intents.map((i) => i.type), ['askAckHolder']);
     assert.equal(timeout?.deadlines.fired, 'build#ack');
-    assert.ok(timeout?.deadlines.disarmed.includes('build#ack'));
-    assert.equal(report.steps[3]?.waiting['build']?.message, 'every agent is busy');
-    assert.deepEqual(report.steps[11]?.after.jobs['test'], { recovering: 'afterStart' });
-    assert.ok(report.steps[11]?.deadlines.armed.some((d) => d.id === 'test#recovery'));
+    assert.deepEqual(answered?.after.jobs['build'], { withdrawing: 'cancelling' });
+    assert.deepEqual(answered?.intents.map((i) => i.type), ['sendCancel', 'closeAgentConnection', 'releaseSlot']);
+    assert.ok(answered?.deadlines.disarmed.includes('build#ack'));
+    assert.ok(answered?.deadlines.armed.some((d) => d.id === 'build#fence'));
+    assert.deepEqual(reported?.intents.map((i) => i.type), ['requestPlacement']);
+    assert.equal(report.steps[5]?.waiting['build']?.message, 'every agent is busy');
+    assert.deepEqual(report.steps[13]?.after.jobs['test'], { recovering: 'afterStart' });
+    assert.ok(report.steps[13]?.deadlines.armed.some((d) => d.id === 'test#recovery'));
   });
 
   it('stops at any seq and exports the persisted snapshot of that point', async () => {
     const recorded = recordedRun();
-    const report = await replayRecordedRun(recorded, { to: 4 });
-    assert.equal(report.steps.length, 5);
-    assert.equal(report.to, 4);
+    const report = await replayRecordedRun(recorded, { to: 6 });
+    assert.equal(report.steps.length, 7);
+    assert.equal(report.to, 6);
     assert.deepEqual(report.snapshot.value, { active: 'pending' });
-    assert.deepEqual(report.snapshot.children?.['build']?.snapshot.value, { assigned: 'dispatched' });
+    assert.deepEqual(report.snapshot.children?.['build']?.snapshot.value, { assigned: { dispatched: 'awaitingAck' } });
     assert.equal((report.snapshot.children?.['build']?.snapshot.context as { attempt: number }).attempt, 2);
     assert.equal(report.snapshotCheck.compared, false);
     assert.equal(report.exact, true);
@@ -71,14 +77,14 @@ describe('replay engine', () => {
 
   it('reports the first divergence when one journaled state was changed', async () => {
     const recorded = recordedRun();
-    const record = recorded.journal[6];
+    const record = recorded.journal[8];
     assert.ok(record);
     record.stateAfter = { run: { active: 'running' }, jobs: { build: 'failed', test: { waiting: 'gated' } } };
     const report = await replayRecordedRun(recorded);
-    assert.equal(report.divergence?.seq, 6);
+    assert.equal(report.divergence?.seq, 8);
     assert.deepEqual(report.divergence?.differences.map((d) => d.path), ['jobs.build']);
     assert.equal(report.exact, false);
-    assert.match(formatReport(report), /DIVERGED first at seq 6 \(agent\.job\.status\)/);
+    assert.match(formatReport(report), /DIVERGED first at seq 8 \(agent\.job\.status\)/);
   });
 
   it('reports the first divergence when the chart changed: a run that no longer forwards job events', async () => {
@@ -107,7 +113,7 @@ describe('replay engine', () => {
     const report = await replayRecordedRun(recorded);
     assert.deepEqual(report.snapshotCheck, { compared: true, seq: 9, equal: true, differences: [] });
     assert.equal(report.exact, true);
-    assert.equal(report.steps.length, 14, 'the tail is replayed too');
+    assert.equal(report.steps.length, 16, 'the tail is replayed too');
     assert.ok(recorded.snapshot);
     recorded.snapshot.snapshot.context.failureReason = 'tampered';
     const tampered = await replayRecordedRun(recorded);

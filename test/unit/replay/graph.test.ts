@@ -30,10 +30,17 @@ describe('machine graphs', () => {
     assert.equal(byId.get('job.timed_out_stale')?.type, 'final');
     assert.deepEqual(job.nodes.filter((n) => n.initial).map((n) => n.id).sort(), [
       'job.assigned.dispatched',
+      'job.assigned.dispatched.ackOverdue.held.asking',
+      'job.assigned.dispatched.ackOverdue.settling.asking',
+      'job.assigned.dispatched.ackOverdue.unheld',
+      'job.assigned.dispatched.ackOverdue.unheld.asking',
+      'job.assigned.dispatched.awaitingAck',
       'job.assigned.running.accepted',
       'job.created',
       'job.recovering.beforeStart',
       'job.waiting.gated',
+      'job.withdrawing.cancelling',
+      'job.withdrawing.fenced.waiting',
     ]);
     assert.match(byId.get('job.recovering')?.description ?? '', /reclaim/);
   });
@@ -43,7 +50,7 @@ describe('machine graphs', () => {
     const ackTimeout = job.edges.find((e) => e.event === 'timer.ack.expired');
     assert.deepEqual(
       ackTimeout && { source: ackTimeout.source, target: ackTimeout.target, guard: ackTimeout.guard, kind: ackTimeout.kind },
-      { source: 'job.assigned.dispatched', target: 'job.requeued', guard: 'isCurrentDeadline', kind: 'external' },
+      { source: 'job.assigned.dispatched.awaitingAck', target: 'job.assigned.dispatched.ackOverdue', guard: 'isCurrentDeadline', kind: 'external' },
     );
     const reclaim = job.edges.filter((e) => e.source.startsWith('job.recovering') && e.event === 'agent.job.reclaim');
     assert.deepEqual(reclaim.map((e) => [e.source, e.target, e.guard]), [
