@@ -6,6 +6,7 @@ import { Batcher, type BatchResults } from '../../lib/batcher.ts';
 import { throwFirstRejection } from '../../lib/concurrently.ts';
 import { coerceError } from '../../lib/errors.ts';
 import type { IncomingRunEvent } from '../runs/supervisor.ts';
+import { backoffMs } from '../../lib/backoff.ts';
 
 /** A job its owner could not place on one of its own agents, offered to every coordinator's agents. */
 export interface OfferedJob {
@@ -101,7 +102,7 @@ export class PlacementExchange {
       (thrown: unknown) => {
         pending.writing = null;
         this.log.warn({ err: coerceError(thrown), runId: job.runId, jobKey: job.jobKey }, 'publishing a placement request failed; trying again');
-        const retry = setTimeout(() => this.publishing.get(key) === pending && this.publish(job, tries + 1), Math.min(PUBLISH_RETRY_CAP_MS, 250 * 2 ** tries));
+        const retry = setTimeout(() => this.publishing.get(key) === pending && this.publish(job, tries + 1), backoffMs(tries + 1, { baseMs: 250, maxMs: PUBLISH_RETRY_CAP_MS }));
         retry.unref();
       },
     );

@@ -4,6 +4,7 @@ import { OWN_LINE_EFFECTS, UNRECORDED_EFFECTS } from '../../machines/intents.ts'
 import type { RuntimeMetrics } from './metrics.ts';
 import type { Effect, EffectHandlers } from './ports.ts';
 import type { Clock } from '../clock.ts';
+import { backoffMs } from '../../lib/backoff.ts';
 
 export interface EffectExecutorOptions {
   /** One handler per kind, each idempotent by `effect.effectId`: effects are at-least-once. */
@@ -74,13 +75,13 @@ export class EffectExecutor {
     for (let attempt = 1; attempt <= QUICK_ATTEMPTS; attempt++) {
       if (await this.attempt(effect, attempt)) return;
       if (this.stopped) return;
-      if (attempt < QUICK_ATTEMPTS) await this.sleep(RETRY_BASE_MS * 2 ** (attempt - 1));
+      if (attempt < QUICK_ATTEMPTS) await this.sleep(backoffMs(attempt, { baseMs: RETRY_BASE_MS, maxMs: REDRIVE_MAX_MS }));
     }
     this.redrive(effect, QUICK_ATTEMPTS + 1);
   }
 
   private redrive(effect: Effect, attempt: number): void {
-    const delayMs = Math.min(REDRIVE_MAX_MS, RETRY_BASE_MS * 2 ** (attempt - 1));
+    const delayMs = backoffMs(attempt, { baseMs: RETRY_BASE_MS, maxMs: REDRIVE_MAX_MS });
     this.logOf(effect).error({ attempt, nextInMs: delayMs }, 'effect still failing; re-driving it apart from the run\'s later effects');
     const handle = this.options.clock.setTimeout(() => {
       void this.attempt(effect, attempt).then((ok) => {

@@ -4,6 +4,7 @@ import type { Clock } from '../clock.ts';
 import { runFailureOf } from './commit-entry.ts';
 import { CommitGaveUpError, FencedError, JournalConflictError, RunNotStorableError, TransientStoreError } from './errors.ts';
 import { coerceError } from '../../lib/errors.ts';
+import { backoffMs } from '../../lib/backoff.ts';
 
 export interface CommitObserver {
   onBatch(size: number, seconds: number): void;
@@ -104,7 +105,7 @@ export class GroupCommitter {
   }
 
   private backoff(failures: number): number {
-    return Math.min(this.retry.baseMs * 2 ** (failures - 1), this.retry.maxMs);
+    return backoffMs(failures, this.retry);
   }
 
   /** The longest run of entries (or of failure records) at the head of the queue, up to the batch size. */

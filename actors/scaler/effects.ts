@@ -7,6 +7,7 @@ import { coerceError } from '../../lib/errors.ts';
 import type { IncomingRunEvent } from '../runs/supervisor.ts';
 import type { Clock } from '../clock.ts';
 import { jobKeyOf } from '../../lib/job-key.ts';
+import { backoffMs } from '../../lib/backoff.ts';
 
 /** A token minted for exactly one agent id and label set (docs/protocol.md#tokens). */
 export interface MintedToken {
@@ -148,7 +149,7 @@ export class ScalerEffects {
     const failures = (this.failuresByJob.get(key) ?? 0) + 1;
     this.failuresByJob.set(key, failures);
     if (this.failuresByJob.size > 10_000) this.failuresByJob.delete(this.failuresByJob.keys().next().value as string);
-    const delay = Math.min(RETRY_CAP_MS, RETRY_BASE_MS * 2 ** (failures - 1));
+    const delay = backoffMs(failures, { baseMs: RETRY_BASE_MS, maxMs: RETRY_CAP_MS });
     this.deps.clock.setTimeout(() => this.deps.offer(), delay);
   }
 

@@ -1,4 +1,5 @@
 import type { ClaimedDelivery, Delivery, DeliveryKey, IntakeClaim } from '../db/deliveries.ts';
+import { backoffMs } from '../../lib/backoff.ts';
 
 /**
  * Thrown by the delivery processor for failures worth retrying (INT-6): never "no lock file".
@@ -76,5 +77,5 @@ export interface DeliveryQueue {
 /** INT-6: 5 s doubling, capped at 10 min, 10 attempts; then the delivery is dead. */
 export const MAX_INTAKE_ATTEMPTS = 10;
 export function retryDelayMs(attempt: number): number {
-  return Math.min(5_000 * 2 ** Math.max(0, attempt - 1), 10 * 60_000);
+  return backoffMs(attempt, { baseMs: 5_000, maxMs: 10 * 60_000 });
 }

@@ -8,6 +8,7 @@ import { logChunk, sendStepStatus, type JobScope, type PlannedStep, type StepOut
 import { LogStream } from './log-stream.ts';
 import { runInProcessGroup, type ProcessResult, type StopRequest } from './process-group.ts';
 import { shellArgv } from './shell.ts';
+import { backoffMs } from '../../lib/backoff.ts';
 
 interface Verdict {
   state: TerminalStepState;
@@ -94,8 +95,8 @@ function stopped(signal: AbortSignal, result?: ProcessResult): Verdict | undefin
 }
 
 export function retryDelayMs(retry: RetryPolicy, attempt: number): number {
-  const raw = retry.backoff === 'exponential' ? retry.delayMs * 2 ** (attempt - 1) : retry.delayMs;
-  return retry.maxDelayMs === undefined ? raw : Math.min(raw, retry.maxDelayMs);
+  const policy = { baseMs: retry.delayMs, maxMs: retry.maxDelayMs ?? Infinity, factor: retry.backoff === 'exponential' ? 2 : 1 };
+  return backoffMs(attempt, policy);
 }
 
 async function awaitApproval(scope: JobScope, planned: PlannedStep, signal: AbortSignal) {

@@ -3,6 +3,7 @@ import { coerceError } from '../../lib/errors.ts';
 import type { LogChunkInput } from '../db/job-logs.ts';
 import { utf8Bytes } from '../db/job-logs.ts';
 import { isTransientDatabaseError } from '../db/errors.ts';
+import { backoffMs } from '../../lib/backoff.ts';
 
 /** Stores chunks in one write, in the order given. */
 export type AppendLogs = (chunks: readonly LogChunkInput[]) => Promise<unknown>;
@@ -123,12 +124,12 @@ export class LogWriter {
         if (isTransientDatabaseError(thrown)) {
           if (outageSince === null) this.log.warn({ err: coerceError(thrown), chunks: batch.length }, 'the database is unreachable: log chunks wait until it answers');
           outageSince ??= Date.now();
-          await sleep(Math.min(OUTAGE_RETRY_MAX_MS, this.retryBaseMs * 2 ** Math.min(attempt, 5)));
+          await sleep(backoffMs(attempt + 1, { baseMs: this.retryBaseMs, maxMs: Math.min(OUTAGE_RETRY_MAX_MS, this.retryBaseMs * 32) }));
           continue;
         }
         refused += 1;
         this.log.warn({ err: coerceError(thrown), attempt: refused, chunks: batch.length }, 'storing log chunks failed');
-        if (refused < ATTEMPTS) await sleep(this.retryBaseMs * 2 ** (refused - 1));
+        if (refused < ATTEMPTS) await sleep(backoffMs(refused, { baseMs: this.retryBaseMs, maxMs: Infinity }));
       }
     }
     return false;
