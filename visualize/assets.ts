@@ -2,40 +2,55 @@ import { readFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
 
-/** The page's files: name → where it lives and how it is served. `data.js` is written per use. */
+/** A page's file: where it lives and how it is served. */
 export interface Asset {
   path: string;
   contentType: string;
 }
 
+/** One page's fixed set of files: nothing outside it is ever read. */
+export interface PageAssets {
+  readonly files: Readonly<Record<string, Asset>>;
+  assetOf(name: string): Asset | null;
+  read(name: string): Promise<Buffer | null>;
+}
+
 const PUBLIC = fileURLToPath(new URL('./public/', import.meta.url));
 const require = createRequire(import.meta.url);
 
-const JS = 'text/javascript; charset=utf-8';
+const HTML = 'text/html; charset=utf-8';
+const CSS = 'text/css; charset=utf-8';
+export const JS = 'text/javascript; charset=utf-8';
 
-export const ASSETS: Record<string, Asset> = {
-  'index.html': { path: `${PUBLIC}index.html`, contentType: 'text/html; charset=utf-8' },
-  'style.css': { path: `${PUBLIC}style.css`, contentType: 'text/css; charset=utf-8' },
-  'chart.js': { path: `${PUBLIC}chart.js`, contentType: JS },
-  'source.js': { path: `${PUBLIC}source.js`, contentType: JS },
-  'view.js': { path: `${PUBLIC}view.js`, contentType: JS },
-  'app.js': { path: `${PUBLIC}app.js`, contentType: JS },
+/** What both pages load first: the admin token, API calls and the DOM builder (visualize/public/common.js). */
+const COMMON: Asset = { path: `${PUBLIC}common.js`, contentType: JS };
+
+function pageAssets(dir: string, names: readonly string[], extra: Record<string, Asset> = {}): PageAssets {
+  const files: Record<string, Asset> = { 'common.js': COMMON, ...extra };
+  for (const name of names) files[name] = { path: `${dir}${name}`, contentType: name.endsWith('.html') ? HTML : name.endsWith('.css') ? CSS : JS };
+  const assetOf = (name: string) => (Object.hasOwn(files, name) ? (files[name] ?? null) : null);
+  return {
+    files,
+    assetOf,
+    read: async (name) => {
+      const asset = assetOf(name);
+      return asset ? readFile(asset.path) : null;
+    },
+  };
+}
+
+/** The visualizer (`/visualize/`); `data.js` is written per use. */
+export const VISUALIZER = pageAssets(PUBLIC, ['index.html', 'style.css', 'chart.js', 'source.js', 'view.js', 'app.js'], {
   'elk.bundled.js': { path: require.resolve('elkjs/lib/elk.bundled.js'), contentType: JS },
-};
+});
 
-/** The data script of the served page: no embedded data, so the page asks the API. */
+/** The runs page (`/runs/`). */
+export const RUNS_PAGE = pageAssets(`${PUBLIC}runs/`, ['index.html', 'style.css', 'api.js', 'dom.js', 'list.js', 'run.js', 'logs.js', 'app.js']);
+
+/** The data script of the served visualizer: no embedded data, so the page asks the API. */
 export const LIVE_DATA_SCRIPT = 'window.SWITCHYARD_OFFLINE = null;\n';
 
 /** The data script of an offline copy: everything the page shows, embedded (file:// cannot fetch). */
 export function offlineDataScript(data: unknown): string {
   return `window.SWITCHYARD_OFFLINE = ${JSON.stringify(data)};\n`;
-}
-
-export function assetOf(name: string): Asset | null {
-  return Object.hasOwn(ASSETS, name) ? (ASSETS[name] ?? null) : null;
-}
-
-export async function readAsset(name: string): Promise<Buffer | null> {
-  const asset = assetOf(name);
-  return asset ? readFile(asset.path) : null;
 }

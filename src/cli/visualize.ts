@@ -1,7 +1,7 @@
 import { copyFile, mkdir, writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
-import { ASSETS, offlineDataScript } from '../../visualize/assets.ts';
+import { VISUALIZER, offlineDataScript } from '../../visualize/assets.ts';
 import type { RunArchive } from '../replay/archive.ts';
 import { ReplayJournalError, ReplayVersionError } from '../replay/errors.ts';
 import { ArchiveRequestError } from '../replay/archive.ts';
@@ -62,7 +62,7 @@ export async function offlineData(archive: RunArchive, runId: string, force: boo
 export async function writeOfflineCopy(dir: string, data: Record<string, unknown>): Promise<string[]> {
   await mkdir(dir, { recursive: true });
   const written: string[] = [];
-  for (const [name, asset] of Object.entries(ASSETS)) {
+  for (const [name, asset] of Object.entries(VISUALIZER.files)) {
     await copyFile(asset.path, join(dir, name));
     written.push(name);
   }

@@ -19,8 +19,7 @@ import { registerSecretRoutes } from './api-secrets.ts';
 import { registerTestRunRoutes } from './api-test-runs.ts';
 import type { SecretService } from '../secrets/service.ts';
 import { Router } from './router.ts';
-import { registerRunsPageRoutes } from './runs-page.ts';
-import { registerVisualizerRoutes } from './visualizer.ts';
+import { registerRunsPageRoutes, registerVisualizerRoutes } from './pages.ts';
 
 /** What the admin routes ask of the actor runtime. */
 export interface AdminRuntime {

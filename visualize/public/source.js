@@ -1,37 +1,8 @@
 'use strict';
 // Where the page's data comes from: the coordinator's API and /ws/observe, or an offline copy.
 {
-  const TOKEN_KEY = 'switchyard.adminToken';
+  const { takeTokenFromUrl, tokenOf, setToken, get, UnauthorizedError } = window.SwitchyardCommon;
   const MAX_RETRY_MS = 10_000;
-
-  class UnauthorizedError extends Error {}
-
-  /** `?token=` is taken once into sessionStorage and removed from the address bar. */
-  function takeTokenFromUrl() {
-    const url = new URL(location.href);
-    const token = url.searchParams.get('token');
-    if (!token) return;
-    sessionStorage.setItem(TOKEN_KEY, token);
-    url.searchParams.delete('token');
-    history.replaceState(null, '', `${url.pathname}${url.search}${url.hash}`);
-  }
-
-  function tokenOf() {
-    return sessionStorage.getItem(TOKEN_KEY);
-  }
-
-  async function get(path) {
-    const token = tokenOf();
-    if (!token) throw new UnauthorizedError('an admin token is needed');
-    const response = await fetch(path, { headers: { authorization: `Bearer ${token}` } });
-    if (response.status === 401) {
-      sessionStorage.removeItem(TOKEN_KEY);
-      throw new UnauthorizedError('the admin token was refused');
-    }
-    const body = await response.json().catch(() => null);
-    if (!response.ok) throw new Error((body && (body.reason || body.error)) || `${response.status} ${response.statusText}`);
-    return body;
-  }
 
   /** Live frames of every run; reconnects with backoff. Returns a function that stops watching. */
   function watch(onFrame, onState) {
@@ -66,7 +37,7 @@
     return {
       offline: false,
       hasToken: () => Boolean(tokenOf()),
-      setToken: (token) => sessionStorage.setItem(TOKEN_KEY, token.trim()),
+      setToken,
       machines: async () => (await get('/api/v1/machines')).machines,
       runs: async () => (await get('/api/v1/runs?limit=200')).runs,
       run: (id) => get(run(id)),

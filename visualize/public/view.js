@@ -3,18 +3,7 @@
 {
   const TERMINAL = new Set(['success', 'failed', 'cancelled']);
 
-  function h(tag, attributes, ...children) {
-    const element = document.createElement(tag);
-    for (const [key, value] of Object.entries(attributes || {})) {
-      if (value === undefined || value === null || value === false) continue;
-      if (key.startsWith('on')) element.addEventListener(key.slice(2), value);
-      else element.setAttribute(key, value === true ? '' : String(value));
-    }
-    for (const child of children.flat()) {
-      if (child !== null && child !== undefined) element.append(child instanceof Node ? child : String(child));
-    }
-    return element;
-  }
+  const { h } = window.SwitchyardCommon;
 
   /** `assigned.running.started` for `{ assigned: { running: 'started' } }`. */
   function stateText(value) {

@@ -3,9 +3,9 @@ import { createHash } from 'node:crypto';
 import type { Server } from 'node:http';
 import { after, before, describe, it } from 'node:test';
 import { Router } from '../../../src/http/router.ts';
-import { registerRunsPageRoutes } from '../../../src/http/runs-page.ts';
+import { registerRunsPageRoutes } from '../../../src/http/pages.ts';
 import { createHttpServer, listen } from '../../../src/http/server.ts';
-import { RUNS_ASSETS } from '../../../visualize/runs-assets.ts';
+import { RUNS_PAGE } from '../../../visualize/assets.ts';
 import { testLog } from '../../support/database.ts';
 
 describe('GET /runs: the runs page and its fixed assets', () => {
@@ -32,20 +32,20 @@ describe('GET /runs: the runs page and its fixed assets', () => {
     assert.equal(page.status, 200);
     assert.equal(page.headers.get('content-type'), 'text/html; charset=utf-8');
     const html = await page.text();
-    for (const name of Object.keys(RUNS_ASSETS).filter((file) => file.endsWith('.js'))) assert.match(html, new RegExp(`<script src="${name}"></script>`), name);
+    for (const name of Object.keys(RUNS_PAGE.files).filter((file) => file.endsWith('.js'))) assert.match(html, new RegExp(`<script src="${name}"></script>`), name);
     assert.match(html, /<link rel="stylesheet" href="style.css">/);
   });
 
   it('serves every listed asset with its content type, and nothing else', async () => {
     const expected: Record<string, string> = { html: 'text/html; charset=utf-8', css: 'text/css; charset=utf-8', js: 'text/javascript; charset=utf-8' };
-    for (const name of Object.keys(RUNS_ASSETS)) {
+    for (const name of Object.keys(RUNS_PAGE.files)) {
       const answer = await fetch(`${base}/runs/${name}`);
       assert.equal(answer.status, 200, name);
       assert.equal(answer.headers.get('content-type'), expected[name.split('.').pop() ?? ''], name);
       assert.equal(answer.headers.get('x-content-type-options'), 'nosniff');
       assert.ok((await answer.text()).length > 100, `${name} has content`);
     }
-    for (const unknown of ['nope.js', '__proto__', 'constructor', '..%2Fruns-assets.ts', '..%2F..%2Fpackage.json', 'app.js.map']) {
+    for (const unknown of ['nope.js', '__proto__', 'constructor', '..%2Fassets.ts', '..%2F..%2Fpackage.json', 'app.js.map']) {
       const answer = await fetch(`${base}/runs/${unknown}`);
       assert.equal(answer.status, 404, unknown);
       assert.equal(((await answer.json()) as { error: string }).error, 'not found');

@@ -10,7 +10,7 @@ import { Router } from '../../../src/http/router.ts';
 import { createHttpServer, listen } from '../../../src/http/server.ts';
 import { attachObserveServer } from '../../../src/ws/observe.ts';
 import type { RunUpdateFrame } from '../../../src/ws/observe.ts';
-import { registerVisualizerRoutes } from '../../../src/http/visualizer.ts';
+import { registerVisualizerRoutes } from '../../../src/http/pages.ts';
 import { skipReason, testLog, withTestDatabase } from '../../support/database.ts';
 import { eventually, startTestRuntime, waitingWorkflow } from '../../support/runtime.ts';
 import type { TestRuntime } from '../../support/runtime.ts';

@@ -4,18 +4,7 @@
   const FINAL_RUN = new Set(['success', 'failed', 'cancelled']);
   const FINAL_JOB = new Set(['success', 'failed', 'cancelled', 'skipped', 'timed_out_stale', 'drift_dropped']);
 
-  function h(tag, attributes, ...children) {
-    const element = document.createElement(tag);
-    for (const [key, value] of Object.entries(attributes || {})) {
-      if (value === undefined || value === null || value === false) continue;
-      if (key.startsWith('on')) element.addEventListener(key.slice(2), value);
-      else element.setAttribute(key, value === true ? '' : String(value));
-    }
-    for (const child of children.flat()) {
-      if (child !== null && child !== undefined) element.append(child instanceof Node ? child : String(child));
-    }
-    return element;
-  }
+  const { h } = window.SwitchyardCommon;
 
   function badge(status) {
     return h('span', { class: `badge status-${status}`, 'data-status': status }, status.replace('_', ' '));
