@@ -179,9 +179,9 @@ export const jobSetup = jobBase.extend({
       enqueue({ type: 'sendCancel', params: { jobKey: context.jobKey, agentId, dispatchId, ...params } });
     }),
     /**
-     * Leaving `assigned` frees the agent's slot, except on the ack timeout: that transition closes
-     * the connection first and frees the slot after, so the slot is never offered on a socket about
-     * to be closed (`after: true` is that explicit release).
+     * Leaving `assigned` frees the agent's slot, except when an overdue ack's answer withdraws the
+     * attempt: `withdrawing` closes the connection first and frees the slot after, so the slot is never
+     * offered on a socket about to be closed (`after: true` is that explicit release).
      */
     freeSlot: compose<{ after?: boolean } | undefined>(({ context, event, enqueue }, params) => {
       if (!context.assignment) return;

@@ -1,17 +1,9 @@
+/** The statuses a job ends in. */
+export const TERMINAL_JOB_STATUSES = ['success', 'failed', 'cancelled', 'skipped', 'timed_out_stale', 'drift_dropped'] as const;
+export type TerminalJobStatus = (typeof TERMINAL_JOB_STATUSES)[number];
+
 /** Job statuses as the API and the wire know them (KiCI set, STAT-3). */
-export const JOB_STATUSES = [
-  'pending',
-  'queued',
-  'running',
-  'recovering',
-  'cancelling',
-  'success',
-  'failed',
-  'cancelled',
-  'skipped',
-  'timed_out_stale',
-  'drift_dropped',
-] as const;
+export const JOB_STATUSES = ['pending', 'queued', 'running', 'recovering', 'cancelling', ...TERMINAL_JOB_STATUSES] as const;
 export type JobStatus = (typeof JOB_STATUSES)[number];
 
 /** The tag a job state carries for the status it shows: the chart answers, nobody maps its states. */
@@ -21,16 +13,6 @@ export type JobStatusTag = `status:${JobStatus}`;
 export function jobStatusOfTags(tags: ReadonlySet<string>): JobStatus | null {
   return JOB_STATUSES.find((status) => tags.has(`status:${status}`)) ?? null;
 }
-
-export const TERMINAL_JOB_STATUSES = [
-  'success',
-  'failed',
-  'cancelled',
-  'skipped',
-  'timed_out_stale',
-  'drift_dropped',
-] as const;
-export type TerminalJobStatus = (typeof TERMINAL_JOB_STATUSES)[number];
 
 export const RUN_STATUSES = ['pending', 'held', 'running', 'cancelling', 'success', 'failed', 'cancelled'] as const;
 export type RunStatus = (typeof RUN_STATUSES)[number];
