@@ -25,7 +25,7 @@
  * `--secrets` gives the coordinator a master key, as `npm start` on the embedded default has one: every
  * run then gets a key pair and every dispatch resolves its secrets (none are stored).
  *
- * Run: node --no-node-snapshot --import tsx bench/dispatch.bench.ts [--quick] [--runs N] [--commit-batching off] [--no-agent-compression] [--one-thread] [--secrets]
+ * Run: node --no-node-snapshot --import tsx bench/dispatch.bench.ts [--quick] [--runs N] [--commit-batching off] [--no-agent-compression] [--agent-compression on] [--one-thread] [--secrets]
  */
 import { randomBytes } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
@@ -49,8 +49,10 @@ const FANOUT_RUNS = Math.round(THROUGHPUT_RUNS / 4);
 const FANOUT_JOBS = 4;
 const AGENTS = 50;
 const LABEL = 'bench';
-/** The stock agent offers permessage-deflate; `--no-agent-compression` measures without it (zlib is then off both ways). */
+/** The stock agent offers permessage-deflate; `--no-agent-compression` makes the agents not offer it. */
 const AGENTS_COMPRESS = !argv.includes('--no-agent-compression');
+/** `--agent-compression on` makes the coordinator accept the offer (SWITCHYARD_AGENT_COMPRESSION; off by default). */
+const COORDINATOR_COMPRESSION = argv.includes('--agent-compression') && argv[argv.indexOf('--agent-compression') + 1] === 'on' ? 'on' : 'off';
 const SECRETS = argv.includes('--secrets');
 
 /** Per dispatch id and per run: when each step of the path happened. */
@@ -198,6 +200,7 @@ async function main(): Promise<void> {
     SWITCHYARD_ADMIN_TOKEN: adminToken,
     SWITCHYARD_COORDINATOR_ID: 'bench-dispatch',
     SWITCHYARD_COMMIT_BATCHING: flags.commitBatching,
+    SWITCHYARD_AGENT_COMPRESSION: COORDINATOR_COMPRESSION,
     LOG_LEVEL: 'silent',
     ...(SECRETS && { SWITCHYARD_SECRET_KEY: randomBytes(32).toString('hex') }),
   };
@@ -226,7 +229,7 @@ async function main(): Promise<void> {
     };
     report(results, coordinator);
     console.log(`group commit: ${JSON.stringify(results.groupCommit)}`);
-    const setup = { agents: AGENTS, agentsCompress: AGENTS_COMPRESS, secrets: SECRETS, coordinator: coordinator.placement, idleRuns: IDLE_RUNS, latencyRuns: LATENCY_RUNS, latencyClients: LATENCY_CLIENTS, database: 'external Postgres' };
+    const setup = { agents: AGENTS, agentsCompress: AGENTS_COMPRESS, coordinatorCompression: COORDINATOR_COMPRESSION, secrets: SECRETS, coordinator: coordinator.placement, idleRuns: IDLE_RUNS, latencyRuns: LATENCY_RUNS, latencyClients: LATENCY_CLIENTS, database: 'external Postgres' };
     const name = `dispatch${flags.oneThread ? '.one-thread' : ''}${SECRETS ? '.secrets' : ''}`;
     console.log(`results: ${(await writeResult(name, flags, { setup, ...results })).pathname}`);
   } finally {

@@ -11,8 +11,8 @@ const AGENT_PATHS = new Set(['/ws/agent', '/ws']);
 /**
  * permessage-deflate as offered to agents, through ws's public options only: the stock agent
  * compresses every frame of 128 bytes and more; frames this coordinator sends are compressed from
- * `COMPRESS_FROM_BYTES` up. `compression: false` declines the agent's offer (`SWITCHYARD_AGENT_COMPRESSION=off`):
- * frames then go as is both ways, and no zlib work is done for agents at all.
+ * `COMPRESS_FROM_BYTES` up. `compression: false` (the default, `SWITCHYARD_AGENT_COMPRESSION=off`) declines the
+ * agent's offer: frames then go as is both ways, and no zlib work is done for agents at all.
  */
 export function agentDeflateOptions(compression: boolean) {
   return compression ? { threshold: COMPRESS_FROM_BYTES, concurrencyLimit: ZLIB_CONCURRENCY } : false;
@@ -32,7 +32,7 @@ export interface AgentServer {
 }
 
 /** Serves the agent protocol on `/ws/agent` and `/ws` of the coordinator's HTTP server. */
-export function attachAgentServer(server: Server, deps: ConnectionDeps, log: Logger, compression = true): AgentServer {
+export function attachAgentServer(server: Server, deps: ConnectionDeps, log: Logger, compression = false): AgentServer {
   const wss = new WebSocketServer({ noServer: true, maxPayload: MAX_FRAME_BYTES, perMessageDeflate: agentDeflateOptions(compression) });
   const connections = new Set<AgentConnection>();
   server.on('upgrade', (req, socket, head) => {

@@ -32,7 +32,7 @@ for (const kind of DATABASE_KINDS) {
 
     before(async () => {
       databaseUrl = await sharedDatabaseUrl(kind);
-      coordinator = await startCoordinatorProcess({ DATABASE_URL: databaseUrl });
+      coordinator = await startCoordinatorProcess({ DATABASE_URL: databaseUrl, SWITCHYARD_AGENT_COMPRESSION: 'on' });
       client = new CoordinatorClient(coordinator.url, ADMIN_TOKEN);
       token = (await client.createToken()).token;
     });

@@ -9,8 +9,8 @@ import { FakeAgent, runStepsWorkflow, type CoordinatorClient } from '../../suppo
 import { deflateAsAgent, RawWebSocket } from '../../support/raw-websocket.ts';
 import { eventually } from '../../support/runtime.ts';
 
-/** Ack deadline 1 s; job lease 2 × 1 s. */
-const ENV = { SWITCHYARD_DISPATCH_ACK_TIMEOUT_MS: '1000', SWITCHYARD_JOB_HEARTBEAT_INTERVAL_MS: '1000' };
+/** Ack deadline 1 s; job lease 2 × 1 s; agent compression accepted (SWITCHYARD_AGENT_COMPRESSION=on). */
+const ENV = { SWITCHYARD_DISPATCH_ACK_TIMEOUT_MS: '1000', SWITCHYARD_JOB_HEARTBEAT_INTERVAL_MS: '1000', SWITCHYARD_AGENT_COMPRESSION: 'on' };
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 

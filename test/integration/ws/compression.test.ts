@@ -5,8 +5,8 @@ import { coordinatorSuite } from '../../support/coordinator-suite.ts';
 import { runStepsWorkflow } from '../../support/fake-agent.ts';
 import { RawWebSocket } from '../../support/raw-websocket.ts';
 
-describe('SWITCHYARD_AGENT_COMPRESSION=off (external Postgres)', { skip: await skipReason('external') }, () => {
-  const suite = coordinatorSuite('external', { env: { SWITCHYARD_AGENT_COMPRESSION: 'off' } });
+describe('agent compression off, the default (external Postgres)', { skip: await skipReason('external') }, () => {
+  const suite = coordinatorSuite('external');
 
   it("declines the agent's permessage-deflate offer in the handshake", async () => {
     const socket = await RawWebSocket.open(suite.client.wsUrl);
