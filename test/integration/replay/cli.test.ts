@@ -77,7 +77,7 @@ describe('switchyard replay and visualize against the database (external Postgre
     const dir = await tempDir();
     const text = io();
     assert.equal(await runVisualizeCommand(['--out', dir, '--run', runId], env, text.io), 0, text.out.stderr);
-    assert.deepEqual((await readdir(dir)).sort(), ['app.js', 'chart.js', 'data.js', 'elk.bundled.js', 'index.html', 'source.js', 'style.css', 'view.js']);
+    assert.deepEqual((await readdir(dir)).sort(), ['app.js', 'chart.js', 'common.js', 'data.js', 'elk.bundled.js', 'index.html', 'source.js', 'style.css', 'view.js']);
     const data = await readFile(join(dir, 'data.js'), 'utf8');
     const embedded = JSON.parse(data.replace(/^window\.SWITCHYARD_OFFLINE = /, '').replace(/;\n$/, '')) as Record<string, unknown>;
     assert.equal(embedded['runId'], runId);
