@@ -48,7 +48,7 @@ import type { Schema } from './db/schema.ts';
 import { agentHolderLease, clearSessionsOf, placementStoreOf, sharedAgentStoreOf } from './db/shared-agents.ts';
 import { effectHandlers } from './effect-handlers.ts';
 import { adminRoutes } from './http/admin-routes.ts';
-import { loadAdminTokenHash } from './http/admin-token.ts';
+import { adminTokenHint, loadAdminTokenHash } from './http/admin-token.ts';
 import { registerScalerRoutes } from './http/api-scalers.ts';
 import { registerSourceRoutes } from './http/api-sources.ts';
 import { createHttpServer, listen, withFreePort } from './http/server.ts';
@@ -146,7 +146,7 @@ export async function startCoordinator(configured: CompiledConfig, log: Logger, 
   scaler.setOrchestratorUrl(config.scaler.orchestratorUrl ?? `ws://${reachableAddress(config.host, port)}/ws/agent`);
   httpBase = config.publicUrl ?? `http://${reachableAddress(config.host, port)}`;
   const stopSweeping = storage.startSweeping(SWEEP_UPLOADS_MS);
-  log.info({ port, host: config.host, coordinatorId: config.coordinatorId, database: database.kind }, 'coordinator listening');
+  log.info({ port, coordinatorId: config.coordinatorId, database: database.kind, runsPage: `${httpBase}/runs/`, adminToken: adminTokenHint(config) }, 'coordinator ready: open the runs page');
   let closing: Promise<void> | null = null;
   async function close(options: CloseOptions = {}): Promise<void> {
     closing ??= (async () => {

@@ -25,6 +25,11 @@ export async function loadAdminTokenHash(configured: string | undefined, dataDir
   return sha256(token);
 }
 
+/** Where a user finds the admin token the runs page asks for, in words for the ready line. */
+export function adminTokenHint(config: { adminToken: string | undefined; dataDir: string }): string {
+  return config.adminToken ? 'the value of SWITCHYARD_ADMIN_TOKEN' : `in ${adminTokenPath(config.dataDir)}`;
+}
+
 export function requireAdmin(req: IncomingMessage, expectedHash: Buffer): void {
   const header = req.headers.authorization ?? '';
   const match = /^Bearer\s+(\S+)$/i.exec(header);

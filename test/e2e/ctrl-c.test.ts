@@ -31,6 +31,11 @@ describe('Ctrl-C in the terminal that runs npm start on the embedded default', (
     const env = { SWITCHYARD_DATA_DIR: dataDir, SWITCHYARD_AGENT_AUTH: 'none', SWITCHYARD_SHUTDOWN_DRAIN_MS: '20000', SWITCHYARD_SCALERS: '[]' };
     const coordinator = await startCoordinatorProcess(env, { ownProcessGroup: true });
     const client = new CoordinatorClient(coordinator.url, ADMIN_TOKEN);
+    // The ready line says, once, where to look next (issue "The first hour").
+    await eventually(() => coordinator.output().includes('coordinator ready'), 5_000, 'the ready line');
+    assert.equal(coordinator.output().match(/coordinator ready: open the runs page/g)?.length, 1, coordinator.output());
+    assert.match(coordinator.output(), new RegExp(`${coordinator.url.replace(/[.]/g, '\\.')}/runs/`));
+    assert.match(coordinator.output(), /SWITCHYARD_ADMIN_TOKEN|admin-token/);
     const agent = await FakeAgent.connect(client.wsUrl, null, { labels: ['ctrl-c'], heartbeatMs: 1000 });
     t.after(() => agent.close());
     const runId = await client.createRun(runStepsWorkflow('ctrl-c', 'ctrl-c', [{ name: 'build', steps: [['print', 'for i in $(seq 15); do echo $i; sleep 1; done']] }]));
