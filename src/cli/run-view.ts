@@ -28,6 +28,8 @@ export interface JobRow {
   steps: (Omit<StepRecord, 'status'> & { status: StepRecord['status'] | UnreportedStepStatus })[] | null;
   duration_ms: number | null;
   outputs: Record<string, unknown> | null;
+  /** The jobs it needs (absent from coordinators before jobs were listed in pipeline order). */
+  needs?: string[];
 }
 
 export interface RunDetail {
@@ -113,6 +115,7 @@ function baseReadLine(run: RunRow): string | null {
 function renderJob(job: JobRow): string[] {
   const agent = job.agent_id ? `  agent ${job.agent_id}` : '';
   const lines = [`job ${job.job_key}  ${job.status}  attempt ${job.attempt}${agent}  ${duration(job.duration_ms)}`];
+  if (job.needs && job.needs.length > 0) lines.push(`  needs: ${job.needs.join(', ')}`);
   if (job.waiting_reason) lines.push(`  waiting: ${[job.waiting_reason.kind, job.waiting_reason.message].filter(Boolean).join(': ')}`);
   if (job.init_failure?.message) lines.push(`  init failed: ${job.init_failure.message}`);
   if (job.outcome && job.outcome !== job.status) lines.push(`  ${job.status === 'skipped' ? 'skipped' : 'outcome'}: ${oneLine(job.outcome)}`);

@@ -22,6 +22,7 @@ import { pageOf, readPage } from './pagination.ts';
 import { rerunOf, rerunRunRoute } from './api-rerun.ts';
 import { decideApprovalRoute, gatesOf, withRenewedReasons } from './api-approvals.ts';
 import { withPlannedSteps } from './planned-steps.ts';
+import { inPipelineOrder } from './pipeline-order.ts';
 import type { Schema } from '../db/schema.ts';
 import { resolveRunEnvironments } from '../pipeline/environments.ts';
 import type { RunSource } from '../pipeline/run-source.ts';
@@ -98,7 +99,7 @@ async function getRunRoute(deps: RunApiDeps, res: RouteContext['res'], runId: st
   const original = rerunOf(found.run.input_summary);
   // `originalRunId` is the spec's name for the link (RUN-5); `rerunOf` the one the CLI and runs page read.
   const gates = await gatesOf(deps.db, runId, found.run.status);
-  const jobs = withPlannedSteps(withRenewedReasons(found.jobs, deps.now()), found.run.input_summary);
+  const jobs = inPipelineOrder(withPlannedSteps(withRenewedReasons(found.jobs, deps.now()), found.run.input_summary), found.run.input_summary);
   const [attestations, emittedEvents] = await Promise.all([listAttestations(deps.db, runId), listEmittedEvents(deps.db, runId)]);
   sendJson(res, 200, { ...found, jobs, ...gates, rerunOf: original, originalRunId: original, attestations, emittedEvents, triggeredBy: triggeredByOf(found.run.input_summary) });
 }

@@ -253,4 +253,19 @@ describe('the runs page in a real browser (real coordinator, real reference agen
     assert.deepEqual((await rowIds(fresh)).slice(-2), [liveRun, waitingRun]);
     await fresh.close();
   });
+
+  it('lists a run’s jobs in pipeline order (what a job needs comes first), each saying what it needs', async () => {
+    const jobs = [
+      { name: 'deploy', needs: ['test'], steps: [['ship', 'true']] as [string, string][] },
+      { name: 'lint', steps: [['lint', 'true']] as [string, string][] },
+      { name: 'test', needs: ['lint'], steps: [['test', 'true']] as [string, string][] },
+    ];
+    const runId = await createRun(runStepsWorkflow('runs-page-pipeline', 'label-nobody-has', jobs), { repository: 'acme/pipeline', ref: 'refs/heads/main', sha: 'HEAD' });
+    await page.goto(`${coordinator.url}/runs/#run=${runId}`);
+    await page.waitForSelector('#jobs section[data-job="deploy"]');
+    const order = await page.locator('#jobs section').evaluateAll((sections) => sections.map((section) => section.getAttribute('data-job')));
+    assert.deepEqual(order, ['lint', 'test', 'deploy']);
+    assert.match(await text(page, '#jobs section[data-job="deploy"] .job-facts'), /needs test/);
+    assert.doesNotMatch(await text(page, '#jobs section[data-job="lint"] .job-facts'), /needs/);
+  });
 });

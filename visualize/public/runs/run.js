@@ -74,6 +74,7 @@
       job.attempt > 0 ? `attempt ${job.attempt}` : neverDispatched,
       job.agent_id ? `agent ${job.agent_id}` : null,
       job.duration_ms != null ? duration(Number(job.duration_ms)) : null,
+      job.needs && job.needs.length > 0 ? `needs ${job.needs.join(', ')}` : null,
     ].filter(Boolean);
     const header = [
       h('h3', { class: 'job-name' }, job.job_key),
@@ -133,7 +134,12 @@
     const container = $('jobs');
     const keys = new Set(detail.jobs.map((job) => job.job_key));
     for (const section of [...container.children]) if (!keys.has(section.dataset.job)) section.remove();
-    for (const job of detail.jobs) renderJob(jobSection(container, job.job_key), job);
+    // In the API's order, the pipeline's: a section made earlier moves to its place.
+    for (const job of detail.jobs) {
+      const section = jobSection(container, job.job_key);
+      container.append(section);
+      renderJob(section, job);
+    }
   }
 
   function renderRun(detail, now) {
