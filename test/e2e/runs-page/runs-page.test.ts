@@ -263,7 +263,7 @@ describe('the runs page in a real browser (real coordinator, real reference agen
     const runId = await createRun(runStepsWorkflow('runs-page-pipeline', 'label-nobody-has', jobs), { repository: 'acme/pipeline', ref: 'refs/heads/main', sha: 'HEAD' });
     await page.goto(`${coordinator.url}/runs/#run=${runId}`);
     await page.waitForSelector('#jobs section[data-job="deploy"]');
-    const order = await page.locator('#jobs section').evaluateAll((sections) => sections.map((section) => section.getAttribute('data-job')));
+    const order = await Promise.all((await page.locator('#jobs section').all()).map((section) => section.getAttribute('data-job')));
     assert.deepEqual(order, ['lint', 'test', 'deploy']);
     assert.match(await text(page, '#jobs section[data-job="deploy"] .job-facts'), /needs test/);
     assert.doesNotMatch(await text(page, '#jobs section[data-job="lint"] .job-facts'), /needs/);
