@@ -36,6 +36,8 @@ export interface JobProjection {
   steps: StepRecord[];
   durationMs: number | null;
   outputs: JobOutputs | null;
+  /** When the job last entered each status (`pending`: its creation); null for a job with no actor. */
+  times: Record<string, number> | null;
 }
 
 /** A run's row, from a stored snapshot, or from the live one, whose tags need no resolving. */
@@ -99,7 +101,7 @@ function projectJob(runContext: RunContext, jobKey: string, node: RunContext['jo
     const status: JobStatus = node.status ?? 'pending';
     const runFailure = runContext.initFailure ? { ...runContext.initFailure, jobName: jobKey } : null;
     const initFailure = node.failure ?? runFailure;
-    const noResult = { steps: [], durationMs: null, outputs: node.outputs ?? null };
+    const noResult = { steps: [], durationMs: null, outputs: node.outputs ?? null, times: null };
     return { jobKey, status, waitingReason: node.gate, attempt: 0, agentId: null, dispatchId: null, outcome: node.reason ?? null, initFailure, ...noResult };
   }
   const { context } = child;
@@ -115,6 +117,7 @@ function projectJob(runContext: RunContext, jobKey: string, node: RunContext['jo
     steps: context.steps,
     durationMs: context.result?.durationMs ?? null,
     outputs: context.result?.outputs ?? null,
+    times: context.enteredAt,
   };
 }
 

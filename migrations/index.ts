@@ -16,6 +16,7 @@ import * as livenessLock014 from './014_liveness_lock.ts';
 import * as blobs015 from './015_blobs.ts';
 import * as emittedEvents016 from './016_emitted_events.ts';
 import * as buildCaches017 from './017_build_caches.ts';
+import * as jobTimes018 from './018_job_times.ts';
 
 /**
  * Every migration, by name, in the order they apply. A static import map works under tsx, node
@@ -39,4 +40,5 @@ export const MIGRATIONS: Readonly<Record<string, Migration>> = {
   '015_blobs': blobs015,
   '016_emitted_events': emittedEvents016,
   '017_build_caches': buildCaches017,
+  '018_job_times': jobTimes018,
 };

@@ -57,6 +57,8 @@ export interface CommitEntry<Effects extends StoredEffect = StoredEffect, Kind e
     steps: unknown[];
     durationMs: number | null;
     outputs: unknown;
+    /** When the job last entered each status; absent where it is not known. */
+    times?: Record<string, number> | null;
   }[];
   /** Job keys that no longer name a job (a dynamic-matrix template replaced by its children). */
   removedJobs: string[];

@@ -14,6 +14,8 @@ export interface RunRow {
   failure_reason: string | null;
   init_failure: { message?: string } | null;
   input_summary: { ref?: unknown; sha?: unknown; trustTier?: unknown; lockFileSource?: unknown; workflowChangesIgnored?: unknown; unsupported?: unknown } | null;
+  /** Created → finished, or so far (absent from older coordinators). */
+  durationMs?: number | null;
 }
 
 export interface JobRow {
@@ -30,6 +32,9 @@ export interface JobRow {
   outputs: Record<string, unknown> | null;
   /** The jobs it needs (absent from coordinators before jobs were listed in pipeline order). */
   needs?: string[];
+  /** Created → dispatched, and running → ended, in ms (absent from older coordinators; null where they do not apply). */
+  queuedMs?: number | null;
+  runMs?: number | null;
 }
 
 export interface RunDetail {
@@ -75,6 +80,7 @@ export function renderRunDetail(detail: RunDetail, now = Date.now()): string {
     `  created     ${formatTime(run.created_at, '-')} (${age(run.created_at, now)} ago)`,
   ];
   if (run.finished_at !== null) lines.push(`  finished    ${formatTime(run.finished_at, '-')}`);
+  if (typeof run.durationMs === 'number') lines.push(`  duration    ${duration(run.durationMs)}${run.finished_at === null ? ' so far' : ''}`);
   if (detail.rerunOf !== null) lines.push(`  rerun of    ${detail.rerunOf}`);
   if (detail.owner) lines.push(`  owner       ${detail.owner.coordinator_id}`);
   const baseRead = baseReadLine(run);
@@ -114,7 +120,9 @@ function baseReadLine(run: RunRow): string | null {
 
 function renderJob(job: JobRow): string[] {
   const agent = job.agent_id ? `  agent ${job.agent_id}` : '';
-  const lines = [`job ${job.job_key}  ${job.status}  attempt ${job.attempt}${agent}  ${duration(job.duration_ms)}`];
+  const took = job.runMs != null ? `ran ${duration(job.runMs)}` : duration(job.duration_ms);
+  const queued = job.queuedMs != null ? `  queued ${duration(job.queuedMs)}` : '';
+  const lines = [`job ${job.job_key}  ${job.status}  attempt ${job.attempt}${agent}${queued}  ${took}`];
   if (job.needs && job.needs.length > 0) lines.push(`  needs: ${job.needs.join(', ')}`);
   if (job.waiting_reason) lines.push(`  waiting: ${[job.waiting_reason.kind, job.waiting_reason.message].filter(Boolean).join(': ')}`);
   if (job.init_failure?.message) lines.push(`  init failed: ${job.init_failure.message}`);

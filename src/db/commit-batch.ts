@@ -129,16 +129,16 @@ function addJobs(rows: CommitRows, add: AddCte): void {
   if (rows.jobs.length === 0) return;
   add('jobs', sql`
     INSERT INTO jobs (run_id, job_key, status, waiting_reason, attempt, agent_id, dispatch_id, outcome,
-                      init_failure, updated_at, steps, duration_ms, outputs)
+                      init_failure, updated_at, steps, duration_ms, outputs, times)
     SELECT run_id, job_key, status, waiting_reason, attempt, agent_id, dispatch_id, outcome, init_failure, updated_at,
-           coalesce(steps, '[]'), duration_ms, outputs
+           coalesce(steps, '[]'), duration_ms, outputs, times
       FROM ${fenced(rows.jobs, `run_id text, job_key text, status text, waiting_reason jsonb, attempt int4,
       agent_id text, dispatch_id text, outcome text, init_failure jsonb, updated_at int8, steps jsonb, duration_ms int8,
-      outputs jsonb`)}
+      outputs jsonb, times jsonb`)}
     ON CONFLICT (run_id, job_key) DO UPDATE SET status = excluded.status, waiting_reason = excluded.waiting_reason,
       attempt = excluded.attempt, agent_id = excluded.agent_id, dispatch_id = excluded.dispatch_id,
       outcome = excluded.outcome, init_failure = excluded.init_failure, updated_at = excluded.updated_at,
-      steps = excluded.steps, duration_ms = excluded.duration_ms, outputs = excluded.outputs`);
+      steps = excluded.steps, duration_ms = excluded.duration_ms, outputs = excluded.outputs, times = excluded.times`);
 }
 
 /** Disarmed and armed deadlines are disjoint (the last change per deadline won in toCommitRows). */

@@ -91,6 +91,7 @@ function jobColumns(job: CommitEntry['jobs'][number]): Record<string, unknown> {
     steps: job.steps,
     duration_ms: job.durationMs,
     outputs: job.outputs ?? null,
+    times: job.times ?? null,
   };
 }
 

@@ -79,6 +79,8 @@ export interface JobsTable {
   steps: ColumnType<unknown, string | undefined, string>;
   duration_ms: Millis | null;
   outputs: NullableJson;
+  /** When the job last entered each status (`pending`: its creation); null for jobs written before it was kept. */
+  times: NullableJson;
 }
 
 export interface TimersTable {

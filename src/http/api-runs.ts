@@ -23,6 +23,7 @@ import { rerunOf, rerunRunRoute } from './api-rerun.ts';
 import { decideApprovalRoute, gatesOf, withRenewedReasons } from './api-approvals.ts';
 import { withPlannedSteps } from './planned-steps.ts';
 import { inPipelineOrder } from './pipeline-order.ts';
+import { jobTimesOf, runDurationMs } from './job-times.ts';
 import type { Schema } from '../db/schema.ts';
 import { resolveRunEnvironments } from '../pipeline/environments.ts';
 import type { RunSource } from '../pipeline/run-source.ts';
@@ -90,7 +91,8 @@ async function listRunsRoute(deps: RunApiDeps, res: RouteContext['res'], url: UR
   const page = readPage<[number, string]>(url, ['number', 'string']);
   const rows = await listRuns(deps.db, { status, workflow, repository, limit: page.limit + 1, after: page.after });
   const { items, nextCursor } = pageOf(rows, page.limit, (run) => [Number(run.created_at), run.run_id]);
-  sendJson(res, 200, { runs: items, nextCursor });
+  const now = deps.now();
+  sendJson(res, 200, { runs: items.map((run) => ({ ...run, durationMs: runDurationMs(run, now) })), nextCursor });
 }
 
 async function getRunRoute(deps: RunApiDeps, res: RouteContext['res'], runId: string) {
@@ -99,9 +101,11 @@ async function getRunRoute(deps: RunApiDeps, res: RouteContext['res'], runId: st
   const original = rerunOf(found.run.input_summary);
   // `originalRunId` is the spec's name for the link (RUN-5); `rerunOf` the one the CLI and runs page read.
   const gates = await gatesOf(deps.db, runId, found.run.status);
-  const jobs = inPipelineOrder(withPlannedSteps(withRenewedReasons(found.jobs, deps.now()), found.run.input_summary), found.run.input_summary);
+  const now = deps.now();
+  const timed = found.jobs.map((job) => ({ ...job, ...jobTimesOf(job, now) }));
+  const jobs = inPipelineOrder(withPlannedSteps(withRenewedReasons(timed, now), found.run.input_summary), found.run.input_summary);
   const [attestations, emittedEvents] = await Promise.all([listAttestations(deps.db, runId), listEmittedEvents(deps.db, runId)]);
-  sendJson(res, 200, { ...found, jobs, ...gates, rerunOf: original, originalRunId: original, attestations, emittedEvents, triggeredBy: triggeredByOf(found.run.input_summary) });
+  sendJson(res, 200, { ...found, run: { ...found.run, durationMs: runDurationMs(found.run, now) }, jobs, ...gates, rerunOf: original, originalRunId: original, attestations, emittedEvents, triggeredBy: triggeredByOf(found.run.input_summary) });
 }
 
 /** Starts a workflow by hand: the same planning and run actor as a webhook run. */

@@ -148,6 +148,7 @@ describe('the runs page in a real browser (real coordinator, real reference agen
     assert.equal(await step('verify', '.step-error'), 'exit code 3');
     assert.equal(await text(page, '#jobs section[data-job="build"] .job-header .badge'), 'failed');
     assert.match(await text(page, '#jobs section[data-job="build"] .job-facts'), /attempt 1 · agent agent-runs-page/);
+    assert.match(await text(page, '#jobs section[data-job="build"] .job-facts'), /queued \d+ (ms|s) · ran \d+ (ms|s)/, 'its queued time and its run time');
     assert.match(await text(page, '#jobs section[data-job="build"] .job-outcome'), /verify.*exit code 3/);
     assert.equal(await text(page, '#run-meta [data-field="commit"]'), SHA.slice(0, 7));
     assert.equal(await page.locator('#cancel-run').isDisabled(), true, 'a finished run cannot be cancelled');

@@ -47,7 +47,7 @@ await describeEachKind('commitBatch', (kind) => {
       const job = await db.selectFrom('jobs').selectAll().executeTakeFirstOrThrow();
       assert.deepEqual(job, {
         run_id: 'run-1', job_key: 'compile', status: 'queued', waiting_reason: null, attempt: 1, agent_id: null,
-        dispatch_id: null, outcome: null, init_failure: null, updated_at: 1_001, steps: [], duration_ms: null, outputs: null,
+        dispatch_id: null, outcome: null, init_failure: null, updated_at: 1_001, steps: [], duration_ms: null, outputs: null, times: null,
       });
       assert.deepEqual(await db.selectFrom('timers').selectAll().execute(), [
         { run_id: 'run-1', deadline_id: 'ack:compile', kind: 'ack', job_key: 'compile', due_at: 11_000 },

@@ -27,5 +27,11 @@ describe('agent compression off, the default (external Postgres)', { skip: await
       view.jobs.map((job) => job.status),
       ['success'],
     );
+    // Each job's queued and run times, and the run's total (issue "The first hour").
+    const [job] = view.jobs as unknown as { queuedMs: number | null; runMs: number | null }[];
+    assert.ok(job && typeof job.queuedMs === 'number' && job.queuedMs >= 0, JSON.stringify(job));
+    assert.ok(typeof job.runMs === 'number' && job.runMs >= 0);
+    const total = (view.run as unknown as { durationMs: number }).durationMs;
+    assert.ok(total >= job.queuedMs + job.runMs, `run ${total} ms ≥ queued + ran`);
   });
 });

@@ -73,7 +73,8 @@
     const facts = [
       job.attempt > 0 ? `attempt ${job.attempt}` : neverDispatched,
       job.agent_id ? `agent ${job.agent_id}` : null,
-      job.duration_ms != null ? duration(Number(job.duration_ms)) : null,
+      job.queuedMs != null ? `queued ${duration(job.queuedMs)}` : null,
+      job.runMs != null ? `ran ${duration(job.runMs)}` : job.duration_ms != null ? duration(Number(job.duration_ms)) : null,
       job.needs && job.needs.length > 0 ? `needs ${job.needs.join(', ')}` : null,
     ].filter(Boolean);
     const header = [
