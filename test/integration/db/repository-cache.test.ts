@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { it } from 'node:test';
+import { sql } from 'kysely';
 import { PLACEMENT_CHANNEL, listenForPeers } from '../../../src/db/peer-bus.ts';
 import { RepositoryCache, UNREGISTERED_KEPT_MS, deleteRepository, upsertRepository } from '../../../src/db/repositories.ts';
 import { describeEachKind, testLog, withTestDatabase } from '../../support/database.ts';
@@ -24,7 +25,9 @@ await describeEachKind('registered repositories, kept by each coordinator', (kin
         if (payload === 'repositories') cache.invalidate();
       }, testLog);
       try {
-        await new Promise((resolve) => setTimeout(resolve, 200));
+        // Its LISTEN is in place before anything changes (a fixed 200 ms wait can miss it on a loaded machine).
+        const listening = sql<{ n: number }>`SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND state = 'idle' AND query LIKE 'LISTEN %'`;
+        await eventually(async () => ((await listening.execute(db)).rows[0]?.n ?? 0) > 0, 5_000, 'the listener to listen');
         await db.updateTable('repositories').set({ path: '/srv/moved' }).execute();
         assert.equal((await cache.get('acme/app'))?.path, '/srv/app', 'kept: a change without a signal is not seen');
         await upsertRepository(db, { ...app, path: '/srv/moved-again' }, 2);

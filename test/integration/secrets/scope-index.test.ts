@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { it } from 'node:test';
+import { sql } from 'kysely';
 import { PLACEMENT_CHANNEL, listenForPeers } from '../../../src/db/peer-bus.ts';
 import { SecretService } from '../../../src/secrets/service.ts';
 import { describeEachKind, testLog, withTestDatabase } from '../../support/database.ts';
@@ -25,7 +26,9 @@ await describeEachKind('which scopes hold secrets, kept by each coordinator', (k
         if (payload === 'secrets') here.scopes.invalidate();
       }, testLog);
       try {
-        await new Promise((resolve) => setTimeout(resolve, 200));
+        // Its LISTEN is in place before the peer writes (a fixed 200 ms wait missed it once on a loaded CI machine).
+        const listening = sql<{ n: number }>`SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND state = 'idle' AND query LIKE 'LISTEN %'`;
+        await eventually(async () => ((await listening.execute(db)).rows[0]?.n ?? 0) > 0, 5_000, 'the listener to listen');
         await peer.put('global', 'API_KEY', 'v', 'test');
         await eventually(() => signals.includes('secrets'), 5_000, 'the peer’s signal');
         assert.deepEqual(await here.scopes.holding(['global', 'repo:acme/app']), ['global', 'repo:acme/app']);
