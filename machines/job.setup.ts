@@ -11,9 +11,9 @@ import { isTerminalJobStatus } from './status.ts';
 import type { JobStatusTag, TerminalJobStatus } from './status.ts';
 import type { WaitingReason } from './types.ts';
 import { ackVerdict, fenceMessage } from './job.withdrawal.ts';
+import type { AckHoldPhase, AckVerdict, Withdrawal } from './job.withdrawal.ts';
 
 export type { JobContext, JobResult } from './job.context.ts';
-import type { AckHoldPhase, AckVerdict, Withdrawal } from './job.withdrawal.ts';
 
 /** The socket went with the coordinator that held it (this one restarted, or a peer stopped), or the agent's own socket closed. */
 function recoveryCauseOf(event: Ev): RecoveryCause {
@@ -155,10 +155,7 @@ const jobBase = setup({
 export const jobSetup = jobBase.extend({
   actions: {
     arm: compose<{ kind: TimerKind }>(({ context, event, enqueue }, params) => {
-      const at = deadlineAt(context, params.kind, timeOf(context, event));
-      const id = `${context.jobKey}#${params.kind}`;
-      enqueue.assign({ deadlines: { ...context.deadlines, [params.kind]: { id, at } } });
-      enqueue({ type: 'armDeadline', params: { id, kind: params.kind, at, jobKey: context.jobKey } });
+      armIn(context, enqueue, params.kind, deadlineAt(context, params.kind, timeOf(context, event)));
     }),
     disarm: compose<{ kind: JobDeadlineKind }>(({ context, enqueue }, params) => {
       const armed = context.deadlines[params.kind];
@@ -346,10 +343,7 @@ export const jobSetup = jobBase.extend({
     closeWithdrawal: assign({ withdrawal: null, waiting: null }),
     armJobTimeoutBackstop: compose(({ context, event, enqueue }) => {
       if (context.timeouts.jobTimeoutMs === null || context.deadlines.jobTimeout !== undefined) return;
-      const at = deadlineAt(context, 'jobTimeout', timeOf(context, event));
-      const id = `${context.jobKey}#jobTimeout`;
-      enqueue.assign({ deadlines: { ...context.deadlines, jobTimeout: { id, at } } });
-      enqueue({ type: 'armDeadline', params: { id, kind: 'jobTimeout', at, jobKey: context.jobKey } });
+      armIn(context, enqueue, 'jobTimeout', deadlineAt(context, 'jobTimeout', timeOf(context, event)));
     }),
     holdConcurrency: assign({ holdsConcurrency: true, waiting: null }),
     /** Entering `waiting.concurrency`: until its group answers, the job says it asked (G-5). */
@@ -404,8 +398,8 @@ function overdueVerdict(context: JobContext, event: Ev, phase: AckHoldPhase): Ac
 
 type Enqueue = Parameters<Parameters<typeof compose>[0]>[0]['enqueue'];
 
-/** Arms the job's deadline of `kind` for `at` (a time the host's answer gave, not a timeout). */
-function armIn(context: JobContext, enqueue: Enqueue, kind: 'recheck' | 'fence', at: number): void {
+/** Arms the job's deadline of `kind` for `at`: its entry in the context, and the intent that stores and fires it. */
+function armIn(context: JobContext, enqueue: Enqueue, kind: Exclude<JobDeadlineKind, 'approval'>, at: number): void {
   const id = `${context.jobKey}#${kind}`;
   enqueue.assign({ deadlines: { ...context.deadlines, [kind]: { id, at } } });
   enqueue({ type: 'armDeadline', params: { id, kind, at, jobKey: context.jobKey } });

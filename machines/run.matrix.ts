@@ -29,6 +29,11 @@ export function matrixChildName(baseName: string, combination: MatrixCombination
   return `${baseName} (${Object.values(combination).join(', ')})`;
 }
 
+/** The lock-file job a job key was planned from: a matrix child's `<job> (<v1>, …)` → `<job>`; any other key as it is. */
+export function lockJobNameOf(jobKey: string): string {
+  return jobKey.replace(/ \(.*\)$/, '');
+}
+
 /**
  * Expands a static matrix (docs/lockfile.md#jobs): the map form is the cartesian product in key order,
  * the array form lists combinations (a scalar `v` is `{value: v}`); `exclude` removes every

@@ -170,8 +170,21 @@ function withBuild(jobs: JobPlan[], options: PlanRunOptions): JobPlan[] {
   return [build, ...gated];
 }
 
+const INIT_JOB_PREFIX = '__init__';
+
 export function initJobKey(workflowName: string, jobName: string): string {
-  return `__init__${workflowName}__${jobName}`;
+  return `${INIT_JOB_PREFIX}${workflowName}__${jobName}`;
+}
+
+/** Whether a job key names an init job (`initJobKey`). */
+export function isInitJobKey(jobKey: string): boolean {
+  return jobKey.startsWith(INIT_JOB_PREFIX);
+}
+
+/** The lock-file job an init job of `workflowName` evaluates for, or null for any other key. */
+export function initTargetOf(jobKey: string, workflowName: string): string | null {
+  const prefix = initJobKey(workflowName, '');
+  return jobKey.startsWith(prefix) ? jobKey.slice(prefix.length) : null;
 }
 
 /** The init job runs at once on a KiCI init runner of the target's platform (DAG-6). */

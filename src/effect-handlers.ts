@@ -28,7 +28,7 @@ export interface EffectHandlerDeps {
   log: Logger;
 }
 
-export type EffectHandlerParts = Pick<AgentEffectsDeps, 'registry' | 'shared' | 'deliver'> & { withdrawal?: WithdrawalAnswers; sources: RunSources; dispatcher: Dispatcher; secrets?: Secrets; repositories?: RepositoryCache; builds?: BuildCaches | null };
+export type EffectHandlerParts = Pick<AgentEffectsDeps, 'registry' | 'shared' | 'deliver'> & { withdrawal: WithdrawalAnswers; sources: RunSources; dispatcher: Dispatcher; secrets?: Secrets; repositories?: RepositoryCache; builds?: BuildCaches | null };
 
 /**
  * Every effect kind and who carries it out: a kind without a handler here does not compile. The agent
@@ -43,8 +43,8 @@ export function effectHandlers(deps: EffectHandlerDeps, parts: EffectHandlerPart
     requestPlacement: (effect) => dispatcher.requestPlacement(effect),
     sendDispatch: (effect) => agents.sendDispatch(effect),
     sendCancel: (effect) => agents.sendCancel(effect),
-    askAckHolder: (effect) => parts.withdrawal?.askAckHolder(effect),
-    checkCancelFence: (effect) => parts.withdrawal?.checkCancelFence(effect),
+    askAckHolder: (effect) => parts.withdrawal.askAckHolder(effect),
+    checkCancelFence: (effect) => parts.withdrawal.checkCancelFence(effect),
     closeAgentConnection: (effect) => agents.closeAgentConnection(effect),
     releaseSlot: (effect) => agents.releaseSlot(effect),
     requestConcurrency: (effect) => groups.request(effect),
@@ -90,6 +90,6 @@ function createAgentEffects(deps: EffectHandlerDeps, parts: EffectHandlerParts):
       },
     },
     ...(parts.secrets && { sealForPeer: parts.secrets.sealForPeer }),
-    ...(parts.withdrawal && { reportCancel: (effect, holder) => (parts.withdrawal as WithdrawalAnswers).reportCancel(effect, holder) }),
+    reportCancel: (effect, holder) => parts.withdrawal.reportCancel(effect, holder),
   });
 }

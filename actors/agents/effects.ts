@@ -45,7 +45,7 @@ export interface AgentEffectsDeps {
   /** A dispatch bound for a peer's agent crosses the database: its secret fields are sealed for the trip. */
   sealForPeer?: (frame: object) => object;
   /** A withdrawn attempt's cancel is reported to its job, which is fenced until the cancel has gone out (machines/job.withdrawal.ts). */
-  reportCancel?: (effect: Effect<'sendCancel'>, holder: CancelHolder) => Promise<void>;
+  reportCancel: (effect: Effect<'sendCancel'>, holder: CancelHolder) => Promise<void>;
 }
 
 /**
@@ -144,7 +144,7 @@ export class AgentEffects {
 
   async sendCancel(effect: Effect<'sendCancel'>): Promise<void> {
     const holder = await this.cancel(effect);
-    if (effect.payload.report === true) await this.deps.reportCancel?.(effect, holder);
+    if (effect.payload.report === true) await this.deps.reportCancel(effect, holder);
   }
 
   /** Sends the cancel on the agent's socket here, or leaves it with the peer holding it; with no socket anywhere, the agent hears of it when it is back (B7). */

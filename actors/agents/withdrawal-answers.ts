@@ -8,8 +8,8 @@ import type { SharedAgents } from './shared-agents.ts';
 
 export interface WithdrawalAnswersDeps {
   registry: AgentRegistry;
-  /** Agents whose socket another coordinator holds; null when this coordinator is alone. */
-  shared: SharedAgents | null;
+  /** Agents and the commands left for them, here and on the other coordinators. */
+  shared: SharedAgents;
   /** The lease of the coordinator holding the agent's socket; null when no session of it is recorded. */
   holderLease(agentId: string): Promise<{ coordinatorId: string; leaseUntil: number } | null>;
   deliver: (runId: string, event: IncomingRunEvent) => Promise<unknown>;
@@ -67,8 +67,7 @@ export class WithdrawalAnswers {
   }
 
   private async fenceLifted(agentId: string, commandId: number | null): Promise<boolean> {
-    if (commandId !== null) return !(await this.deps.shared?.commandsWaiting([commandId]))?.has(commandId);
-    if (this.deps.registry.get(agentId) !== undefined) return true;
-    return (await this.deps.shared?.hasSocket(agentId)) === true;
+    if (commandId !== null) return !(await this.deps.shared.commandsWaiting([commandId])).has(commandId);
+    return this.deps.shared.hasSocket(agentId);
   }
 }

@@ -1,5 +1,4 @@
 import type { Logger } from 'pino';
-import type { Clock } from '../clock.ts';
 import { coerceError } from '../../lib/errors.ts';
 import type { ArmedTimer } from './timer-service.ts';
 
@@ -14,7 +13,6 @@ export interface DeadlineEvent {
 export interface DeadlineDeliveryDeps {
   owns: (runId: string) => boolean;
   send: (runId: string, event: DeadlineEvent) => Promise<void>;
-  clock: Clock;
   log: Logger;
 }
 

@@ -8,9 +8,6 @@ import type { RuntimeMetrics } from './metrics.ts';
 import type { Effect, RunCommit, RunStore } from './ports.ts';
 import type { InlinePlacement } from './inline-placement.ts';
 import type { StoredSnapshotMark } from './snapshot-policy.ts';
-
-export type { WrittenJob } from './commit-plan.ts';
-
 import type { WrittenJob } from './commit-plan.ts';
 
 /** One run actor owned here, with what its commits need to remember. */

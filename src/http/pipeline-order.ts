@@ -1,4 +1,5 @@
-import { needEdgesOf } from '../../machines/run.plan.ts';
+import { lockJobNameOf } from '../../machines/run.matrix.ts';
+import { initTargetOf, isBuildJobKey, needEdgesOf } from '../../machines/run.plan.ts';
 import { isRunSource } from '../pipeline/run-source.ts';
 
 interface JobRowLike {
@@ -7,20 +8,6 @@ interface JobRowLike {
 
 /** A job row with the jobs it needs (their names in the lock file, or a build or init job's key) and its stage. */
 export type OrderedJob<T> = T & { needs: string[]; stage: number };
-
-const BUILD_PREFIX = '__build__';
-const INIT_PREFIX = '__init__';
-
-/** A matrix child's name in the lock file: `test (shard=1)` → `test`. */
-function baseName(jobKey: string): string {
-  return jobKey.replace(/ \(.*\)$/, '');
-}
-
-/** The lock-file job an init job evaluates for: `__init__<workflow>__<job>` → `<job>`. */
-function initTarget(jobKey: string, workflow: string): string | null {
-  const prefix = `${INIT_PREFIX}${workflow}__`;
-  return jobKey.startsWith(prefix) ? jobKey.slice(prefix.length) : null;
-}
 
 /**
  * The run's jobs in pipeline order: by stage of the needs graph (a job's stage is one more than the
@@ -32,12 +19,15 @@ export function inPipelineOrder<T extends JobRowLike>(jobs: readonly T[], inputS
   if (!isRunSource(inputSummary)) return jobs.map((job) => ({ ...job, needs: [], stage: 0 }));
   const workflow = inputSummary.workflow.name;
   const lockNeeds = new Map(inputSummary.workflow.jobs.flatMap((job) => (job._type === 'static' ? [[job.name, needEdgesOf(job.needs).map((edge) => edge.name)] as const] : [])));
-  const build = jobs.find((job) => job.job_key.startsWith(BUILD_PREFIX))?.job_key ?? null;
-  const inits = new Map(jobs.flatMap((job) => (initTarget(job.job_key, workflow) === null ? [] : [[initTarget(job.job_key, workflow) as string, job.job_key] as const])));
+  const build = jobs.find((job) => isBuildJobKey(job.job_key))?.job_key ?? null;
+  const inits = new Map(jobs.flatMap((job) => {
+    const target = initTargetOf(job.job_key, workflow);
+    return target === null ? [] : [[target, job.job_key] as const];
+  }));
   const needsOf = (jobKey: string): string[] => {
     if (jobKey === build) return [];
-    const target = initTarget(jobKey, workflow);
-    const name = target ?? baseName(jobKey);
+    const target = initTargetOf(jobKey, workflow);
+    const name = target ?? lockJobNameOf(jobKey);
     const init = target === null ? inits.get(name) : undefined;
     return [...(build ? [build] : []), ...(init ? [init] : []), ...(lockNeeds.get(name) ?? [])];
   };
@@ -52,7 +42,7 @@ export function inPipelineOrder<T extends JobRowLike>(jobs: readonly T[], inputS
     return stage;
   };
   const ordered = jobs.map((job) => {
-    const key = initTarget(job.job_key, workflow) === null && job.job_key !== build ? baseName(job.job_key) : job.job_key;
+    const key = initTargetOf(job.job_key, workflow) === null && job.job_key !== build ? lockJobNameOf(job.job_key) : job.job_key;
     return { ...job, needs: needsOf(job.job_key), stage: stageOf(key, new Set()) };
   });
   return ordered.sort((a, b) => a.stage - b.stage || a.job_key.localeCompare(b.job_key));

@@ -1,4 +1,6 @@
 import { isTerminalJobStatus } from '../../machines/status.ts';
+import { lockJobNameOf } from '../../machines/run.matrix.ts';
+import { isInitJobKey } from '../../machines/run.plan.ts';
 import { isRunSource } from '../pipeline/run-source.ts';
 import { lockStepNames } from './step-names.ts';
 
@@ -22,7 +24,7 @@ export function withPlannedSteps<T extends JobRowWithSteps>(jobs: T[], inputSumm
   const planned = new Map<string, string[]>();
   for (const job of source.workflow.jobs) if (job._type === 'static') planned.set(job.name, lockStepNames(job.steps));
   return jobs.map((job) => {
-    const names = job.job_key.startsWith('__init__') ? undefined : planned.get(job.job_key.replace(/ \(.*\)$/, ''));
+    const names = isInitJobKey(job.job_key) ? undefined : planned.get(lockJobNameOf(job.job_key));
     if (!names) return job;
     const reported = Array.isArray(job.steps) ? (job.steps as { index?: unknown }[]) : [];
     const seen = new Set(reported.map((step) => step.index));

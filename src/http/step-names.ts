@@ -1,4 +1,6 @@
 import type { LockStep } from '../../machines/lock.types.ts';
+import { lockJobNameOf } from '../../machines/run.matrix.ts';
+import { isInitJobKey } from '../../machines/run.plan.ts';
 import { isRunSource } from '../pipeline/run-source.ts';
 
 /** `stepIndex` -1 carries the runner's own lines (clone, setup), not a step's. */
@@ -19,10 +21,9 @@ export function stepNamer(sources: StepSources): (jobKey: string, stepIndex: num
   const source = isRunSource(sources.inputSummary) ? sources.inputSummary : null;
   const lockNames = new Map<string, string[]>();
   for (const job of source?.workflow.jobs ?? []) if (job._type === 'static') lockNames.set(job.name, lockStepNames(job.steps));
-  const baseOf = (jobKey: string) => jobKey.replace(/ \(.*\)$/, '');
   return (jobKey, stepIndex) => {
     if (stepIndex === -1) return RUNNER_STEP_NAME;
-    const fromLock = jobKey.startsWith('__init__') ? ['init'] : lockNames.get(baseOf(jobKey));
+    const fromLock = isInitJobKey(jobKey) ? ['init'] : lockNames.get(lockJobNameOf(jobKey));
     return reported.get(jobKey)?.get(stepIndex) ?? fromLock?.[stepIndex] ?? `step ${stepIndex}`;
   };
 }

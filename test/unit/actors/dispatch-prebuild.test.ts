@@ -30,6 +30,7 @@ function setup() {
   const effects = new AgentEffects({
     registry,
     deliver: () => Promise.resolve(),
+    reportCancel: () => Promise.resolve(),
     shared: null,
     aliveWindowMs: 1_000,
     now: () => 0,

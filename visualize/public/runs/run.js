@@ -135,10 +135,12 @@
     const container = $('jobs');
     const keys = new Set(detail.jobs.map((job) => job.job_key));
     for (const section of [...container.children]) if (!keys.has(section.dataset.job)) section.remove();
-    // In the API's order, the pipeline's: a section made earlier moves to its place.
+    // In the API's order, the pipeline's: a section out of place (made earlier, or new at the end) moves to its place.
+    let next = container.firstElementChild;
     for (const job of detail.jobs) {
       const section = jobSection(container, job.job_key);
-      container.append(section);
+      if (section === next) next = next.nextElementSibling;
+      else container.insertBefore(section, next);
       renderJob(section, job);
     }
   }
