@@ -17,6 +17,7 @@ import * as blobs015 from './015_blobs.ts';
 import * as emittedEvents016 from './016_emitted_events.ts';
 import * as buildCaches017 from './017_build_caches.ts';
 import * as jobTimes018 from './018_job_times.ts';
+import * as runNumbers019 from './019_run_numbers.ts';
 
 /**
  * Every migration, by name, in the order they apply. A static import map works under tsx, node
@@ -41,4 +42,5 @@ export const MIGRATIONS: Readonly<Record<string, Migration>> = {
   '016_emitted_events': emittedEvents016,
   '017_build_caches': buildCaches017,
   '018_job_times': jobTimes018,
+  '019_run_numbers': runNumbers019,
 };

@@ -16,6 +16,11 @@ export interface RunRow {
   input_summary: { ref?: unknown; sha?: unknown; trustTier?: unknown; lockFileSource?: unknown; workflowChangesIgnored?: unknown; unsupported?: unknown } | null;
   /** Created → finished, or so far (absent from older coordinators). */
   durationMs?: number | null;
+  /** Its number in its repository (#1, #2…); null for runs of coordinators before runs were numbered. */
+  number?: number | null;
+  /** The commit's first message line and author, when the event carried them; who started a run by hand. */
+  commit?: { message: string | null; author: string | null } | null;
+  startedBy?: string | null;
 }
 
 export interface JobRow {
@@ -61,24 +66,37 @@ export function isFinal(status: string): boolean {
 /** The branch or tag a run was started for, as its stored source names it. */
 export function refOf(run: RunRow): string {
   const ref = run.input_summary?.ref;
-  return typeof ref === 'string' ? ref.replace(/^refs\/(heads|tags)\//, '') : '-';
+  return typeof ref === 'string' && ref !== '' ? ref.replace(/^refs\/(heads|tags)\//, '') : '-';
+}
+
+const numberOf = (run: RunRow): string => (typeof run.number === 'number' ? `#${run.number}` : '-');
+
+/** The commit's first line and author, or who started the run by hand. */
+export function originOf(run: RunRow): string {
+  if (run.commit) return [run.commit.message, run.commit.author ? `(${run.commit.author})` : null].filter(Boolean).join(' ') || '-';
+  return run.startedBy ? `started by ${run.startedBy}` : '-';
 }
 
 export function renderRunList(runs: RunRow[], now = Date.now()): string {
-  const rows = runs.map((run) => [run.run_id, run.repository ?? '-', run.workflow_name ?? '-', refOf(run), run.status, age(run.created_at, now)]);
-  return table([['ID', 'REPOSITORY', 'WORKFLOW', 'REF', 'STATUS', 'AGE'], ...rows]);
+  const rows = runs.map((run) => [
+    ...[run.run_id, numberOf(run), run.repository ?? '-', run.workflow_name ?? '-', refOf(run), run.status],
+    ...[typeof run.durationMs === 'number' ? duration(run.durationMs) : '-', age(run.created_at, now), oneLine(originOf(run), 60)],
+  ]);
+  return table([['ID', '#', 'REPOSITORY', 'WORKFLOW', 'REF', 'STATUS', 'DURATION', 'AGE', 'COMMIT'], ...rows]);
 }
 
 /** `switchyard run <id>`: the run, then each job with its waiting reason, steps and outputs. */
 export function renderRunDetail(detail: RunDetail, now = Date.now()): string {
   const { run } = detail;
-  const sha = typeof run.input_summary?.sha === 'string' ? ` (${run.input_summary.sha})` : '';
+  const sha = typeof run.input_summary?.sha === 'string' && run.input_summary.sha !== '' ? ` (${run.input_summary.sha})` : '';
   const lines = [
-    `run ${run.run_id}  ${run.status}`,
+    `run ${run.run_id}  ${run.status}${typeof run.number === 'number' ? `  #${run.number}` : ''}`,
     `  workflow    ${run.workflow_name ?? '-'}`,
     `  repository  ${run.repository ?? '-'} @ ${refOf(run)}${sha}`,
     `  created     ${formatTime(run.created_at, '-')} (${age(run.created_at, now)} ago)`,
   ];
+  if (run.commit) lines.push(`  commit      ${originOf(run)}`);
+  else if (run.startedBy) lines.push(`  started by  ${run.startedBy}`);
   if (run.finished_at !== null) lines.push(`  finished    ${formatTime(run.finished_at, '-')}`);
   if (typeof run.durationMs === 'number') lines.push(`  duration    ${duration(run.durationMs)}${run.finished_at === null ? ' so far' : ''}`);
   if (detail.rerunOf !== null) lines.push(`  rerun of    ${detail.rerunOf}`);

@@ -62,6 +62,8 @@ export interface RunsTable {
   failure_reason: string | null;
   init_failure: NullableJson;
   input_summary: NullableJson;
+  /** The run's number in its repository (#1, #2…), given by the database on insert (migration 019). */
+  number: Generated<number | null>;
 }
 
 export interface JobsTable {

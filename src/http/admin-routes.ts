@@ -19,6 +19,7 @@ import { registerSecretRoutes } from './api-secrets.ts';
 import { registerTestRunRoutes } from './api-test-runs.ts';
 import type { SecretService } from '../secrets/service.ts';
 import { Router } from './router.ts';
+import { resolveRunRef } from './run-ref.ts';
 import { registerRunsPageRoutes, registerVisualizerRoutes } from './pages.ts';
 
 /** What the admin routes ask of the actor runtime. */
@@ -44,7 +45,8 @@ export interface AdminRouteDeps {
 /** Health, runs, test runs, approvals, environments, secrets, jobs, logs, agents, agent tokens, machines, replay, the visualizer and capabilities (docs/http-api.md#routes). */
 export function adminRoutes(deps: AdminRouteDeps): Router {
   const { db, config, runtime, now } = deps;
-  const router = new Router();
+  // A run is named by its id, a unique prefix of it, or its number in its repository (run-ref.ts).
+  const router = new Router().resolveParam('/api/v1/runs/', 'id', (ref) => resolveRunRef(db, ref));
   registerHealthRoutes(router, { db, registry: deps.metrics, leaseHeld: () => runtime.ownership.held, coordinatorId: config.coordinatorId });
   registerRunRoutes(router, {
     ...{ db, createRun: (run) => runtime.createRun(run), deliver: runtime.deliver, repository: (name) => runtime.repositories.get(name) },

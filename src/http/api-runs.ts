@@ -24,6 +24,7 @@ import { decideApprovalRoute, gatesOf, withRenewedReasons } from './api-approval
 import { withPlannedSteps } from './planned-steps.ts';
 import { inPipelineOrder } from './pipeline-order.ts';
 import { jobTimesOf, runDurationMs } from './job-times.ts';
+import { runOriginOf } from './run-origin.ts';
 import type { Schema } from '../db/schema.ts';
 import { resolveRunEnvironments } from '../pipeline/environments.ts';
 import type { RunSource } from '../pipeline/run-source.ts';
@@ -51,8 +52,11 @@ export const manualRunSchema = z.object({
   repository: z.string().min(1).default('manual'),
   /** Where agents clone from; without it jobs run with no checkout. */
   repoUrl: z.string().min(1).optional(),
-  ref: z.string().min(1).default('main'),
-  sha: z.string().min(1).default('HEAD'),
+  /** The branch and commit, when the run is for one; none is invented (agents are sent `HEAD`). */
+  ref: z.string().min(1).optional(),
+  sha: z.string().min(1).optional(),
+  /** Who started it, as the runs page and the CLI show it; an administrator by default. */
+  startedBy: z.string().trim().min(1).max(100).optional(),
   workflow: z
     .object({
       name: z.string().min(1),
@@ -92,7 +96,7 @@ async function listRunsRoute(deps: RunApiDeps, res: RouteContext['res'], url: UR
   const rows = await listRuns(deps.db, { status, workflow, repository, limit: page.limit + 1, after: page.after });
   const { items, nextCursor } = pageOf(rows, page.limit, (run) => [Number(run.created_at), run.run_id]);
   const now = deps.now();
-  sendJson(res, 200, { runs: items.map((run) => ({ ...run, durationMs: runDurationMs(run, now) })), nextCursor });
+  sendJson(res, 200, { runs: items.map((run) => ({ ...run, durationMs: runDurationMs(run, now), ...runOriginOf(run.input_summary) })), nextCursor });
 }
 
 async function getRunRoute(deps: RunApiDeps, res: RouteContext['res'], runId: string) {
@@ -105,7 +109,7 @@ async function getRunRoute(deps: RunApiDeps, res: RouteContext['res'], runId: st
   const timed = found.jobs.map((job) => ({ ...job, ...jobTimesOf(job, now) }));
   const jobs = inPipelineOrder(withPlannedSteps(withRenewedReasons(timed, now), found.run.input_summary), found.run.input_summary);
   const [attestations, emittedEvents] = await Promise.all([listAttestations(deps.db, runId), listEmittedEvents(deps.db, runId)]);
-  sendJson(res, 200, { ...found, run: { ...found.run, durationMs: runDurationMs(found.run, now) }, jobs, ...gates, rerunOf: original, originalRunId: original, attestations, emittedEvents, triggeredBy: triggeredByOf(found.run.input_summary) });
+  sendJson(res, 200, { ...found, run: { ...found.run, durationMs: runDurationMs(found.run, now), ...runOriginOf(found.run.input_summary) }, jobs, ...gates, rerunOf: original, originalRunId: original, attestations, emittedEvents, triggeredBy: triggeredByOf(found.run.input_summary) });
 }
 
 /** Starts a workflow by hand: the same planning and run actor as a webhook run. */
@@ -129,7 +133,7 @@ export async function planManualRun(deps: Pick<RunApiDeps, 'db' | 'timeouts' | '
   if (problem) throw new HttpError(400, 'invalid workflow', `${problem.path.map(String).join('.')}: ${problem.problem}`);
   const runId = randomUUID();
   // An administrator starts it: trusted (TRUST-1). Its environments resolve as a webhook run's do (ENV-4).
-  const origin = { repository: body.repository, ref: body.ref, trustTier: 'trusted' as const };
+  const origin = { repository: body.repository, ref: body.ref ?? '', trustTier: 'trusted' as const };
   const environments = await resolveRunEnvironments(deps.db, body.workflow, origin);
   let input: RunInput;
   try {
@@ -151,8 +155,9 @@ export async function planManualRun(deps: Pick<RunApiDeps, 'db' | 'timeouts' | '
   const source: RunSource = {
     repository: body.repository,
     repoUrl: body.repoUrl ?? null,
-    ref: body.ref,
-    sha: body.sha,
+    ref: body.ref ?? '',
+    sha: body.sha ?? '',
+    ...(body.startedBy ? { startedBy: body.startedBy } : {}),
     ...(repository?.defaultBranch ? { defaultBranch: repository.defaultBranch } : {}),
     provider: 'api',
     event: null,

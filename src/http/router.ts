@@ -12,16 +12,33 @@ export type RouteHandler = (ctx: RouteContext) => Promise<void> | void;
 
 interface Route {
   method: string;
+  path: string;
   parts: string[];
   handler: RouteHandler;
+}
+
+/** Turns a path parameter as a client wrote it into the value the handlers take (a run's number into its id). */
+export type ParamResolver = (value: string) => Promise<string>;
+
+interface Resolution {
+  prefix: string;
+  param: string;
+  resolve: ParamResolver;
 }
 
 /** A small exact-segment router: `/api/v1/runs/:id/cancel`. */
 export class Router {
   private readonly routes: Route[] = [];
+  private readonly resolutions: Resolution[] = [];
 
   on(method: string, path: string, handler: RouteHandler): this {
-    this.routes.push({ method, parts: path.split('/').filter(Boolean), handler });
+    this.routes.push({ method, path, parts: path.split('/').filter(Boolean), handler });
+    return this;
+  }
+
+  /** Every route under `prefix` with the parameter `param` gets it through `resolve` before its handler runs. */
+  resolveParam(prefix: string, param: string, resolve: ParamResolver): this {
+    this.resolutions.push({ prefix, param, resolve });
     return this;
   }
 
@@ -36,9 +53,19 @@ export class Router {
         pathMatched = true;
         continue;
       }
-      return { handler: route.handler, params };
+      return { handler: this.withResolvedParams(route), params };
     }
     return pathMatched ? 'method' : null;
+  }
+
+  private withResolvedParams(route: Route): RouteHandler {
+    const resolutions = this.resolutions.filter((r) => route.path.startsWith(r.prefix) && route.parts.includes(`:${r.param}`));
+    if (resolutions.length === 0) return route.handler;
+    return async (ctx) => {
+      const params = { ...ctx.params };
+      for (const { param, resolve } of resolutions) params[param] = await resolve(params[param] ?? '');
+      await route.handler({ ...ctx, params });
+    };
   }
 }
 

@@ -11,8 +11,11 @@ export interface RunSource {
   repository: string;
   /** Clone URL (`file://` for local repositories); `null` runs jobs without a checkout. */
   repoUrl: string | null;
+  /** Empty for a run started by hand for no branch or commit (agents are sent `HEAD`). */
   ref: string;
   sha: string;
+  /** Who started a run by hand (`POST /api/v1/runs`). */
+  startedBy?: string;
   /** The repository's default branch, whose user cache entries every run may restore; absent in runs made before it was kept: `main`. */
   defaultBranch?: string;
   provider: 'github' | 'local' | 'generic' | 'api';

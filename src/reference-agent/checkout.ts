@@ -22,20 +22,24 @@ export interface CheckoutPlan {
 }
 
 /**
- * Clones `repoUrl` at `ref` (shallow) and makes HEAD equal `sha` (docs/protocol.md#jobdispatch). Secrets reach
+ * Clones `repoUrl` at `ref` (shallow) and makes HEAD equal `sha` (docs/protocol.md#jobdispatch); a run
+ * started by hand for no branch or commit is sent `HEAD` for both: the clone's default branch. Secrets reach
  * git through GIT_ASKPASS or GIT_SSH_COMMAND files and variables, never through the URL or argv.
  */
 export async function checkoutRepository(plan: CheckoutPlan): Promise<string> {
   const { dispatch, targetDir, git } = plan;
   const env = { ...plan.baseEnv, ...(await credentialEnv(plan)) };
   const auth = ['-c', 'credential.helper=', '-c', 'core.askPass='];
+  const branch = dispatch.ref === 'HEAD' ? [] : ['--branch', dispatch.ref];
   const clone = await git(
-    [...auth, 'clone', '--quiet', '--depth', '1', '--single-branch', '--no-tags', '--branch', dispatch.ref, '--', dispatch.repoUrl, targetDir],
+    [...auth, 'clone', '--quiet', '--depth', '1', '--single-branch', '--no-tags', ...branch, '--', dispatch.repoUrl, targetDir],
     dirname(targetDir),
     env,
   );
   if (!succeeded(clone)) throw new CheckoutError(`git clone of ${dispatch.ref} failed (${describe(clone)})`);
-  if ((await head(plan, env)) === dispatch.sha.toLowerCase()) return dispatch.sha;
+  const cloned = await head(plan, env);
+  if (dispatch.sha === 'HEAD') return cloned;
+  if (cloned === dispatch.sha.toLowerCase()) return dispatch.sha;
   // The branch moved on since the dispatch: fetch the dispatched commit itself.
   const fetch = await git([...auth, 'fetch', '--quiet', '--depth', '1', 'origin', dispatch.sha], targetDir, env);
   const detach = succeeded(fetch) ? await git(['checkout', '--quiet', '--detach', dispatch.sha], targetDir, env) : fetch;

@@ -40,8 +40,9 @@ export function buildDispatch(source: RunSource, target: DispatchTarget, now: nu
     runId: target.runId,
     jobId: target.dispatchId,
     repoUrl: source.repoUrl ?? 'none:',
-    ref: source.ref,
-    sha: source.sha,
+    // A run started by hand for no branch or commit: the agent checks out what the clone gives.
+    ref: source.ref || 'HEAD',
+    sha: source.sha || 'HEAD',
     lockFileUrl: '',
     jobConfig,
     timestamp: now,

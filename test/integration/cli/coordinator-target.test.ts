@@ -36,7 +36,7 @@ describe('every command finds the coordinator as switchyard start binds it: HOST
       runSwitchyard(['diagnose'], env),
       runSwitchyard(['token', 'list'], env),
     ]);
-    assert.deepEqual([runs.code, runs.stdout], [0, 'ID  REPOSITORY  WORKFLOW  REF  STATUS  AGE\n'], runs.stderr);
+    assert.deepEqual([runs.code, runs.stdout], [0, 'ID  #  REPOSITORY  WORKFLOW  REF  STATUS  DURATION  AGE  COMMIT\n'], runs.stderr);
     assert.deepEqual([agents.code, agents.stdout], [0, 'AGENT  LABELS  SLOTS  COORDINATOR  CONNECTED  STATE  JOBS\n'], agents.stderr);
     assert.equal(diagnose.code, 0, diagnose.stderr);
     assert.match(diagnose.stdout, /^coordinator coord-target: 0 agent\(s\) connected/);

@@ -69,7 +69,7 @@ describe('switchyard runs, run, logs, cancel, rerun, agents against a running co
     for (const fn of processCleanups.splice(0)) await fn();
   });
 
-  it('runs: a table of id, repository, workflow, ref, status and age, filtered by repository, status and limit', async () => {
+  it('runs: a table of id, number, repository, workflow, ref, status, duration, age and origin, filtered by repository, status and limit', async () => {
     const [all, mine, failed, one, json] = await Promise.all([
       cli('runs'),
       cli('runs', '--repo', 'acme/app'),
@@ -79,9 +79,10 @@ describe('switchyard runs, run, logs, cancel, rerun, agents against a running co
     ]);
     assert.equal(all.code, 0, all.stderr);
     const lines = all.stdout.trimEnd().split('\n');
-    assert.match(lines[0] ?? '', /^ID +REPOSITORY +WORKFLOW +REF +STATUS +AGE$/);
-    assert.match(all.stdout, new RegExp(`^${failedRun} +acme/app +pipeline +feature-x +failed +\\d+[smhd]$`, 'm'));
-    assert.match(all.stdout, new RegExp(`^${waitingRun} +other/repo +waits +main +\\w+ +\\d+[smhd]$`, 'm'));
+    assert.match(lines[0] ?? '', /^ID +# +REPOSITORY +WORKFLOW +REF +STATUS +DURATION +AGE +COMMIT$/);
+    assert.match(all.stdout, new RegExp(`^${failedRun} +#\\d+ +acme/app +pipeline +feature-x +failed +[\\d.]+(ms|s|m) +\\d+[smhd] +started by an administrator \\(API\\)$`, 'm'));
+    // A run started by hand for no branch shows none, not an invented `main`.
+    assert.match(all.stdout, new RegExp(`^${waitingRun} +#1 +other/repo +waits +- +\\w+ +[\\d.]+(ms|s|m) +\\d+[smhd] +started by an administrator \\(API\\)$`, 'm'));
     assert.deepEqual([mine.stdout.includes(failedRun), mine.stdout.includes(waitingRun)], [true, false]);
     assert.deepEqual([failed.stdout.includes(failedRun), failed.stdout.includes(waitingRun)], [true, false]);
     assert.equal(one.stdout.trimEnd().split('\n').length, 2, 'header and one run');
@@ -91,7 +92,7 @@ describe('switchyard runs, run, logs, cancel, rerun, agents against a running co
   it('run <id>: the run and each job with attempts, agent, steps with status, duration and exit code', async () => {
     const shown = await cli('run', failedRun);
     assert.equal(shown.code, 0, shown.stderr);
-    assert.match(shown.stdout, new RegExp(`^run ${failedRun}  failed\n  workflow    pipeline\n  repository  acme/app @ feature-x \\(abc123\\)`));
+    assert.match(shown.stdout, new RegExp(`^run ${failedRun}  failed  #\\d+\n  workflow    pipeline\n  repository  acme/app @ feature-x \\(abc123\\)`));
     assert.match(shown.stdout, new RegExp(`^job build  success  attempt 1  agent agent-${label}  `, 'm'));
     assert.match(shown.stdout, /^ {2}0 +hello +success +\d+ms +-$/m, 'the agent reports no exit code for a step that succeeded');
     assert.match(shown.stdout, /^ {2}1 +compile +success +\d+ms +-$/m);
@@ -105,6 +106,9 @@ describe('switchyard runs, run, logs, cancel, rerun, agents against a running co
     await client.cancel(hooked, { force: true });
     await client.waitForRunStatus(hooked, 'cancelled');
     assert.match((await cli('run', hooked)).stdout, /^ {2}0 +never +not run +- +-$/m, 'a step that never started is listed');
+    const [byPrefix, byNumber] = await Promise.all([cli('run', failedRun.slice(0, 8)), cli('run', 'other/repo#1')]);
+    assert.match(byPrefix.stdout, new RegExp(`^run ${failedRun}  failed  #\\d+\n`), 'the 8 characters the runs page shows');
+    assert.match(byNumber.stdout, new RegExp(`^run ${waitingRun}  \\w+  #1\n(.*\n)*  started by  an administrator \\(API\\)$`, 'm'), 'repository#number');
     failedInOneLine(await cli('run', 'no-such-run'), 1, /^switchyard run: the coordinator answered 404 to GET \/api\/v1\/runs\/no-such-run: not found: no run no-such-run$/);
   });
 
