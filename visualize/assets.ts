@@ -39,13 +39,14 @@ function pageAssets(dir: string, names: readonly string[], extra: Record<string,
   };
 }
 
+/** ELK, which lays out the visualizer's charts and the runs page's needs graph (elkjs's documented browser bundle). */
+const ELK_BUNDLE: Asset = { path: require.resolve('elkjs/lib/elk.bundled.js'), contentType: JS };
+
 /** The visualizer (`/visualize/`); `data.js` is written per use. */
-export const VISUALIZER = pageAssets(PUBLIC, ['index.html', 'style.css', 'chart.js', 'source.js', 'view.js', 'app.js'], {
-  'elk.bundled.js': { path: require.resolve('elkjs/lib/elk.bundled.js'), contentType: JS },
-});
+export const VISUALIZER = pageAssets(PUBLIC, ['index.html', 'style.css', 'chart.js', 'source.js', 'view.js', 'app.js'], { 'elk.bundled.js': ELK_BUNDLE });
 
 /** The runs page (`/runs/`). */
-export const RUNS_PAGE = pageAssets(`${PUBLIC}runs/`, ['index.html', 'style.css', 'api.js', 'dom.js', 'list.js', 'run.js', 'logs.js', 'app.js']);
+export const RUNS_PAGE = pageAssets(`${PUBLIC}runs/`, ['index.html', 'style.css', 'api.js', 'dom.js', 'list.js', 'graph.js', 'run.js', 'logs.js', 'app.js'], { 'elk.bundled.js': ELK_BUNDLE });
 
 /** The data script of the served visualizer: no embedded data, so the page asks the API. */
 export const LIVE_DATA_SCRIPT = 'window.SWITCHYARD_OFFLINE = null;\n';

@@ -117,6 +117,9 @@ describe('the runs page in a real browser (real coordinator, real reference agen
     assert.equal(await text(page, `${row} .run-trigger`), 'manual');
     assert.equal(await text(page, `${row} .run-workflow`), 'runs-page-waiting');
     assert.match(await text(page, `${row} .run-age`), /^\d+ s ago$/);
+    assert.equal(await text(page, `${row} .run-number`), '#1', 'the first run of acme/other');
+    assert.equal(await text(page, `${row} .run-origin`), 'started by an administrator (API)', 'a manual run says who started it');
+    assert.match(await text(page, `${row} .run-duration`), /^\d+ (ms|s|min \d+ s)$/);
   });
 
   it('shows a new run without a reload; its view streams the step logs while the job runs, then shows steps and exit codes', async () => {
@@ -207,7 +210,7 @@ describe('the runs page in a real browser (real coordinator, real reference agen
     if (outcome === 'navigated') {
       const rerun = decodeURIComponent(new URL(page.url()).hash.slice('#run='.length));
       await showing(page, '#run-id', rerun);
-      await showing(page, '#run-title', 'runs-page-live');
+      await showing(page, '#run-title', 'runs-page-live #2'); // a rerun is the next run of its repository
       assert.equal(await page.locator('#run-meta [data-field="rerun of"] a').getAttribute('href'), `#run=${liveRun}`);
       assert.equal(await text(page, '#run-meta [data-field="trigger"]'), 'manual (rerun)');
     }
@@ -268,5 +271,27 @@ describe('the runs page in a real browser (real coordinator, real reference agen
     assert.deepEqual(order, ['lint', 'test', 'deploy']);
     assert.match(await text(page, '#jobs section[data-job="deploy"] .job-facts'), /needs test/);
     assert.doesNotMatch(await text(page, '#jobs section[data-job="lint"] .job-facts'), /needs/);
+    await showing(page, '#run-title', 'runs-page-pipeline #1');
+    // The needs graph: a box per job, coloured by status, left to right in pipeline order, an arrow per need.
+    await page.waitForSelector('#run-graph svg a.graph-job[data-job="deploy"][data-status="pending"]');
+    const boxes = await page.evaluate<{ job: string; x: number }[]>(
+      "[...document.querySelectorAll('#run-graph a.graph-job')].map((box) => ({ job: box.dataset.job, x: box.getBoundingClientRect().x }))",
+    );
+    assert.deepEqual([...boxes].sort((a, b) => a.x - b.x).map((box) => box.job), ['lint', 'test', 'deploy']);
+    assert.equal(await page.locator('#run-graph path.graph-need').count(), 2, 'deploy → test and test → lint');
+    assert.equal(await page.locator('#run-graph a.graph-job[data-job="test"]').getAttribute('href'), `#run=${runId}&job=test`);
+    await shot('10-needs-graph.png');
+    await client.cancel(runId, { force: true });
+    await page.waitForSelector('#run-graph a.graph-job[data-job="lint"][data-status="cancelled"]', { timeout: 15_000 });
+    await page.locator('#run-graph a.graph-job[data-job="deploy"]').click();
+    assert.equal(new URL(page.url()).hash, `#run=${runId}`, 'a box scrolls to its job, it does not leave the run');
+    assert.equal(await page.locator('#jobs section[data-job="deploy"]').isVisible(), true);
+  });
+
+  it('takes a run by its number or its 8-character prefix, as the page shows them', async () => {
+    await page.goto(`${coordinator.url}/runs/#run=${liveRun.slice(0, 8)}`);
+    await showing(page, '#run-id', liveRun);
+    await page.goto(`${coordinator.url}/runs/#run=${encodeURIComponent('acme/other#1')}`);
+    await showing(page, '#run-id', waitingRun);
   });
 });

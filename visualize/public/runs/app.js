@@ -4,6 +4,7 @@
   const { api, UnauthorizedError, ApiError } = window.RunsPage;
   const { renderList, fillStatuses } = window.RunsPage.list;
   const { renderRun } = window.RunsPage.run;
+  const { forgetNeedsGraph } = window.RunsPage.graph;
   const { followLogs } = window.RunsPage.logs;
   const { isFinalRun } = window.RunsPage.dom;
   const $ = (id) => document.getElementById(id);
@@ -76,6 +77,7 @@
     Object.assign(state, { runId, detail: null });
     document.title = `Switchyard · run ${runId}`;
     $('jobs').replaceChildren();
+    forgetNeedsGraph($('run-graph'));
     $('action-message').textContent = '';
     $('run-missing').hidden = true;
     $('run-body').hidden = false;
@@ -92,7 +94,8 @@
         const detail = await api.run(runId);
         if (!isCurrent()) return;
         state.detail = detail;
-        renderRun(detail, Date.now());
+        await renderRun(detail, Date.now());
+        if (!isCurrent()) return;
         await logs.poll();
         if (!isCurrent()) return;
         $('error').textContent = '';

@@ -57,9 +57,15 @@
     return pull ? `PR #${pull[1]}` : ref;
   }
 
+  /** The commit's first line and author, or who started the run by hand; '' when neither is known. */
+  function originOf(run) {
+    if (run.commit) return [run.commit.message, run.commit.author ? `(${run.commit.author})` : null].filter(Boolean).join(' ');
+    return run.startedBy ? `started by ${run.startedBy}` : '';
+  }
+
   const shortSha = (sha) => (/^[0-9a-f]{40}$/i.test(sha) ? sha.slice(0, 7) : sha);
 
   window.RunsPage = Object.assign(window.RunsPage || {}, {
-    dom: { h, badge, duration, age, clock, sourceOf, shortSha, isFinalRun: (s) => FINAL_RUN.has(s), isFinalJob: (s) => FINAL_JOB.has(s) },
+    dom: { h, badge, duration, age, clock, sourceOf, shortSha, originOf, isFinalRun: (s) => FINAL_RUN.has(s), isFinalJob: (s) => FINAL_JOB.has(s) },
   });
 }

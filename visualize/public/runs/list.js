@@ -1,7 +1,7 @@
 'use strict';
 // The runs list: newest first, filtered by repository (here) and status (by the API).
 {
-  const { h, badge, age, clock, sourceOf, shortSha } = window.RunsPage.dom;
+  const { h, badge, age, clock, duration, sourceOf, shortSha, originOf } = window.RunsPage.dom;
   const STATUSES = ['pending', 'held', 'running', 'cancelling', 'success', 'failed', 'cancelled'];
 
   function runRow(run, now) {
@@ -11,11 +11,14 @@
       'tr',
       { 'data-run-id': run.run_id, onclick: open },
       h('td', { class: 'run-status' }, badge(run.status)),
+      h('td', { class: 'run-number' }, run.number != null ? `#${run.number}` : '—'),
       h('td', { class: 'run-repository' }, run.repository || '—'),
       h('td', { class: 'run-branch', title: source.ref }, source.branch || '—'),
       h('td', { class: 'run-commit', title: source.sha }, h('code', {}, shortSha(source.sha) || '—')),
+      h('td', { class: 'run-origin' }, originOf(run) || '—'),
       h('td', { class: 'run-trigger' }, source.trigger),
       h('td', { class: 'run-workflow' }, h('a', { href: `#run=${encodeURIComponent(run.run_id)}` }, run.workflow_name || '(unnamed)')),
+      h('td', { class: 'run-duration' }, duration(run.durationMs) || '—'),
       h('td', { class: 'run-age', title: clock(run.created_at) }, age(run.created_at, now)),
     );
   }

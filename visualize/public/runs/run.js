@@ -2,6 +2,7 @@
 // A run's view: its header, why each waiting job waits, and every job with its steps.
 {
   const { h, badge, duration, clock, sourceOf, shortSha, isFinalRun, isFinalJob } = window.RunsPage.dom;
+  const { renderNeedsGraph } = window.RunsPage.graph;
   const $ = (id) => document.getElementById(id);
   const RUNNER_STEP = -1;
 
@@ -13,7 +14,7 @@
   function renderHeader(detail, now) {
     const { run } = detail;
     const source = sourceOf(run);
-    $('run-title').textContent = run.workflow_name || '(unnamed)';
+    $('run-title').textContent = `${run.workflow_name || '(unnamed)'}${run.number != null ? ` #${run.number}` : ''}`;
     $('run-id').textContent = run.run_id;
     $('run-status').replaceWith(Object.assign(badge(run.status), { id: 'run-status' }));
     const ended = run.finished_at ? Number(run.finished_at) : now;
@@ -21,6 +22,9 @@
       ['repository', run.repository || '—'],
       ['branch', source.branch || '—'],
       ['commit', shortSha(source.sha) || '—'],
+      ...(run.commit && run.commit.message ? [['message', run.commit.message]] : []),
+      ...(run.commit && run.commit.author ? [['author', run.commit.author]] : []),
+      ...(run.startedBy ? [['started by', run.startedBy]] : []),
       ['trigger', source.trigger],
       ['started', clock(run.created_at)],
       ['duration', duration(ended - Number(run.created_at)) || '—'],
@@ -145,9 +149,18 @@
     }
   }
 
-  function renderRun(detail, now) {
+  /** Scrolls to a job's section and opens its steps (a box of the needs graph was clicked). */
+  function openJob(jobKey) {
+    const section = jobSection($('jobs'), jobKey);
+    for (const step of section.querySelectorAll('details.step')) step.open = true;
+    section.scrollIntoView({ block: 'start' });
+  }
+
+  async function renderRun(detail, now) {
     renderHeader(detail, now);
     renderJobs(detail);
+    const href = (jobKey) => `#run=${encodeURIComponent(detail.run.run_id)}&job=${encodeURIComponent(jobKey)}`;
+    await renderNeedsGraph($('run-graph'), detail.jobs, { href, open: openJob });
   }
 
   window.RunsPage = Object.assign(window.RunsPage || {}, { run: { renderRun, stepBlock } });
