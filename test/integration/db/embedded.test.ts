@@ -1,12 +1,12 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { readFile, writeFile } from 'node:fs/promises';
+import { chmod, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { claimCoordinatorLease } from '../../../src/db/coordinator-lease.ts';
 import { openDatabase } from '../../../src/db/database.ts';
-import { DataDirInUseError } from '../../../src/db/errors.ts';
+import { DataDirInUseError, EmbeddedPostgresStartError } from '../../../src/db/errors.ts';
 import { isProcessAlive, waitForExit } from '../../../src/db/process-liveness.ts';
 import { tempDir, testLog } from '../../support/database.ts';
 
@@ -57,6 +57,19 @@ describe('embedded Postgres', () => {
     } finally {
       await first.close();
     }
+  });
+
+  it('as root, refuses a data dir under a folder the postgres user cannot enter, saying what to do', { skip: process.getuid?.() === 0 ? false : 'only root runs Postgres as another user' }, async () => {
+    const home = await tempDir('sy-home-'); // mode 0700, as a root's home folder is
+    const dataDir = join(home, 'checkout', '.switchyard');
+    await assert.rejects(open(dataDir), (error: unknown) => {
+      assert.ok(error instanceof EmbeddedPostgresStartError, String(error));
+      assert.match(error.message, new RegExp(`cannot enter ${home} \\(no execute permission for others\\): run 'chmod o\\+x ${home}', or set SWITCHYARD_DATA_DIR`));
+      return true;
+    });
+    await chmod(home, 0o755);
+    const opened = await open(dataDir);
+    await opened.close();
   });
 
   it('leaves signal handling to the coordinator: no SIGINT/SIGTERM/SIGHUP listener is added', async () => {
