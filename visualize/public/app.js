@@ -17,6 +17,8 @@
     viewSeq: null,
     jobKey: null,
     loads: 0,
+    /** The job chart's compound states shown open in the user view (the full chart opens them all). */
+    openedJobStates: new Set(),
   };
 
   function debounce(fn, ms) {
@@ -68,7 +70,10 @@
     const seq = currentSeq();
     const entry = state.history[seq];
     const runValue = entry && entry.stateAfter ? entry.stateAfter.run : null;
-    $('run-title').textContent = state.detail ? `${state.detail.run.workflow_name || 'run'} · ${state.runId}` : state.runId || '';
+    const number = state.detail && state.detail.run.number != null ? ` #${state.detail.run.number}` : '';
+    $('run-title').textContent = state.detail ? `${state.detail.run.workflow_name || 'run'}${number} · ${state.runId}` : state.runId || '';
+    $('runs-page-link').hidden = source.offline || !state.runId;
+    if (state.runId) $('runs-page-link').href = `/runs/#run=${encodeURIComponent(state.runId)}`;
     $('run-status').textContent = state.detail ? state.detail.run.status : '—';
     $('run-status').className = `badge status-${state.detail ? state.detail.run.status : 'none'}`;
     $('run-state').textContent = view.stateText(runValue);
@@ -171,13 +176,28 @@
     $('token-form').hidden = false;
   }
 
+  /** The user view: the job chart's top-level states, each compound one opened by a click; the full chart: every state. */
+  function drawJobChart() {
+    const full = $('full-charts').checked;
+    const options = { guards: $('show-guards').checked, opened: full ? null : state.openedJobStates, onToggle: toggleJobState };
+    return chart.draw($('job-chart'), state.graphs.get('job'), options);
+  }
+
+  async function toggleJobState(id) {
+    // Closing a state closes the states opened inside it too.
+    if (!state.openedJobStates.has(id)) state.openedJobStates.add(id);
+    else for (const opened of [...state.openedJobStates]) if (opened === id || opened.startsWith(`${id}.`)) state.openedJobStates.delete(opened);
+    state.charts.job = await drawJobChart();
+    renderRun();
+  }
+
   async function drawCharts() {
     if (state.graphs.size === 0) for (const graph of await source.machines()) state.graphs.set(graph.id, graph);
     const options = { guards: $('show-guards').checked };
-    const [run, job, concurrency] = ['run', 'job', 'concurrency'].map((id) => state.graphs.get(id));
+    const [run, concurrency] = ['run', 'concurrency'].map((id) => state.graphs.get(id));
     [state.charts.run, state.charts.job, state.charts.concurrency] = await Promise.all([
       chart.draw($('run-chart'), run, options),
-      chart.draw($('job-chart'), job, options),
+      drawJobChart(),
       chart.draw($('concurrency-chart'), concurrency, options),
     ]);
     // The scaler and its agents are charts without a run; an archive from an older build may lack them.
@@ -211,6 +231,13 @@
     $('active-only').addEventListener('change', renderRuns);
     $('show-guards').addEventListener('change', () => void drawCharts().then(renderRun, showError));
     $('actual-size').addEventListener('change', () => document.body.classList.toggle('actual-size', $('actual-size').checked));
+    $('full-charts').addEventListener('change', () => {
+      document.body.classList.toggle('full-charts', $('full-charts').checked);
+      void drawJobChart().then((job) => {
+        state.charts.job = job;
+        renderRun();
+      }, showError);
+    });
     $('token-form').addEventListener('submit', (event) => {
       event.preventDefault();
       source.setToken($('token-input').value);

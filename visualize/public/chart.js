@@ -38,7 +38,7 @@
     if (children.length > 0) {
       return { id: node.id, children, layoutOptions: { 'elk.padding': `[top=${COMPOUND_TOP},left=12,bottom=12,right=12]` } };
     }
-    return { id: node.id, width: Math.max(64, measure(node.key, FONT) + 26), height: NODE_HEIGHT };
+    return { id: node.id, width: Math.max(64, measure(node.collapsed ? `${node.key} +` : node.key, FONT) + 26), height: NODE_HEIGHT };
   }
 
   /** Transitions between the same two states share one drawn edge with one label line each. */
@@ -109,14 +109,14 @@
   }
 
   function drawNode(layer, node, box) {
-    const compound = node.type === 'compound' || node.type === 'parallel';
-    const group = el('g', { class: `node ${node.type}${node.initial ? ' initial' : ''}`, 'data-id': node.id });
+    const compound = !node.collapsed && (node.type === 'compound' || node.type === 'parallel');
+    const group = el('g', { class: `node ${node.collapsed ? 'collapsed' : node.type}${node.initial ? ' initial' : ''}`, 'data-id': node.id });
     group.appendChild(el('title', {}, node.description ? `${node.id}\n${node.description}` : node.id));
     group.appendChild(el('rect', { x: box.x, y: box.y, width: box.width, height: box.height, rx: compound ? 10 : 8 }));
     if (node.type === 'final') group.appendChild(el('rect', { class: 'inner', x: box.x + 3, y: box.y + 3, width: box.width - 6, height: box.height - 6, rx: 6 }));
     const labelY = compound ? box.y + 17 : box.y + box.height / 2 + 4;
     const labelX = compound ? box.x + 20 : box.x + box.width / 2 + (node.initial ? 4 : 0);
-    group.appendChild(el('text', { x: labelX, y: labelY, 'text-anchor': compound ? 'start' : 'middle' }, node.key));
+    group.appendChild(el('text', { x: labelX, y: labelY, 'text-anchor': compound ? 'start' : 'middle' }, node.collapsed ? `${node.key} +` : node.key));
     if (node.initial) group.appendChild(el('circle', { class: 'initial-dot', cx: box.x + 9, cy: compound ? box.y + 13 : box.y + box.height / 2, r: 3.5 }));
     layer.appendChild(group);
     return group;
@@ -162,21 +162,66 @@
     return { svg, groups };
   }
 
-  /** Lays out and draws `graph` into `container`; the handle highlights the states of a snapshot value. */
-  async function draw(container, graph, options) {
+  /**
+   * The chart with only the states whose every ancestor is `opened` (the top-level states when none
+   * is): a hidden state's transitions go from and to its shown ancestor, those inside one box vanish.
+   * A shown state with hidden children is `collapsed` (drawn with a `+`, opened by a click).
+   */
+  function collapsedGraph(graph, opened) {
+    const byId = new Map(graph.nodes.map((node) => [node.id, node]));
+    const shown = (node) => node.parent === null || node.parent === graph.id || (opened.has(node.parent) && shown(byId.get(node.parent)));
+    const shownAncestor = (id) => {
+      let node = byId.get(id);
+      while (node && !shown(node)) node = byId.get(node.parent);
+      return node ? node.id : id;
+    };
+    const hasChildren = new Set(graph.nodes.map((node) => node.parent));
+    const nodes = graph.nodes.filter(shown).map((node) => (hasChildren.has(node.id) && !opened.has(node.id) ? { ...node, collapsed: true } : node));
+    const edges = graph.edges
+      .map((edge) => ({ ...edge, source: shownAncestor(edge.source), target: shownAncestor(edge.target) }))
+      .filter((edge) => edge.source !== edge.target || edge.source === graph.id);
+    return { ...graph, nodes, edges };
+  }
+
+  /**
+   * Lays out and draws `graph` into `container`; the handle highlights the states of a snapshot value.
+   * `options.opened`: the compound states shown open (the rest collapsed); absent: the full chart.
+   * `options.onToggle(id)`: a click on a compound state asks to open or close it.
+   */
+  async function draw(container, fullGraph, options) {
+    const graph = options && options.opened ? collapsedGraph(fullGraph, options.opened) : fullGraph;
     const edges = mergedEdges(graph, Boolean(options && options.guards));
     const laidOut = await elk.layout(elkGraph(graph, edges));
     const { svg, groups } = render(container, graph, edges, laidOut);
     const leafTypes = new Set(['atomic', 'final']);
+    const isLeaf = (node) => node && (leafTypes.has(node.type) || node.collapsed);
+    if (options && options.opened && options.onToggle) {
+      for (const node of graph.nodes) {
+        const group = groups.get(node.id);
+        if (!group || (!node.collapsed && !options.opened.has(node.id))) continue;
+        group.classList.add('toggle');
+        group.addEventListener('click', (event) => {
+          event.stopPropagation();
+          options.onToggle(node.id);
+        });
+      }
+    }
     return {
       svg,
       highlight(value) {
         const active = new Set(activeIds(graph.id, value));
         for (const [id, group] of groups) {
           group.classList.toggle('active', active.has(id));
-          group.classList.toggle('current', active.has(id) && leafTypes.has(graph.nodes.find((n) => n.id === id)?.type));
+          group.classList.toggle('current', active.has(id) && isLeaf(graph.nodes.find((n) => n.id === id)));
         }
-        for (const path of svg.querySelectorAll('path.edge')) path.classList.toggle('possible', active.has(path.getAttribute('data-source')));
+        // The transitions that can fire from here: those leaving an active state.
+        const possible = new Set();
+        for (const path of svg.querySelectorAll('path.edge')) {
+          const can = active.has(path.getAttribute('data-source'));
+          path.classList.toggle('possible', can);
+          if (can) possible.add(path.getAttribute('data-edge'));
+        }
+        for (const label of svg.querySelectorAll('text.edge-label')) label.classList.toggle('possible', possible.has(label.getAttribute('data-edge')));
         svg.setAttribute('data-active', [...active].join(' '));
       },
     };

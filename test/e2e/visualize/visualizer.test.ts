@@ -77,10 +77,37 @@ describe('the visualizer in a real browser (Debian chromium, real coordinator pr
     await admin(`DROP DATABASE IF EXISTS "${database}" WITH (FORCE)`);
   });
 
-  it('loads with the token from the URL and draws the run and job charts with the live state highlighted', async () => {
-    await page.goto(`${coordinator.url}/visualize?token=${ADMIN_TOKEN}`);
+  it('opens on the user view: the run chart shows only the transitions that can fire, the job chart its top-level states until one is opened', async () => {
+    await page.setViewportSize({ width: 1400, height: 900 });
+    await page.goto(`${coordinator.url}/visualize?token=${ADMIN_TOKEN}#run=${runId}`);
     await ready(page);
     assert.doesNotMatch(page.url(), /token=/, 'the token leaves the address bar');
+    assert.equal(await page.locator('#run-chart g.node.current[data-id="run.active.pending"]').count(), 1);
+    const shownEdges = await page.evaluate<{ shown: number; possible: number }>(`(() => {
+      const paths = [...document.querySelectorAll('#run-chart path.edge')].filter((p) => getComputedStyle(p).display !== 'none');
+      return { shown: paths.length, possible: paths.filter((p) => p.classList.contains('possible')).length };
+    })()`);
+    assert.ok(shownEdges.shown > 0 && shownEdges.shown === shownEdges.possible, `only the transitions that can fire are drawn: ${JSON.stringify(shownEdges)}`);
+    const drawn = await page.evaluate<string[]>("[...document.querySelectorAll('#job-chart svg g.node')].map((node) => node.dataset.id)");
+    assert.deepEqual(drawn.filter((id) => id.split('.').length !== 2), [], "the job chart's top-level states alone");
+    assert.ok(drawn.length >= 5, drawn.join(' '));
+    assert.equal(await page.locator('#job-chart g.node.current.collapsed[data-id="job.waiting"]').count(), 1, 'the job is in waiting, collapsed');
+    assert.equal(await page.locator('#job-chart g.node[data-id="job.waiting.agent"]').count(), 0);
+    assert.equal(await page.locator('#runs-page-link').getAttribute('href'), `/runs/#run=${runId}`, 'the same run on the runs page');
+    assert.ok((await page.locator('#event-list li').count()) >= 2, 'the event timeline');
+    await page.screenshot({ path: join(ARTIFACTS, '00-user-view-1400x900.png') });
+    await page.locator('#job-chart g.node[data-id="job.waiting"]').click();
+    await page.waitForSelector('#job-chart g.node.current[data-id="job.waiting.agent"]');
+    assert.equal(await page.locator('#job-chart g.node.active[data-id="job.waiting"]').count(), 1, 'opened: its states inside, the current one highlighted');
+    await page.screenshot({ path: join(ARTIFACTS, '00-user-view-opened-1400x900.png') });
+    await page.locator('#job-chart g.node[data-id="job.waiting"] > text').click(); // its title closes it
+    await page.waitForSelector('#job-chart g.node.current.collapsed[data-id="job.waiting"]');
+    await page.setViewportSize({ width: 1400, height: 1000 });
+  });
+
+  it('the full charts are one click away: every state and transition, the live state highlighted', async () => {
+    await page.locator('#full-charts').check();
+    await page.waitForSelector('#job-chart g.node[data-id="job.waiting.agent"]');
     assert.ok((await page.locator('#run-chart svg g.node').count()) >= 9, 'run chart states');
     assert.ok((await page.locator('#job-chart svg g.node').count()) >= 20, 'job chart states');
     assert.ok((await page.locator('#job-chart svg g.node.compound rect').count()) >= 3, 'compound states drawn as boxes');
@@ -178,6 +205,9 @@ describe('the visualizer in a real browser (Debian chromium, real coordinator pr
     offline.on('pageerror', (error) => assert.fail(`offline page error: ${error.message}`));
     await offline.goto(pathToFileURL(join(dir, 'index.html')).href);
     await ready(offline);
+    assert.equal(await offline.locator('#runs-page-link').isHidden(), true, 'no runs page offline');
+    await offline.locator('#full-charts').check();
+    await offline.waitForSelector('#job-chart g.node[data-id="job.waiting.agent"]');
     assert.ok((await offline.locator('#job-chart svg g.node').count()) >= 20);
     assert.equal(await text(offline, '#run-status'), 'cancelled');
     assert.equal(await offline.locator('#run-chart g.node.current[data-id="run.cancelled"]').count(), 1);
