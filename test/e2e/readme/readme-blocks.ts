@@ -35,7 +35,7 @@ export const BLOCK_PLANS: readonly { firstLine: string; plan: BlockPlan }[] = [
   { firstLine: 'npm install && npm start', plan: { kind: 'start' } },
   {
     firstLine: 'TOKEN=$(cat .switchyard/admin-token)\ncurl -s localhost:8080/readyz',
-    plan: { kind: 'run', expect: [/"ready":true/, /hello from /, /^run \S+ ended: success$/m, /^run \S+  success  #1$/m, /"events":\[\{/] },
+    plan: { kind: 'run', expect: [/"ready":true/, /hello from /, /^run \S+ ended: success$/m, /^run \S+ {2}success {2}#1$/m, /"events":\[\{/] },
   },
   { firstLine: 'npm install\nGITHUB_WEBHOOK_SECRET=walkthrough-secret npm start', plan: { kind: 'start' } },
   { firstLine: 'TOKEN=$(cat .switchyard/admin-token)\nREPO=$(mktemp -d)', plan: { kind: 'run', expect: [/"name":"acme\/hello"/, /"accepted":true/] } },
