@@ -27,7 +27,8 @@ export function mergeStepResults(steps: readonly StepRecord[], results: readonly
   let merged = [...steps];
   let next = steps.reduce((max, s) => Math.max(max, s.index + 1), 0);
   for (const result of results) {
-    const known = merged.find((s) => s.name === result.name && s.hook === null);
+    // The runner step (index -1) is the agent's own, never one of the lock file's steps, whatever its name.
+    const known = merged.find((s) => s.index >= 0 && s.name === result.name && s.hook === null);
     const status = asStepState(result.status) ?? known?.status ?? 'success';
     const record: StepRecord = {
       index: known?.index ?? next++,

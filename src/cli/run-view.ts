@@ -148,7 +148,7 @@ function renderJob(job: JobRow): string[] {
   const steps = job.steps ?? [];
   if (steps.length > 0) {
     const rows = steps.map((step) => [
-      `  ${step.index}`,
+      `  ${step.index < 0 ? '-' : step.index}`,
       step.hook ? `${step.name} (${step.hook})` : step.name,
       step.status.replace('_', ' '),
       duration(step.durationMs),

@@ -5,7 +5,7 @@ import { coerceError } from '../../lib/errors.ts';
 import type { IncomingRunEvent } from '../../actors/runs/supervisor.ts';
 import { isTerminalJobStatus } from '../../machines/status.ts';
 import { MASK, SENSITIVE_NAME, compileRedactor, redactDeep } from '../security/redact.ts';
-import { jobStatusReportOf, stepRecordOf } from './job-reports.ts';
+import { jobStatusReportOf, runnerStepOf, stepRecordOf } from './job-reports.ts';
 import { LogWriter } from './log-writer.ts';
 import type { AppendLogs } from './log-writer.ts';
 import type { AgentMessageOf } from './messages.ts';
@@ -128,8 +128,11 @@ export class JobFrames {
       }
       case 'job.context':
         return this.deps.log.debug({ runId, jobKey, context: redactContext(message.context, redact) }, 'job context (redacted)');
-      case 'run.event':
+      case 'run.event': {
+        const runner = runnerStepOf(message);
+        if (runner) return this.deliver(runId, { type: 'agent.step.status', step: runner, ...base });
         return this.deps.log.debug({ runId, jobKey, eventType: message.eventType }, 'agent run event');
+      }
     }
   }
 

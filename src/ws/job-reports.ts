@@ -25,6 +25,23 @@ export function stepRecordOf(message: AgentMessageOf<'step.status'>, redact: Red
   };
 }
 
+/** The job's implicit first step: the agent's own work before the lock file's steps (its `log.chunk`s of step -1). */
+export const RUNNER_STEP_INDEX = -1;
+export const RUNNER_STEP_NAME = 'runner';
+
+/**
+ * The runner step as the agent's checkout `run.event`s tell it: `agent.clone.start` → running,
+ * `agent.clone.end` → its duration, failed when its metadata says `success: false` (the reference
+ * agent's; the stock agent sends none). Other run events are not steps: null.
+ */
+export function runnerStepOf(message: AgentMessageOf<'run.event'>): StepRecord | null {
+  const base = { index: RUNNER_STEP_INDEX, name: RUNNER_STEP_NAME, hook: null, exitCode: null };
+  if (message.eventType === 'agent.clone.start') return { ...base, status: 'running', durationMs: null, error: null };
+  if (message.eventType !== 'agent.clone.end') return null;
+  const failed = message.metadata?.['success'] === false;
+  return { ...base, status: failed ? 'failed' : 'success', durationMs: message.durationMs ?? null, error: failed ? 'checkout failed' : null };
+}
+
 function signalled(message: string, signal: string | null | undefined): string {
   return signal ? `${message} (signal ${signal})` : message;
 }

@@ -65,6 +65,7 @@ for (const kind of DATABASE_KINDS) {
       assert.match(build, /^\[build › runner\] \[switchyard\] cloning .*\n\[build › read\] hello from the repository\n/);
       const test = view.jobs.find((j) => j.job_key === 'test');
       assert.deepEqual(test?.steps.map((s) => [s.index, s.name, s.status, s.exitCode]), [
+        [-1, 'runner', 'success', null], // the checkout, before the lock file's steps
         [0, 'unit', 'success', null],
         [1, 'lint', 'success', null],
       ]);

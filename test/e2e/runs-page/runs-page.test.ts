@@ -144,6 +144,8 @@ describe('the runs page in a real browser (real coordinator, real reference agen
     const lines = (await text(page, countLog)).split('\n');
     assert.deepEqual(lines, Array.from({ length: LINES }, (_, i) => `line ${i + 1}`), 'every line once, in order');
     const step = (name: string, part: string) => text(page, `#jobs section[data-job="build"] details[data-step="${name}"] ${part}`);
+    assert.equal(await step('runner', '.badge'), 'success', 'the implicit runner step (checkout) has a status');
+    assert.match(await step('runner', '.step-duration'), /^\d+ (ms|s)$/, 'and a duration');
     assert.equal(await step('count', '.badge'), 'success');
     assert.match(await step('count', '.step-duration'), /^\d+ s$/);
     assert.equal(await step('verify', '.badge'), 'failed');

@@ -118,7 +118,7 @@ describe('secrets end to end: storage, dispatch, redaction, secret outputs and t
     const view = await client.waitForRunStatus(runId, 'failed');
     const job = view.jobs[0];
     assert.equal(job?.outcome, 'deploy failed: *** (password ***)');
-    assert.equal(job?.steps[0]?.error, 'bad ***', 'the step result of the terminal status, masked');
+    assert.equal(job?.steps.find((s) => s.index === 0)?.error, 'bad ***', 'the step result of the terminal status, masked');
     const stepEvents = (await client.journal(runId)).filter((e) => e.type === 'agent.step.status') as unknown as { step: { error: string | null } }[];
     assert.deepEqual(stepEvents.map((e) => e.step.error), ['curl https://api/***?x=1 failed'], 'the journaled step.status is masked');
     const lines = (await client.logs(runId)).flatMap((c) => c.lines);

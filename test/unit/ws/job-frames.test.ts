@@ -5,6 +5,7 @@ import { AgentRegistry, LATE_MESSAGE_GRACE_MS, type DispatchRecord } from '../..
 import type { IncomingRunEvent } from '../../../actors/runs/supervisor.ts';
 import type { LogChunkInput } from '../../../src/db/job-logs.ts';
 import { JobFrames, type JobScopedMessage } from '../../../src/ws/job-messages.ts';
+import { runnerStepOf } from '../../../src/ws/job-reports.ts';
 
 const NOW = 5_000_000;
 
@@ -55,6 +56,19 @@ describe('job frames of one connection: mailbox order without waiting for commit
     for (const frame of [ack, running, success]) assert.deepEqual(await frames.handle('a-1', frame), { ok: true });
     assert.deepEqual(delivered, ['agent.job.ack', 'agent.job.status', 'agent.job.status']);
     assert.equal(commits.length, 3, 'none of them was waited for');
+  });
+
+  it('the checkout run events become the runner step (index -1): running, then done with its duration; other run events are not steps', async () => {
+    const { frames, delivered } = harness(owned);
+    const runEvent = (eventType: string, durationMs: number | null, metadata?: Record<string, unknown>) =>
+      ({ type: 'run.event', ...ids, eventType, timestampMs: NOW, sourceService: 'agent', durationMs, ...(metadata && { metadata }) }) as const;
+    for (const frame of [runEvent('agent.clone.start', null), runEvent('agent.clone.end', 24), runEvent('agent.execution.start', null)]) await frames.handle('a-1', frame);
+    assert.deepEqual(delivered, ['agent.step.status', 'agent.step.status']);
+    const runner = { index: -1, name: 'runner', hook: null, exitCode: null };
+    assert.deepEqual(runnerStepOf(runEvent('agent.clone.start', null)), { ...runner, status: 'running', durationMs: null, error: null });
+    assert.deepEqual(runnerStepOf(runEvent('agent.clone.end', 24)), { ...runner, status: 'success', durationMs: 24, error: null }, "the stock agent's: no metadata");
+    assert.deepEqual(runnerStepOf(runEvent('agent.clone.end', 31, { success: false })), { ...runner, status: 'failed', durationMs: 31, error: 'checkout failed' });
+    assert.equal(runnerStepOf(runEvent('agent.teardown', null)), null);
   });
 
   it('a failed delivery is logged, never an unhandled rejection', async () => {
