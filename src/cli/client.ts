@@ -29,6 +29,8 @@ export interface Api {
   readonly url: URL;
   /** A JSON request; a non-2xx answer throws `CliError` naming status, route and reason. */
   json<T>(method: string, path: string, body?: unknown): Promise<T>;
+  /** A GET whose body is streamed (no time limit); a non-2xx answer throws as `json` does. */
+  download(path: string): Promise<Response>;
 }
 
 /**
@@ -75,7 +77,20 @@ export async function connect(env: NodeJS.ProcessEnv, urlFlag?: string): Promise
     throw new CliError(thrown.message, { cause: thrown });
   }
   const { url, adminToken } = target;
-  return { url, json: (method, path, body) => request(url, adminToken, method, path, body) };
+  return { url, json: (method, path, body) => request(url, adminToken, method, path, body), download: (path) => download(url, adminToken, path) };
+}
+
+async function download(base: URL, adminToken: string, path: string): Promise<Response> {
+  const url = new URL(path, base);
+  const response = await fetch(url, { headers: { authorization: `Bearer ${adminToken}` } }).catch((thrown: unknown) => {
+    const cause = thrown instanceof Error && thrown.cause instanceof Error ? thrown.cause.message : String(thrown);
+    throw new CliError(`cannot reach the coordinator at ${base.origin} (${cause}); is \`switchyard start\` running there? (SWITCHYARD_URL or --url name another)`);
+  });
+  if (!response.ok) {
+    const text = await response.text();
+    throw new CliError(refusal(response, `GET ${url.pathname}`, parseJson(text), text));
+  }
+  return response;
 }
 
 async function request<T>(base: URL, adminToken: string, method: string, path: string, body: unknown): Promise<T> {

@@ -17,6 +17,8 @@ commands:
   diagnose                 scaler backends and their recent spawn failures (see 'switchyard diagnose --help')
   replay <runId>           re-run a run's journal through the charts (see 'switchyard replay --help')
   visualize --out <dir>    write an offline copy of the visualizer for one run (--run <runId>)
+  backup --out FILE        back up the running coordinator's database and blob files (--with-master-key)
+  restore FILE             put a backup back, with the coordinators stopped (--force)
 
 Each command takes --help. Commands that talk to a running coordinator find it at --url, else
 $SWITCHYARD_URL, else http://$HOST:$PORT, with the admin token of $SWITCHYARD_DATA_DIR.
@@ -38,6 +40,8 @@ const COMMANDS: Readonly<Record<string, (argv: string[]) => Promise<number>>> = 
   diagnose: async (argv) => (await import('./diagnose.ts')).runDiagnoseCommand(argv),
   replay: async (argv) => (await import('./replay.ts')).runReplayCommand(argv),
   visualize: async (argv) => (await import('./visualize.ts')).runVisualizeCommand(argv),
+  backup: async (argv) => (await import('./backup.ts')).runBackupCommand(argv),
+  restore: async (argv) => (await import('./backup.ts')).runRestoreCommand(argv),
 };
 
 /** Exit status of a coordinator that found itself fenced by a newer owner. */

@@ -12,6 +12,7 @@ import { registerCapabilityRoutes } from './api-capabilities.ts';
 import { registerLogRoutes } from './api-logs.ts';
 import { registerMachineRoutes } from './api-machines.ts';
 import { registerReplayRoutes } from './api-replay.ts';
+import { registerBackupRoutes } from './api-backup.ts';
 import { registerRunRoutes } from './api-runs.ts';
 import type { RunApiDeps } from './api-runs.ts';
 import { registerHealthRoutes } from './health.ts';
@@ -63,6 +64,7 @@ export function adminRoutes(deps: AdminRouteDeps): Router {
   registerLogRoutes(router, { db });
   registerMachineRoutes(router);
   registerReplayRoutes(router, { db });
+  registerBackupRoutes(router, { db, dataDir: config.blobStore === 'files' || config.databaseUrl === undefined ? config.dataDir : null, now });
   registerVisualizerRoutes(router);
   registerRunsPageRoutes(router);
   registerCapabilityRoutes(router);

@@ -301,7 +301,7 @@ export interface JobView {
 }
 
 export interface RunView {
-  run: { run_id: string; status: string; failure_reason: string | null };
+  run: { run_id: string; status: string; failure_reason: string | null; number?: number | null };
   jobs: JobView[];
 }
 
