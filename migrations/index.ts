@@ -18,6 +18,7 @@ import * as emittedEvents016 from './016_emitted_events.ts';
 import * as buildCaches017 from './017_build_caches.ts';
 import * as jobTimes018 from './018_job_times.ts';
 import * as runNumbers019 from './019_run_numbers.ts';
+import * as retention020 from './020_retention.ts';
 
 /**
  * Every migration, by name, in the order they apply. A static import map works under tsx, node
@@ -43,4 +44,5 @@ export const MIGRATIONS: Readonly<Record<string, Migration>> = {
   '017_build_caches': buildCaches017,
   '018_job_times': jobTimes018,
   '019_run_numbers': runNumbers019,
+  '020_retention': retention020,
 };

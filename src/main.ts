@@ -80,6 +80,7 @@ import { attachAgentServer } from './ws/server.ts';
 import { startTokenExpirySweep } from './ws/token-expiry.ts';
 import { coerceError } from '../lib/errors.ts';
 import { createStorage, type Storage } from './caches/index.ts';
+import { createRetention, type Retention } from './retention/index.ts';
 import type { BuildCaches } from './caches/build-caches.ts';
 import { BUILDER_ROLE, buildPlanner } from './caches/build-planner.ts';
 import { registerStorageRoutes } from './http/storage-routes.ts';
@@ -127,12 +128,12 @@ export async function startCoordinator(configured: CompiledConfig, log: Logger, 
     log,
     ...connectionCounters(agentMetrics),
   });
-  const router = adminRoutes({ db, config, timeouts: jobTimeoutsOf(config), now: () => clock.now(), metrics: registry, runtime, kickToken: gateway.kickToken });
+  const retention = createRetention({ config, db, now: () => clock.now(), log, registry, store: storage.store });
+  const router = adminRoutes({ db, config, timeouts: jobTimeoutsOf(config), now: () => clock.now(), metrics: registry, runtime, kickToken: gateway.kickToken, retention });
   const buildFor = buildPlanner({ builds: storage.builds, builderConnected: () => runtime.registry.all().some((agent) => agent.labels.includes(BUILDER_ROLE) && agent.unusable === null) });
   const intake = createIntake({ db, config, registry, createRun: (run) => runtime.createRun(run), repositories: runtime.repositories, now: () => clock.now(), log, buildFor });
   registerStorageRoutes(router, { db, storage, issuer: () => httpBase });
-  registerGithubWebhook(router, intake.webhooks);
-  registerGenericWebhook(router, intake.webhooks);
+  for (const register of [registerGithubWebhook, registerGenericWebhook]) register(router, intake.webhooks);
   registerSourceRoutes(router, { db, now: () => clock.now(), onRequeued: (key) => intake.queue.notify(key), onRepositoriesChanged: () => runtime.repositories.invalidate() });
   const scaler = await attachScalers({ config, db, clock, log, registry, runtime, router });
   const adminTokenHash = await loadAdminTokenHash(config.adminToken, config.dataDir, log);
@@ -145,12 +146,12 @@ export async function startCoordinator(configured: CompiledConfig, log: Logger, 
   const port = await listen(server, config.port, config.host);
   scaler.setOrchestratorUrl(config.scaler.orchestratorUrl ?? `ws://${reachableAddress(config.host, port)}/ws/agent`);
   httpBase = config.publicUrl ?? `http://${reachableAddress(config.host, port)}`;
-  const stopSweeping = storage.startSweeping(SWEEP_UPLOADS_MS);
+  const stopMaintenance = startMaintenance(storage, retention);
   log.info({ port, coordinatorId: config.coordinatorId, database: database.kind, runsPage: `${httpBase}/runs/`, adminToken: adminTokenHint(config) }, 'coordinator ready: open the runs page');
   let closing: Promise<void> | null = null;
   async function close(options: CloseOptions = {}): Promise<void> {
     closing ??= (async () => {
-      stopSweeping();
+      await stopMaintenance();
       await intake.stop();
       const busy = await drainAgents(runtime, options, log);
       await scaler.stop({ keep: busy });
@@ -164,6 +165,16 @@ export async function startCoordinator(configured: CompiledConfig, log: Logger, 
     return closing;
   }
   return { port, url: `http://${config.host}:${port}`, runtime, close };
+}
+
+/** Sweeping expired uploads and the retention job; the returned function stops both. */
+function startMaintenance(storage: Storage, retention: Retention): () => Promise<void> {
+  const stopSweeping = storage.startSweeping(SWEEP_UPLOADS_MS);
+  retention.schedule.start();
+  return async () => {
+    stopSweeping();
+    await retention.schedule.stop();
+  };
 }
 
 // ---- the actor runtime: supervisor, ownership, dispatcher, effects, peers ----

@@ -33,10 +33,15 @@ export interface Storage {
   startSweeping(everyMs: number): () => void;
 }
 
+/** The blob store the configuration names: files in `<data dir>/blobs`, or Postgres. */
+export function blobStoreFor(config: Pick<CompiledConfig, 'blobStore' | 'dataDir'>, db: Kysely<Schema>, now: () => number): BlobStore {
+  return config.blobStore === 'postgres' ? new PostgresBlobStore(db, now) : new FileBlobStore(join(config.dataDir, 'blobs'));
+}
+
 /** `baseUrl`: where agents reach this coordinator over HTTP (known once it listens). */
 export function createStorage(deps: { config: CompiledConfig; db: Kysely<Schema>; now: () => number; log: Logger; baseUrl: () => string }): Storage {
   const { config, db, now, log } = deps;
-  const store: BlobStore = config.blobStore === 'postgres' ? new PostgresBlobStore(db, now) : new FileBlobStore(join(config.dataDir, 'blobs'));
+  const store = blobStoreFor(config, db, now);
   if (!config.secretKey) {
     log.warn('no master key (SWITCHYARD_SECRET_KEY): caches and provenance are not offered to agents');
     const sweep = async () => void (await store.sweepStaging(now() - 2 * URL_TTL_MS));

@@ -19,6 +19,7 @@ commands:
   visualize --out <dir>    write an offline copy of the visualizer for one run (--run <runId>)
   backup --out FILE        back up the running coordinator's database and blob files (--with-master-key)
   restore FILE             put a backup back, with the coordinators stopped (--force)
+  retention                one retention pass now (--older-than DURATION, --dry-run)
 
 Each command takes --help. Commands that talk to a running coordinator find it at --url, else
 $SWITCHYARD_URL, else http://$HOST:$PORT, with the admin token of $SWITCHYARD_DATA_DIR.
@@ -42,6 +43,7 @@ const COMMANDS: Readonly<Record<string, (argv: string[]) => Promise<number>>> = 
   visualize: async (argv) => (await import('./visualize.ts')).runVisualizeCommand(argv),
   backup: async (argv) => (await import('./backup.ts')).runBackupCommand(argv),
   restore: async (argv) => (await import('./backup.ts')).runRestoreCommand(argv),
+  retention: async (argv) => (await import('./retention.ts')).runRetentionCommand(argv),
 };
 
 /** Exit status of a coordinator that found itself fenced by a newer owner. */

@@ -2,6 +2,9 @@ import { writeFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
 import { loadConfig } from '../config/index.ts';
 import { openDatabase } from '../db/database.ts';
+import { blobStoreFor } from '../caches/index.ts';
+import { RunArchives } from '../retention/archive.ts';
+import { RunHistory } from '../retention/run-history.ts';
 import { DataDirInUseError } from '../db/errors.ts';
 import { createLogger } from '../log.ts';
 import { ArchiveRequestError, coordinatorArchive, databaseArchive } from '../replay/archive.ts';
@@ -74,7 +77,8 @@ export async function openArchive(url: string | undefined, env: NodeJS.ProcessEn
   const config = loadConfig(env);
   try {
     const database = await openDatabase(config, createLogger('warn'));
-    return { archive: databaseArchive(database.db), close: () => database.close() };
+    const history = new RunHistory(database.db, new RunArchives(blobStoreFor(config, database.db, Date.now)));
+    return { archive: databaseArchive(database.db, history), close: () => database.close() };
   } catch (thrown) {
     if (!(thrown instanceof DataDirInUseError)) throw thrown;
     // The embedded database is the running coordinator's: ask it, found as the other commands find it.

@@ -96,6 +96,12 @@ export interface CompiledConfig {
   readonly cacheQuotaBytes: number;
   /** Bytes of one user cache entry (`SWITCHYARD_CACHE_MAX_ENTRY_BYTES`). @default 2 GiB */
   readonly cacheMaxEntryBytes: number;
+  /** Retention (docs/retention.md): ended runs are archived this long after their end; null: never (`SWITCHYARD_RETENTION_RUNS`). @default 30 days */
+  readonly retentionRunsMs: number | null;
+  /** Processed and dead deliveries are removed this long after they arrived; null: never (`SWITCHYARD_RETENTION_DELIVERIES`). @default 14 days */
+  readonly retentionDeliveriesMs: number | null;
+  /** How often a retention pass runs, on one coordinator at a time (`SWITCHYARD_RETENTION_INTERVAL`). @default 1 hour */
+  readonly retentionIntervalMs: number;
   /** How long a job may stay queued; 0 means never expire (`SWITCHYARD_QUEUE_TIMEOUT_MS`). @default 3600000 */
   readonly queueTimeoutMs: number;
   /** Dispatch attempts per job before it fails (`SWITCHYARD_MAX_DISPATCH_ATTEMPTS`). @default 5 */
@@ -160,6 +166,8 @@ export function parseEnvWith<S extends z.ZodType>(schema: S, env: NodeJS.Process
   throw new ConfigError(key, `Invalid ${key}: ${issue?.message ?? 'invalid value'}${shown}`);
 }
 
+const DAY_MS = 86_400_000;
+
 function compile(raw: RawEnv): Omit<CompiledConfig, 'scaler'> {
   return {
     port: raw.PORT ?? DEFAULT_PORT,
@@ -179,6 +187,9 @@ function compile(raw: RawEnv): Omit<CompiledConfig, 'scaler'> {
     leaseRenewMs: raw.SWITCHYARD_LEASE_RENEW_MS ?? 2_000,
     leaseTtlMs: raw.SWITCHYARD_LEASE_TTL_MS ?? 10_000,
     shutdownDrainMs: raw.SWITCHYARD_SHUTDOWN_DRAIN_MS ?? 30_000,
+    retentionRunsMs: raw.SWITCHYARD_RETENTION_RUNS === undefined ? 30 * DAY_MS : raw.SWITCHYARD_RETENTION_RUNS,
+    retentionDeliveriesMs: raw.SWITCHYARD_RETENTION_DELIVERIES === undefined ? 14 * DAY_MS : raw.SWITCHYARD_RETENTION_DELIVERIES,
+    retentionIntervalMs: Math.max(1_000, raw.SWITCHYARD_RETENTION_INTERVAL ?? 3_600_000),
     commitMaxBatch: raw.SWITCHYARD_COMMIT_MAX_BATCH ?? 512,
     commitBatching: (raw.SWITCHYARD_COMMIT_BATCHING ?? 'on') === 'on',
     agentCompression: raw.SWITCHYARD_AGENT_COMPRESSION === 'on',

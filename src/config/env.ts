@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { parseDuration } from '../../lib/duration.ts';
 
 /** Empty variables (`FOO=` in an env file) count as unset, so the default applies. */
 const optional = <T extends z.ZodType>(schema: T) =>
@@ -22,6 +23,20 @@ const positiveDecimal = optional(
     .transform(Number)
     .pipe(z.number().min(1, 'must be at least 1')),
 );
+
+/** `30d`, `12h`, `90m`, `45s` as ms (lib/duration.ts); `off` when `offAllowed`: never (null). */
+const duration = (offAllowed: boolean) =>
+  optional(
+    z
+      .string()
+      .trim()
+      .transform((text, ctx) => {
+        if (offAllowed && text === 'off') return null;
+        const ms = parseDuration(text);
+        if (ms === null) ctx.addIssue({ code: 'custom', message: `must be a duration such as 30d, 12h, 90m or 45s${offAllowed ? ', or off' : ''}` });
+        return ms ?? 0;
+      }),
+  );
 
 export const url = (protocols: readonly string[]) =>
   optional(
@@ -81,6 +96,9 @@ export const envSchema = z.object({
   SWITCHYARD_QUEUE_TIMEOUT_MS: integer(0),
   SWITCHYARD_MAX_DISPATCH_ATTEMPTS: integer(1, 100),
   SWITCHYARD_INLINE_EVAL_TIMEOUT_MS: integer(1, 60_000),
+  SWITCHYARD_RETENTION_RUNS: duration(true),
+  SWITCHYARD_RETENTION_DELIVERIES: duration(true),
+  SWITCHYARD_RETENTION_INTERVAL: duration(false),
   LOG_LEVEL: optional(z.enum(LOG_LEVELS, { message: `must be one of ${LOG_LEVELS.join(', ')}` })),
   LOG_FORMAT: optional(z.enum(LOG_FORMATS, { message: `must be one of ${LOG_FORMATS.join(', ')}` })),
   SWITCHYARD_AGENT_AUTH: optional(z.enum(['token', 'none'], { message: 'must be token or none' })),

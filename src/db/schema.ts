@@ -64,6 +64,8 @@ export interface RunsTable {
   input_summary: NullableJson;
   /** The run's number in its repository (#1, #2…), given by the database on insert (migration 019). */
   number: Generated<number | null>;
+  /** When its journal, snapshot and logs went into its archive (migration 020); null: they are in the database. */
+  archived_at: Generated<Millis | null>;
 }
 
 export interface JobsTable {
@@ -271,7 +273,17 @@ export interface ApprovalGatesTable {
   expires_at: Millis;
 }
 
+/** A periodic job's durable schedule and lease (migration 020): one coordinator at a time runs it. */
+export interface MaintenanceJobsTable {
+  name: string;
+  next_run_at: Millis;
+  holder: string | null;
+  lease_until: Millis | null;
+  last_report: NullableJson;
+}
+
 export interface Schema {
+  maintenance_jobs: MaintenanceJobsTable;
   environments: EnvironmentsTable;
   environment_repositories: EnvironmentRepositoriesTable;
   environment_variables: EnvironmentVariablesTable;

@@ -13,6 +13,8 @@ import { registerLogRoutes } from './api-logs.ts';
 import { registerMachineRoutes } from './api-machines.ts';
 import { registerReplayRoutes } from './api-replay.ts';
 import { registerBackupRoutes } from './api-backup.ts';
+import { registerRetentionRoutes } from './api-retention.ts';
+import type { Retention } from '../retention/index.ts';
 import { registerRunRoutes } from './api-runs.ts';
 import type { RunApiDeps } from './api-runs.ts';
 import { registerHealthRoutes } from './health.ts';
@@ -41,6 +43,8 @@ export interface AdminRouteDeps {
   metrics: Registry;
   runtime: AdminRuntime;
   kickToken: (record: AgentTokenRecord) => void;
+  /** Run histories (archived ones included) and the retention job. */
+  retention: Retention;
 }
 
 /** Health, runs, test runs, approvals, environments, secrets, jobs, logs, agents, agent tokens, machines, replay, the visualizer and capabilities (docs/http-api.md#routes). */
@@ -51,7 +55,7 @@ export function adminRoutes(deps: AdminRouteDeps): Router {
   registerHealthRoutes(router, { db, registry: deps.metrics, leaseHeld: () => runtime.ownership.held, coordinatorId: config.coordinatorId });
   registerRunRoutes(router, {
     ...{ db, createRun: (run) => runtime.createRun(run), deliver: runtime.deliver, repository: (name) => runtime.repositories.get(name) },
-    ...{ timeouts: deps.timeouts, maxAttempts: config.maxDispatchAttempts, now },
+    ...{ timeouts: deps.timeouts, maxAttempts: config.maxDispatchAttempts, now, history: deps.retention.history },
   });
   registerSecretRoutes(router, { secrets: runtime.secrets.service });
   registerTestRunRoutes(router, {
@@ -61,9 +65,10 @@ export function adminRoutes(deps: AdminRouteDeps): Router {
   registerAgentTokenRoutes(router, { db, now, onRevoked: deps.kickToken });
   registerEnvironmentRoutes(router, { db, now });
   registerAgentRoutes(router, { db, coordinatorId: config.coordinatorId, agents: runtime.registry, now });
-  registerLogRoutes(router, { db });
+  registerLogRoutes(router, { db, history: deps.retention.history });
   registerMachineRoutes(router);
-  registerReplayRoutes(router, { db });
+  registerReplayRoutes(router, { history: deps.retention.history });
+  registerRetentionRoutes(router, { retention: deps.retention.schedule });
   registerBackupRoutes(router, { db, dataDir: config.blobStore === 'files' || config.databaseUrl === undefined ? config.dataDir : null, now });
   registerVisualizerRoutes(router);
   registerRunsPageRoutes(router);

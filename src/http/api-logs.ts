@@ -1,5 +1,6 @@
 import type { Kysely } from 'kysely';
-import { DEFAULT_LOG_CHUNK_LIMIT, inWrittenOrder, readJobLogs, type StoredLogChunk } from '../db/job-logs.ts';
+import { DEFAULT_LOG_CHUNK_LIMIT, inWrittenOrder, type StoredLogChunk } from '../db/job-logs.ts';
+import type { RunHistory } from '../retention/run-history.ts';
 import { readStepSources, runExists } from '../db/run-queries.ts';
 import type { Schema } from '../db/schema.ts';
 import { HttpError, sendJson, sendText } from './respond.ts';
@@ -8,6 +9,8 @@ import type { RouteContext, Router } from './router.ts';
 
 export interface LogApiDeps {
   db: Kysely<Schema>;
+  /** Where each run's log chunks are read, archived or not. */
+  history: RunHistory;
 }
 
 const MAX_CHUNK_LIMIT = 10_000;
@@ -32,7 +35,7 @@ async function logsRoute(deps: LogApiDeps, { req, res, params, url }: RouteConte
   if (!(await runExists(deps.db, runId))) throw new HttpError(404, 'not found', `no run ${runId}`);
   const stepIndex = typeof step === 'number' ? step : undefined;
   const nameOf = stepNamer(await readStepSources(deps.db, runId));
-  const page = await readJobLogs(deps.db, { runId, jobKey, stepIndex, afterId, limit });
+  const page = await deps.history.logs({ runId, jobKey, stepIndex, afterId, limit });
   const named = page.map((chunk) => ({ ...chunk, stepName: nameOf(chunk.jobKey, chunk.stepIndex) }));
   const chunks = typeof step === 'string' ? named.filter((chunk) => chunk.stepName === step) : named;
   if (wantsText(req.headers.accept)) sendText(res, 200, 'text/plain; charset=utf-8', asText(inWrittenOrder(chunks)));

@@ -1,6 +1,4 @@
-import type { Kysely } from 'kysely';
-import { readJournal } from '../db/journal.ts';
-import type { Schema } from '../db/schema.ts';
+import type { RunHistory } from '../retention/run-history.ts';
 import { replayRecordedRun } from '../replay/engine.ts';
 import { ReplayJournalError, ReplayRangeError, ReplayRunNotFoundError, ReplayVersionError } from '../replay/errors.ts';
 import { loadRecordedRun } from '../replay/load.ts';
@@ -8,7 +6,8 @@ import { HttpError, sendJson } from './respond.ts';
 import type { RouteContext, Router } from './router.ts';
 
 export interface ReplayApiDeps {
-  db: Kysely<Schema>;
+  /** Where each run's journal and snapshot are read, archived or not. */
+  history: RunHistory;
 }
 
 /** `GET /api/v1/runs/:id/history` (the journal with each state_after) and `.../replay?to=N&force=true`. */
@@ -20,7 +19,7 @@ export function registerReplayRoutes(router: Router, deps: ReplayApiDeps): void 
 
 async function historyRoute(deps: ReplayApiDeps, { res, params }: RouteContext): Promise<void> {
   const runId = params['id'] ?? '';
-  const events = await readJournal(deps.db, runId);
+  const events = await deps.history.journal(runId);
   if (events.length === 0) throw new HttpError(404, 'not found', `run ${runId} has no journal`);
   sendJson(res, 200, { runId, lastSeq: events.length - 1, events });
 }
@@ -37,7 +36,7 @@ async function replayRoute(deps: ReplayApiDeps, { res, params, url }: RouteConte
   const to = parseTo(url);
   const force = url.searchParams.get('force') === 'true' || url.searchParams.get('force') === '1';
   try {
-    const recorded = await loadRecordedRun(deps.db, runId);
+    const recorded = await loadRecordedRun(deps.history, runId);
     sendJson(res, 200, await replayRecordedRun(recorded, { to, force }));
   } catch (thrown) {
     if (thrown instanceof ReplayRunNotFoundError) throw new HttpError(404, 'not found', thrown.message);

@@ -3,7 +3,7 @@ import { z } from 'zod';
 import { RunNotStorableError } from '../../actors/runs/errors.ts';
 import type { CarriedJob, RunInput } from '../../machines/run.types.ts';
 import { isTerminalRunStatus } from '../../machines/status.ts';
-import { readCreatedRunInput } from '../db/journal.ts';
+import type { RunHistory } from '../retention/run-history.ts';
 import { readJobResults, readRunRow } from '../db/run-queries.ts';
 import type { Kysely } from 'kysely';
 import type { NewRun } from '../../actors/runs/ports.ts';
@@ -17,6 +17,8 @@ export interface RerunDeps {
   db: Kysely<Schema>;
   createRun: (run: NewRun) => Promise<void>;
   now: () => number;
+  /** Where the ended run's journal (its frozen input) is read, archived or not. */
+  history: RunHistory;
 }
 
 /** A rerun's source: the original's, with the run it repeats. */
@@ -44,7 +46,7 @@ export async function rerunRunRoute(deps: RerunDeps, { req, res, params }: Route
     throw new HttpError(409, 'run not finished', `run ${runId} is still ${row.status}; wait for it to end or cancel it, then rerun`);
   }
   const source = row.input_summary;
-  const frozen = await readCreatedRunInput(deps.db, runId);
+  const frozen = await deps.history.createdInput(runId);
   if (!isRunSource(source) || !isRunInput(frozen)) throw new HttpError(409, 'not rerunnable', `run ${runId} has no stored input to rerun`);
   const { carried: _earlier, ...whole } = frozen;
   const carried = body.failedOnly ? await carriedJobs(deps.db, runId, frozen) : null;

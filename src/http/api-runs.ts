@@ -14,7 +14,7 @@ import { getRepository, type RepositoryRegistration } from '../db/repositories.t
 import { forgeStatusFor } from '../../machines/run.forge.ts';
 import { isTerminalRunStatus } from '../../machines/status.ts';
 import type { JobTimeouts } from '../../machines/types.ts';
-import { readJournal } from '../db/journal.ts';
+import type { RunHistory } from '../retention/run-history.ts';
 import { findWorkflowProblem } from '../lockfile/checks.ts';
 import { job as lockJobSchema } from '../lockfile/schema-jobs.ts';
 import { getRunWithJobs, listJobsByStatus, listRuns, readRunRow, runExists } from '../db/run-queries.ts';
@@ -43,6 +43,8 @@ export interface RunApiDeps {
   now: () => number;
   /** A registered repository as this coordinator keeps it (read from its table when absent). */
   repository?: (name: string) => Promise<RepositoryRegistration | null>;
+  /** Where each run's journal is read, archived or not. */
+  history: RunHistory;
 }
 
 const MAX_BODY = 5 * 1024 * 1024;
@@ -75,7 +77,7 @@ export function registerRunRoutes(router: Router, deps: RunApiDeps): void {
     .on('GET', '/api/v1/runs/:id/events', async ({ res, params }) => {
       const runId = params['id'] ?? '';
       if (!(await runExists(deps.db, runId))) throw new HttpError(404, 'not found', `no run ${runId}`);
-      sendJson(res, 200, { events: await readJournal(deps.db, runId) });
+      sendJson(res, 200, { events: await deps.history.journal(runId) });
     })
     .on('POST', '/api/v1/runs/:id/cancel', (ctx) => cancelRunRoute(deps, ctx))
     .on('POST', '/api/v1/runs/:id/rerun', (ctx) => rerunRunRoute(deps, ctx))
@@ -109,7 +111,7 @@ async function getRunRoute(deps: RunApiDeps, res: RouteContext['res'], runId: st
   const timed = found.jobs.map((job) => ({ ...job, ...jobTimesOf(job, now) }));
   const jobs = inPipelineOrder(withPlannedSteps(withRenewedReasons(timed, now), found.run.input_summary), found.run.input_summary);
   const [attestations, emittedEvents] = await Promise.all([listAttestations(deps.db, runId), listEmittedEvents(deps.db, runId)]);
-  sendJson(res, 200, { ...found, run: { ...found.run, durationMs: runDurationMs(found.run, now), ...runOriginOf(found.run.input_summary) }, jobs, ...gates, rerunOf: original, originalRunId: original, attestations, emittedEvents, triggeredBy: triggeredByOf(found.run.input_summary) });
+  sendJson(res, 200, { ...found, run: { ...found.run, durationMs: runDurationMs(found.run, now), ...runOriginOf(found.run.input_summary), archived: found.run.archived_at !== null }, jobs, ...gates, rerunOf: original, originalRunId: original, attestations, emittedEvents, triggeredBy: triggeredByOf(found.run.input_summary) });
 }
 
 /** Starts a workflow by hand: the same planning and run actor as a webhook run. */

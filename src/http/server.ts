@@ -5,6 +5,7 @@ import { parseRequestUrl } from '../../lib/request-url.ts';
 import { ConfigError } from '../config/errors.ts';
 import { canBind } from '../db/free-port.ts';
 import { redactTokens } from '../security/redact.ts';
+import { ArchiveUnreadableError } from '../retention/archive.ts';
 import { requireAdmin } from './admin-token.ts';
 import { HttpError, sendJson } from './respond.ts';
 import type { Router } from './router.ts';
@@ -53,6 +54,12 @@ function answerError(log: Logger, req: IncomingMessage, res: ServerResponse, thr
     return;
   }
   const err = thrown instanceof Error ? thrown : new Error(String(thrown));
+  if (err instanceof ArchiveUnreadableError) {
+    // That run's history is unavailable; nothing else is (docs/retention.md).
+    log.error({ err, method: req.method, path: redactTokens(req.url ?? '/') }, 'run archive unreadable');
+    if (!res.headersSent) sendJson(res, 500, { error: 'archive unreadable', reason: err.message });
+    return;
+  }
   log.error({ err, method: req.method, path: redactTokens(req.url ?? '/') }, 'request failed');
   if (!res.headersSent) sendJson(res, 500, { error: 'internal error', reason: err.name === 'RunNotOwnedError' ? err.message : undefined });
   else res.destroy();

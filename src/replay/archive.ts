@@ -1,8 +1,8 @@
 import type { Kysely } from 'kysely';
 import { machineGraphs } from '../../visualize/graph.ts';
 import type { MachineGraph } from '../../visualize/graph.ts';
-import { readJournal } from '../db/journal.ts';
 import type { JournalRecord } from '../db/journal.ts';
+import { RunHistory } from '../retention/run-history.ts';
 import { getRunWithJobs } from '../db/run-queries.ts';
 import type { Schema } from '../db/schema.ts';
 import { replayRecordedRun } from './engine.ts';
@@ -31,11 +31,12 @@ export class ArchiveRequestError extends Error {
   }
 }
 
-export function databaseArchive(db: Kysely<Schema>): RunArchive {
+/** The run's history from `history` (archived runs included), its projections from the database. */
+export function databaseArchive(db: Kysely<Schema>, history: RunHistory = new RunHistory(db, null)): RunArchive {
   return {
-    replay: async (runId, options) => replayRecordedRun(await loadRecordedRun(db, runId), options),
+    replay: async (runId, options) => replayRecordedRun(await loadRecordedRun(history, runId), options),
     history: async (runId) => {
-      const events = await readJournal(db, runId);
+      const events = await history.journal(runId);
       if (events.length === 0) throw new ReplayRunNotFoundError(runId);
       return events;
     },

@@ -1,8 +1,8 @@
 import type { Kysely } from 'kysely';
 import type { RunContext } from '../../machines/run.machine.ts';
 import type { PersistedMachineSnapshot } from '../../machines/projection.ts';
-import { readJournal, readSnapshotRow } from '../db/journal.ts';
 import type { JournalRecord } from '../db/journal.ts';
+import { RunHistory } from '../retention/run-history.ts';
 import type { Schema } from '../db/schema.ts';
 import { ReplayRunNotFoundError } from './errors.ts';
 
@@ -21,8 +21,13 @@ export interface RecordedRun {
   snapshot: StoredSnapshot | null;
 }
 
-export async function readStoredSnapshot(db: Kysely<Schema>, runId: string): Promise<StoredSnapshot | null> {
-  const row = await readSnapshotRow(db, runId);
+/** Where a run's history is read: the database alone, or wherever retention put it (RunHistory). */
+export type HistorySource = Kysely<Schema> | RunHistory;
+
+const historyOf = (source: HistorySource): RunHistory => (source instanceof RunHistory ? source : new RunHistory(source, null));
+
+export async function readStoredSnapshot(source: HistorySource, runId: string): Promise<StoredSnapshot | null> {
+  const row = await historyOf(source).snapshot(runId);
   if (!row) return null;
   return {
     seq: row.seq,
@@ -34,8 +39,9 @@ export async function readStoredSnapshot(db: Kysely<Schema>, runId: string): Pro
 }
 
 /** Loads a run for replay; throws ReplayRunNotFoundError when it has no journal. */
-export async function loadRecordedRun(db: Kysely<Schema>, runId: string): Promise<RecordedRun> {
-  const [journal, snapshot] = await Promise.all([readJournal(db, runId), readStoredSnapshot(db, runId)]);
+export async function loadRecordedRun(source: HistorySource, runId: string): Promise<RecordedRun> {
+  const history = historyOf(source);
+  const [journal, snapshot] = await Promise.all([history.journal(runId), readStoredSnapshot(history, runId)]);
   if (journal.length === 0) throw new ReplayRunNotFoundError(runId);
   return { runId, journal, snapshot };
 }

@@ -4,6 +4,7 @@ import type { AgentTokenRecord } from '../../../src/db/agent-tokens.ts';
 import type { Schema } from '../../../src/db/schema.ts';
 import { registerAgentTokenRoutes } from '../../../src/http/api-agent-tokens.ts';
 import { registerLogRoutes } from '../../../src/http/api-logs.ts';
+import { RunHistory } from '../../../src/retention/run-history.ts';
 import { Router } from '../../../src/http/router.ts';
 import { createHttpServer, listen } from '../../../src/http/server.ts';
 import { testLog } from '../../support/database.ts';
@@ -26,7 +27,7 @@ export async function startApiServer(db: Kysely<Schema>, now = 1_700_000_000_000
   const revoked: AgentTokenRecord[] = [];
   const clock = { now };
   const router = new Router();
-  registerLogRoutes(router, { db });
+  registerLogRoutes(router, { db, history: new RunHistory(db, null) });
   registerAgentTokenRoutes(router, { db, now: () => clock.now, onRevoked: (record) => revoked.push(record) });
   const adminTokenHash = createHash('sha256').update(adminToken).digest();
   const server = createHttpServer({ router, adminTokenHash, log: testLog });

@@ -85,8 +85,8 @@ await describeEachKind('backup and restore (docs/backups.md)', (kind) => {
         await truncate(cut, Math.floor((await readFile(path)).length / 2));
         await assert.rejects(restoreBackup({ db: empty, dataDir: restoredDir, force: true }, cut), BackupFormatError);
         assert.equal((await empty.selectFrom('runs').select('run_id').execute()).length, 2, 'the failed restore changed nothing');
-        await sql`DELETE FROM kysely_migration WHERE name = '019_run_numbers'`.execute(empty);
-        await assert.rejects(restoreBackup({ db: empty, dataDir: restoredDir, force: true }, path), /taken at schema 019_run_numbers and this database is at 018_job_times: restore it with the release that took it/);
+        await sql`DELETE FROM kysely_migration WHERE name = '020_retention'`.execute(empty);
+        await assert.rejects(restoreBackup({ db: empty, dataDir: restoredDir, force: true }, path), /taken at schema 020_retention and this database is at 019_run_numbers: restore it with the release that took it/);
       });
     });
   });

@@ -44,6 +44,7 @@ await describeEachKind('commitBatch', (kind) => {
         run_id: 'run-1', workflow_name: 'build', repository: 'acme/widgets', status: 'running', created_at: 1_001,
         updated_at: 1_001, finished_at: null, failure_reason: null, init_failure: null, input_summary: { sha: 'abc', files: ['a', 'b'] },
         number: 1, // the first run of acme/widgets, numbered by the database (migration 019)
+        archived_at: null,
       });
       const job = await db.selectFrom('jobs').selectAll().executeTakeFirstOrThrow();
       assert.deepEqual(job, {

@@ -5,6 +5,7 @@ import type { Kysely } from 'kysely';
 import { WebSocket } from 'ws';
 import type { Schema } from '../../../src/db/schema.ts';
 import { registerMachineRoutes } from '../../../src/http/api-machines.ts';
+import { RunHistory } from '../../../src/retention/run-history.ts';
 import { registerReplayRoutes } from '../../../src/http/api-replay.ts';
 import { Router } from '../../../src/http/router.ts';
 import { createHttpServer, listen } from '../../../src/http/server.ts';
@@ -21,7 +22,7 @@ const token = `sya_${randomBytes(16).toString('hex')}`;
 async function serve(db: Kysely<Schema>, runtime: TestRuntime) {
   const router = new Router();
   registerMachineRoutes(router);
-  registerReplayRoutes(router, { db });
+  registerReplayRoutes(router, { history: new RunHistory(db, null) });
   registerVisualizerRoutes(router);
   const adminTokenHash = createHash('sha256').update(token).digest();
   const server = createHttpServer({ router, adminTokenHash, log: testLog });

@@ -28,6 +28,7 @@
       ['trigger', source.trigger],
       ['started', clock(run.created_at)],
       ['duration', duration(ended - Number(run.created_at)) || '—'],
+      ...(run.archived ? [['history', 'archived: its journal and logs are read from its archive']] : []),
       ...(source.baseRead ? [['lock file', source.baseRead]] : []),
       ...(source.rerunOf ? [['rerun of', h('a', { href: `#run=${encodeURIComponent(source.rerunOf)}` }, source.rerunOf.slice(0, 8))]] : []),
       ...(detail.triggeredBy ? [['started by', h('span', {}, `event ${detail.triggeredBy.eventName} of `, runLink(detail.triggeredBy.runId))]] : []),
