@@ -85,7 +85,7 @@ describe('the database away for 20 s under a running job (issue "Runs for months
         pids = await postgresPids(dataDir);
         signalAll(pids, 'SIGSTOP');
       },
-      end: async () => signalAll(pids, 'SIGCONT'),
+      end: () => Promise.resolve(signalAll(pids, 'SIGCONT')),
     });
   });
 
