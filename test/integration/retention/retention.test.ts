@@ -15,31 +15,13 @@ import { RunHistory } from '../../../src/retention/run-history.ts';
 import { RetentionSchedule } from '../../../src/retention/schedule.ts';
 import { describeEachKind, externalUrl, skipReason, tempDir, withTestDatabase } from '../../support/database.ts';
 import { eventually } from '../../support/runtime.ts';
+import { seedEndedRuns } from '../../support/ended-runs.ts';
 
 const EVENTS = 5;
 const CHUNKS = 3;
 const silent = pino({ level: 'silent' });
 
-/** `n` ended runs (success, not live), each with a journal, a snapshot and log chunks, ended at 1000. */
-async function seedEndedRuns(db: Kysely<Schema>, n: number): Promise<string[]> {
-  const ids = Array.from({ length: n }, (_, i) => `run-${String(i).padStart(3, '0')}`);
-  await sql`
-    INSERT INTO runs (run_id, workflow_name, repository, status, created_at, updated_at, finished_at)
-    SELECT id, 'ci', 'acme/app', 'success', 900, 1000, 1000 FROM unnest(${ids}::text[]) AS id`.execute(db);
-  await sql`INSERT INTO run_owner (run_id, coordinator_id, epoch, live) SELECT id, 'c', 1, false FROM unnest(${ids}::text[]) AS id`.execute(db);
-  await sql`
-    INSERT INTO run_events (run_id, seq, event, received_at, state_after, written_by, writer_epoch)
-    SELECT id, s, json_build_object('type', 'e' || s, 'pad', repeat('x', 200)), 1000 + s, '{"run":"success"}', 'c', 1
-      FROM unnest(${ids}::text[]) AS id, generate_series(0, ${EVENTS - 1}) AS s`.execute(db);
-  await sql`
-    INSERT INTO run_snapshots (run_id, seq, machine_id, machine_version, snapshot, status, updated_at)
-    SELECT id, ${EVENTS - 1}, 'run', 4004, '{"status":"done"}', 'done', 1000 FROM unnest(${ids}::text[]) AS id`.execute(db);
-  await sql`
-    INSERT INTO job_logs (run_id, job_key, dispatch_id, step_index, lines, bytes, created_at)
-    SELECT id, 'build', 'd-' || id, 0, json_build_array('line ' || c, repeat('y', 500)), 510, 1000 + c
-      FROM unnest(${ids}::text[]) AS id, generate_series(1, ${CHUNKS}) AS c`.execute(db);
-  return ids;
-}
+const seed = (db: Kysely<Schema>, n: number) => seedEndedRuns(db, n, { events: EVENTS, chunks: CHUNKS, endedAt: 1000, prefix: 'run-' });
 
 async function historyRows(db: Kysely<Schema>): Promise<number> {
   const { rows } = await sql<{ n: number }>`SELECT (SELECT count(*) FROM run_events) + (SELECT count(*) FROM run_snapshots) + (SELECT count(*) FROM job_logs) AS n`.execute(db);
@@ -62,7 +44,7 @@ async function assertAllArchived(db: Kysely<Schema>, archives: RunArchives, ids:
 await describeEachKind('retention passes', (kind) => {
   it('the scheduled job runs on one coordinator at a time, and not again before its interval', async () => {
     await withTestDatabase(kind, async ({ db }) => {
-      const ids = await seedEndedRuns(db, 8);
+      const ids = await seed(db, 8);
       const archives = new RunArchives(new FileBlobStore(await tempDir('sy-retention-blobs-')));
       const registries = [new Registry(), new Registry()];
       const schedules = registries.map(
@@ -89,7 +71,7 @@ await describeEachKind('retention passes', (kind) => {
 describe('a retention pass killed -9', { skip: await skipReason('external') }, () => {
   it('a pass killed -9 part-way loses nothing: the next pass finishes it', async () => {
     await withTestDatabase('external', async ({ db }) => {
-      const ids = await seedEndedRuns(db, 60);
+      const ids = await seed(db, 60);
       const blobRoot = await tempDir('sy-retention-blobs-');
       const { rows } = await sql<{ name: string }>`SELECT current_database() AS name`.execute(db);
       const child = spawn(process.execPath, ['--import', 'tsx', fileURLToPath(new URL('./pass.child.ts', import.meta.url)), externalUrl(rows[0]?.name ?? ''), blobRoot], { stdio: 'ignore' });

@@ -13,6 +13,23 @@ function configError(env: NodeJS.ProcessEnv): ConfigError {
   assert.fail('expected loadConfig to throw');
 }
 
+describe('retention settings (docs/retention.md)', () => {
+  it('default to runs archived after 30 days, deliveries removed after 14, a pass every hour', () => {
+    const config = loadConfig({});
+    assert.deepEqual([config.retentionRunsMs, config.retentionDeliveriesMs, config.retentionIntervalMs], [30 * 86_400_000, 14 * 86_400_000, 3_600_000]);
+  });
+
+  it('take durations with a unit, and off for keep forever', () => {
+    const config = loadConfig({ SWITCHYARD_RETENTION_RUNS: '90d', SWITCHYARD_RETENTION_DELIVERIES: 'off', SWITCHYARD_RETENTION_INTERVAL: '15m' });
+    assert.deepEqual([config.retentionRunsMs, config.retentionDeliveriesMs, config.retentionIntervalMs], [90 * 86_400_000, null, 900_000]);
+  });
+
+  it('refuse a bare number or a word, naming the variable', () => {
+    assert.match(configError({ SWITCHYARD_RETENTION_RUNS: '30' }).message, /SWITCHYARD_RETENTION_RUNS: must be a duration such as 30d, 12h, 90m or 45s, or off/);
+    assert.match(configError({ SWITCHYARD_RETENTION_INTERVAL: 'off' }).message, /SWITCHYARD_RETENTION_INTERVAL: must be a duration such as 30d, 12h, 90m or 45s/);
+  });
+});
+
 describe('loadConfig', () => {
   it('applies every default on an empty environment', () => {
     const config = loadConfig({});
@@ -66,6 +83,9 @@ describe('loadConfig', () => {
       SWITCHYARD_LEASE_RENEW_MS: '500',
       SWITCHYARD_LEASE_TTL_MS: '1500',
       SWITCHYARD_SHUTDOWN_DRAIN_MS: '5000',
+      SWITCHYARD_RETENTION_RUNS: '7d',
+      SWITCHYARD_RETENTION_DELIVERIES: '12h',
+      SWITCHYARD_RETENTION_INTERVAL: '30m',
       SWITCHYARD_COMMIT_MAX_BATCH: '64',
       SWITCHYARD_COMMIT_BATCHING: 'off',
       SWITCHYARD_AGENT_COMPRESSION: 'off',
@@ -107,6 +127,9 @@ describe('loadConfig', () => {
       leaseRenewMs: 500,
       leaseTtlMs: 1500,
       shutdownDrainMs: 5000,
+      retentionRunsMs: 7 * 86_400_000,
+      retentionDeliveriesMs: 12 * 3_600_000,
+      retentionIntervalMs: 1_800_000,
       commitMaxBatch: 64,
       commitBatching: false,
       agentCompression: false,
