@@ -23,10 +23,3 @@ export async function readJournal(db: Kysely<Schema>, runId: string): Promise<Jo
 export function readSnapshotRow(db: Kysely<Schema>, runId: string) {
   return db.selectFrom('run_snapshots').select(['seq', 'machine_id', 'machine_version', 'snapshot', 'status']).where('run_id', '=', runId).executeTakeFirst();
 }
-
-/** The run's frozen input as its first journal event (`run.created`) holds it; null without one. */
-export async function readCreatedRunInput(db: Kysely<Schema>, runId: string): Promise<unknown> {
-  const row = await db.selectFrom('run_events').select('event').where('run_id', '=', runId).where('seq', '=', 0).executeTakeFirst();
-  const event = row?.event as { type?: unknown; input?: unknown } | undefined;
-  return event?.type === 'run.created' ? (event.input ?? null) : null;
-}

@@ -3,6 +3,7 @@ import { buffer } from 'node:stream/consumers';
 import { promisify } from 'node:util';
 import { gunzip, gzip } from 'node:zlib';
 import type { BlobStore } from '../blobs/blob-store.ts';
+import type { StoredLogChunk } from '../db/job-logs.ts';
 
 /**
  * One archived run (docs/retention.md#the-archive-format): its journal with each state after, its
@@ -27,15 +28,8 @@ export interface ArchivedSnapshot {
   status: string;
 }
 
-export interface ArchivedLogChunk {
-  id: number;
-  jobKey: string;
-  dispatchId: string;
-  stepIndex: number;
-  lines: string[];
-  at: number;
-  sentAt: number | null;
-}
+/** A log chunk as the database held it. */
+export type ArchivedLogChunk = StoredLogChunk;
 
 export interface RunArchive {
   kind: typeof ARCHIVE_KIND;

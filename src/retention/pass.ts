@@ -27,6 +27,8 @@ export interface RetentionDeps {
   archives: RunArchives;
   now: () => number;
   log: Logger;
+  /** True once the coordinator stops: the pass ends after the run in hand, the rest waits for the next. */
+  stopping?: () => boolean;
 }
 
 /** Runs per query; each run is archived and removed in its own short transaction. */
@@ -51,10 +53,11 @@ export async function runRetentionPass(deps: RetentionDeps, policy: RetentionPol
     failed: [],
   };
   const skip = new Set<string>();
-  for (;;) {
+  while (deps.stopping?.() !== true) {
     const batch = await runsToArchive(deps.db, startedAt - policy.runsOlderThanMs, options.dryRun ? report.runs.archived + report.failed.length : 0, [...skip]);
     if (batch.length === 0) break;
     for (const runId of batch) {
+      if (deps.stopping?.() === true) break;
       try {
         await archiveRun(deps, runId, report, options.dryRun);
       } catch (thrown) {

@@ -29,6 +29,7 @@ export class RetentionSchedule {
   private readonly metrics;
 
   constructor(private readonly options: RetentionScheduleOptions) {
+    this.options = { ...options, stopping: () => this.stopped };
     const registers = [options.registry];
     this.metrics = {
       archived: new Counter({ name: 'switchyard_retention_runs_archived_total', help: 'Ended runs archived into the blob store by retention passes', registers }),
@@ -54,7 +55,7 @@ export class RetentionSchedule {
     await this.running;
   }
 
-  /** One pass now (`switchyard retention`), outside the schedule; a pass is safe beside another. */
+  /** One pass now (`switchyard retention`), outside the schedule; a pass is safe beside another. A stop ends it after the run in hand. */
   async runNow(policy: RetentionPolicy, dryRun: boolean): Promise<RetentionReport> {
     const pass = runRetentionPass(this.options, policy, { dryRun });
     this.running = pass.catch(() => undefined);

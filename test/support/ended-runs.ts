@@ -22,14 +22,14 @@ export async function seedEndedRuns(db: Kysely<Schema>, n: number, shape: EndedR
   await sql`INSERT INTO run_owner (run_id, coordinator_id, epoch, live) SELECT id, 'c', 1, false FROM unnest(${ids}::text[]) AS id`.execute(db);
   await sql`
     INSERT INTO run_events (run_id, seq, event, received_at, state_after, written_by, writer_epoch)
-    SELECT id, s, json_build_object('type', 'e' || s, 'pad', repeat('x', 200)), ${endedAt} + s, '{"run":"success"}', 'c', 1
+    SELECT id, s, json_build_object('type', 'e' || s, 'pad', repeat('x', 200)), ${endedAt}::int8 + s, '{"run":"success"}', 'c', 1
       FROM unnest(${ids}::text[]) AS id, generate_series(0, ${events - 1}) AS s`.execute(db);
   await sql`
     INSERT INTO run_snapshots (run_id, seq, machine_id, machine_version, snapshot, status, updated_at)
     SELECT id, ${events - 1}, 'run', 4004, '{"status":"done"}', 'done', ${endedAt} FROM unnest(${ids}::text[]) AS id`.execute(db);
   await sql`
     INSERT INTO job_logs (run_id, job_key, dispatch_id, step_index, lines, bytes, created_at)
-    SELECT id, 'build', 'd-' || id, 0, json_build_array('line ' || c, repeat('y', 500)), 510, ${endedAt} + c
+    SELECT id, 'build', 'd-' || id, 0, json_build_array('line ' || c, repeat('y', 500)), 510, ${endedAt}::int8 + c
       FROM unnest(${ids}::text[]) AS id, generate_series(1, ${chunks}) AS c`.execute(db);
   return ids;
 }
