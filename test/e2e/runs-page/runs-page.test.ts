@@ -290,6 +290,15 @@ describe('the runs page in a real browser (real coordinator, real reference agen
     assert.equal(await page.locator('#jobs section[data-job="deploy"]').isVisible(), true);
   });
 
+  it('an archived run still shows, saying it is archived, with its steps and logs read from its archive', async () => {
+    const archived = await coordinator.api('/api/v1/retention', { method: 'POST', body: JSON.stringify({ olderThan: '0s' }) });
+    assert.equal(archived.status, 200, await archived.clone().text());
+    await page.goto(`${coordinator.url}/runs/#run=${liveRun}`);
+    await showing(page, '#run-meta [data-field="history"]', 'archived: its journal and logs are read from its archive');
+    await showing(page, '#jobs section[data-job="build"] details[data-step="verify"] pre.log', 'checking');
+    assert.equal(await text(page, '#run-status'), 'failed');
+  });
+
   it('takes a run by its number or its 8-character prefix, as the page shows them', async () => {
     await page.goto(`${coordinator.url}/runs/#run=${liveRun.slice(0, 8)}`);
     await showing(page, '#run-id', liveRun);
