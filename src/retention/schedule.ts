@@ -58,7 +58,7 @@ export class RetentionSchedule {
   /** One pass now (`switchyard retention`), outside the schedule; a pass is safe beside another. A stop ends it after the run in hand. */
   async runNow(policy: RetentionPolicy, dryRun: boolean): Promise<RetentionReport> {
     const pass = runRetentionPass(this.options, policy, { dryRun });
-    this.running = pass.catch(() => undefined);
+    this.running = Promise.all([this.running, pass.catch(() => undefined)]); // stop() waits for this pass and a scheduled one
     const report = await pass;
     if (!dryRun) this.record(report);
     return report;
