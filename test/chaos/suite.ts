@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import pg from 'pg';
 import { pino } from 'pino';
 import { connectDatabase } from '../../src/db/database.ts';
-import { findFreePort } from '../../src/db/free-port.ts';
+import { findRestartablePort } from '../support/ports.ts';
 import { dropDatabase } from '../support/fake-agent.ts';
 import { createLockRepo, lockFileWith, pushWorkflow, runJob } from '../support/lock-repo.ts';
 import { ChaosAgent, type AgentBehaviour } from './agent.ts';
@@ -88,7 +88,8 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
   const repo = await createLockRepo();
   const sha = repo.commit({ '.kici/kici.lock.json': lockFileWith([pushWorkflow(WORKFLOW, [runJob('build', ['make']), runJob('test', ['make test'], { needs: ['build'] })])]) });
   const env = coordinatorEnv(databaseUrl);
-  const coordinators = [new ChaosCoordinator('coord-a', await findFreePort(), env, logDir), new ChaosCoordinator('coord-b', await findFreePort(), env, logDir)];
+  // Restarted on the same port after each kill: a port no outgoing connection can be given meanwhile.
+  const coordinators = [new ChaosCoordinator('coord-a', await findRestartablePort(), env, logDir), new ChaosCoordinator('coord-b', await findRestartablePort(), env, logDir)];
   const ledger = new AttemptLedger();
   const agents: ChaosAgent[] = [];
   const homes = new Map<ChaosAgent, number>();
