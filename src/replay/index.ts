@@ -1,5 +1,5 @@
 export { replayRecordedRun, type ReplayOptions } from './engine.ts';
-export { loadRecordedRun, readStoredSnapshot, type RecordedRun, type StoredSnapshot } from './load.ts';
+export { loadRecordedRun, type RecordedRun, type StoredSnapshot } from './load.ts';
 export { formatReport, formatStep, formatSummary } from './format.ts';
 export { diffJson, type JsonDifference } from './compare.ts';
 export { ReplayJournalError, ReplayRangeError, ReplayRunNotFoundError, ReplayVersionError } from './errors.ts';

@@ -4,6 +4,7 @@ import { promisify } from 'node:util';
 import { gunzip, gzip } from 'node:zlib';
 import type { BlobStore } from '../blobs/blob-store.ts';
 import type { StoredLogChunk } from '../db/job-logs.ts';
+import type { JournalRecord, SnapshotRecord } from '../db/journal.ts';
 
 /**
  * One archived run (docs/retention.md#the-archive-format): its journal with each state after, its
@@ -13,32 +14,15 @@ import type { StoredLogChunk } from '../db/job-logs.ts';
 export const ARCHIVE_KIND = 'switchyard-run-archive';
 export const ARCHIVE_VERSION = 1;
 
-export interface ArchivedEvent {
-  seq: number;
-  event: unknown;
-  receivedAt: number;
-  stateAfter: unknown;
-}
-
-export interface ArchivedSnapshot {
-  seq: number;
-  machineId: string;
-  machineVersion: number;
-  snapshot: unknown;
-  status: string;
-}
-
-/** A log chunk as the database held it. */
-export type ArchivedLogChunk = StoredLogChunk;
-
 export interface RunArchive {
   kind: typeof ARCHIVE_KIND;
   version: number;
   runId: string;
   archivedAt: number;
-  events: ArchivedEvent[];
-  snapshot: ArchivedSnapshot | null;
-  logs: ArchivedLogChunk[];
+  /** As the database held them: the journal, the snapshot, the log chunks. */
+  events: JournalRecord[];
+  snapshot: SnapshotRecord | null;
+  logs: StoredLogChunk[];
 }
 
 /** A run's archive is missing or cannot be read: that run's history is unavailable, nothing else. */

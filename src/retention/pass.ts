@@ -1,7 +1,8 @@
 import { sql, type Kysely } from 'kysely';
 import type { Logger } from 'pino';
 import type { Schema } from '../db/schema.ts';
-import { readJournal, readSnapshotRow } from '../db/journal.ts';
+import { readJobLogs } from '../db/job-logs.ts';
+import { readJournal, readSnapshot } from '../db/journal.ts';
 import type { RunArchive, RunArchives } from './archive.ts';
 import { ARCHIVE_KIND, ARCHIVE_VERSION } from './archive.ts';
 
@@ -113,16 +114,8 @@ async function archiveRun(deps: RetentionDeps, runId: string, report: RetentionR
 }
 
 async function archiveOf(db: Kysely<Schema>, runId: string, now: number): Promise<RunArchive> {
-  const [events, snapshot, logs] = await Promise.all([
-    readJournal(db, runId),
-    readSnapshotRow(db, runId),
-    db.selectFrom('job_logs').select(['id', 'job_key', 'dispatch_id', 'step_index', 'lines', 'created_at', 'sent_at']).where('run_id', '=', runId).orderBy('id').execute(),
-  ]);
-  return {
-    ...{ kind: ARCHIVE_KIND, version: ARCHIVE_VERSION, runId, archivedAt: now, events },
-    snapshot: snapshot ? { seq: snapshot.seq, machineId: snapshot.machine_id, machineVersion: snapshot.machine_version, snapshot: snapshot.snapshot, status: snapshot.status } : null,
-    logs: logs.map((c) => ({ id: Number(c.id), jobKey: c.job_key, dispatchId: c.dispatch_id, stepIndex: c.step_index, lines: Array.isArray(c.lines) ? c.lines.map(String) : [], at: c.created_at, sentAt: c.sent_at })),
-  };
+  const [events, snapshot, logs] = await Promise.all([readJournal(db, runId), readSnapshot(db, runId), readJobLogs(db, { runId, limit: Number.MAX_SAFE_INTEGER })]);
+  return { kind: ARCHIVE_KIND, version: ARCHIVE_VERSION, runId, archivedAt: now, events, snapshot, logs };
 }
 
 /** The bytes the run's history takes in the database's rows (Postgres's own measure). */

@@ -1,10 +1,8 @@
 import type { Kysely } from 'kysely';
-import { readJournal, readSnapshotRow, type JournalRecord } from '../db/journal.ts';
+import { readFirstEvent, readJournal, readSnapshot, type JournalRecord, type SnapshotRecord } from '../db/journal.ts';
 import { DEFAULT_LOG_CHUNK_LIMIT, readJobLogs, type LogQuery, type StoredLogChunk } from '../db/job-logs.ts';
 import type { Schema } from '../db/schema.ts';
 import type { RunArchive, RunArchives } from './archive.ts';
-
-export type SnapshotRow = NonNullable<Awaited<ReturnType<typeof readSnapshotRow>>>;
 
 /**
  * A run's history (journal, last snapshot, logs) wherever it is: in the database, or in its archive
@@ -19,20 +17,22 @@ export class RunHistory {
 
   async journal(runId: string): Promise<JournalRecord[]> {
     const archive = await this.archiveOf(runId);
-    return archive ? archive.events.map((e) => ({ seq: e.seq, event: e.event, receivedAt: e.receivedAt, stateAfter: e.stateAfter })) : readJournal(this.db, runId);
+    return archive ? archive.events : readJournal(this.db, runId);
   }
 
-  async snapshot(runId: string): Promise<SnapshotRow | undefined> {
+  /** The journal and the last snapshot, from one read of the archive when the run is archived. */
+  async recorded(runId: string): Promise<{ journal: JournalRecord[]; snapshot: SnapshotRecord | null }> {
     const archive = await this.archiveOf(runId);
-    if (!archive) return readSnapshotRow(this.db, runId);
-    const s = archive.snapshot;
-    return s ? { seq: s.seq, machine_id: s.machineId, machine_version: s.machineVersion, snapshot: s.snapshot, status: s.status } : undefined;
+    if (archive) return { journal: archive.events, snapshot: archive.snapshot };
+    const [journal, snapshot] = await Promise.all([readJournal(this.db, runId), readSnapshot(this.db, runId)]);
+    return { journal, snapshot };
   }
 
   /** The run's frozen input as its first journal event (`run.created`) holds it; null without one. */
   async createdInput(runId: string): Promise<unknown> {
-    const [first] = await this.journal(runId);
-    const event = first?.seq === 0 ? (first.event as { type?: unknown; input?: unknown }) : undefined;
+    const archive = await this.archiveOf(runId);
+    const first = archive ? archive.events.find((e) => e.seq === 0)?.event : await readFirstEvent(this.db, runId);
+    const event = first as { type?: unknown; input?: unknown } | undefined;
     return event?.type === 'run.created' ? (event.input ?? null) : null;
   }
 

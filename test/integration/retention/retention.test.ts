@@ -37,7 +37,7 @@ async function assertAllArchived(db: Kysely<Schema>, archives: RunArchives, ids:
   for (const runId of ids) {
     assert.equal((await history.journal(runId)).length, EVENTS, runId);
     assert.equal((await history.logs({ runId })).length, CHUNKS, runId);
-    assert.equal((await history.snapshot(runId))?.status, 'done');
+    assert.equal((await history.recorded(runId)).snapshot?.status, 'done');
   }
 }
 
