@@ -3,6 +3,7 @@ import { readdir, stat } from 'node:fs/promises';
 import { join, relative } from 'node:path';
 import type { Writable } from 'node:stream';
 import { sql, type Kysely } from 'kysely';
+import type { CompiledConfig } from '../config/index.ts';
 import type { Schema } from '../db/schema.ts';
 import { SECRET_KEY_FILE } from '../secrets/key-file.ts';
 import { BACKUP_FORMAT, BACKUP_KIND, BackupWriter, type BackupCounts, type BackupHeader } from './format.ts';
@@ -13,6 +14,14 @@ const ROW_BATCH = 500;
 const FILE_CHUNK = 256 * 1024;
 /** The data dir's folder of the file blob store: blobs, caches and archives. */
 export const BLOBS_DIR = 'blobs';
+
+/**
+ * The data dir whose files a backup holds, as this configuration uses it: the file blob store's and
+ * the embedded default's master key; null with the Postgres blob store and an external database.
+ */
+export function backupDataDir(config: Pick<CompiledConfig, 'blobStore' | 'databaseUrl' | 'dataDir'>): string | null {
+  return config.blobStore === 'files' || config.databaseUrl === undefined ? config.dataDir : null;
+}
 
 export interface BackupSource {
   db: Kysely<Schema>;

@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import type { ReadableStream as WebReadableStream } from 'node:stream/web';
+import { backupDataDir } from '../backup/dump.ts';
 import { restoreBackup, RestoreRefusedError } from '../backup/restore.ts';
 import { BackupFormatError, readBackup, type BackupCounts } from '../backup/format.ts';
 import { loadConfig } from '../config/index.ts';
@@ -65,7 +66,7 @@ export function runRestoreCommand(argv: string[], env: NodeJS.ProcessEnv = proce
       throw thrown;
     });
     try {
-      const dataDir = config.blobStore === 'files' || config.databaseUrl === undefined ? config.dataDir : null;
+      const dataDir = backupDataDir(config);
       const { header, counts } = await restoreBackup({ db: database.db, dataDir, force: values.force === true }, file);
       io.stdout.write(`restored ${summary(counts)} from ${file} (taken ${new Date(header.createdAt).toISOString()})\n`);
       if (!header.masterKey && dataDir !== null && !(await exists(join(dataDir, SECRET_KEY_FILE))) && env['SWITCHYARD_SECRET_KEY'] === undefined) {

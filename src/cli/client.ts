@@ -83,8 +83,7 @@ export async function connect(env: NodeJS.ProcessEnv, urlFlag?: string): Promise
 async function download(base: URL, adminToken: string, path: string): Promise<Response> {
   const url = new URL(path, base);
   const response = await fetch(url, { headers: { authorization: `Bearer ${adminToken}` } }).catch((thrown: unknown) => {
-    const cause = thrown instanceof Error && thrown.cause instanceof Error ? thrown.cause.message : String(thrown);
-    throw new CliError(`cannot reach the coordinator at ${base.origin} (${cause}); is \`switchyard start\` running there? (SWITCHYARD_URL or --url name another)`);
+    throw unreachable(base, thrown);
   });
   if (!response.ok) {
     const text = await response.text();
@@ -104,14 +103,18 @@ async function request<T>(base: URL, adminToken: string, method: string, path: s
       signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS),
     });
   } catch (thrown) {
-    const cause = thrown instanceof Error && thrown.cause instanceof Error ? thrown.cause.message : String(thrown);
-    throw new CliError(`cannot reach the coordinator at ${base.origin} (${cause}); is \`switchyard start\` running there? (SWITCHYARD_URL or --url name another)`);
+    throw unreachable(base, thrown);
   }
   const text = await response.text();
   const answer = parseJson(text);
   if (!response.ok) throw new CliError(refusal(response, `${method} ${url.pathname}`, answer, text));
   if (answer === undefined) throw new CliError(`the coordinator answered ${method} ${url.pathname} with a body that is not JSON`);
   return answer as T;
+}
+
+function unreachable(base: URL, thrown: unknown): CliError {
+  const cause = thrown instanceof Error && thrown.cause instanceof Error ? thrown.cause.message : String(thrown);
+  return new CliError(`cannot reach the coordinator at ${base.origin} (${cause}); is \`switchyard start\` running there? (SWITCHYARD_URL or --url name another)`);
 }
 
 function refusal(response: Response, route: string, answer: unknown, text: string): string {

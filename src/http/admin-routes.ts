@@ -13,6 +13,7 @@ import { registerLogRoutes } from './api-logs.ts';
 import { registerMachineRoutes } from './api-machines.ts';
 import { registerReplayRoutes } from './api-replay.ts';
 import { registerBackupRoutes } from './api-backup.ts';
+import { backupDataDir } from '../backup/dump.ts';
 import { registerRetentionRoutes } from './api-retention.ts';
 import type { Retention } from '../retention/index.ts';
 import { registerRunRoutes } from './api-runs.ts';
@@ -69,7 +70,7 @@ export function adminRoutes(deps: AdminRouteDeps): Router {
   registerMachineRoutes(router);
   registerReplayRoutes(router, { history: deps.retention.history });
   registerRetentionRoutes(router, { retention: deps.retention.schedule });
-  registerBackupRoutes(router, { db, dataDir: config.blobStore === 'files' || config.databaseUrl === undefined ? config.dataDir : null, now });
+  registerBackupRoutes(router, { db, dataDir: backupDataDir(config), now });
   registerVisualizerRoutes(router);
   registerRunsPageRoutes(router);
   registerCapabilityRoutes(router);
