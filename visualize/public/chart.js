@@ -1,7 +1,7 @@
 'use strict';
 // Statechart diagrams: ELK lays out a machine graph (GET /api/v1/machines), this draws it as SVG.
 {
-  const SVG = 'http://www.w3.org/2000/svg';
+  const { s: el, sectionPath } = window.SwitchyardCommon;
   const FONT = '12px system-ui, sans-serif';
   const LABEL_FONT = '10px system-ui, sans-serif';
   const NODE_HEIGHT = 30;
@@ -93,13 +93,6 @@
     };
   }
 
-  function el(name, attributes, text) {
-    const element = document.createElementNS(SVG, name);
-    for (const [key, value] of Object.entries(attributes || {})) element.setAttribute(key, String(value));
-    if (text !== undefined) element.textContent = text;
-    return element;
-  }
-
   function flatten(laidOut, out, depth) {
     for (const child of laidOut.children || []) {
       out.push({ box: child, depth });
@@ -125,9 +118,7 @@
   function drawEdge(layer, edge, laid, markerId) {
     const title = edge.titles.join('\n');
     for (const section of laid.sections || []) {
-      const points = [section.startPoint, ...(section.bendPoints || []), section.endPoint];
-      const d = points.map((p, i) => `${i === 0 ? 'M' : 'L'}${p.x},${p.y}`).join(' ');
-      const path = el('path', { class: `edge ${edge.kind}`, d, 'marker-end': `url(#${markerId})`, 'data-edge': edge.id, 'data-source': edge.source });
+      const path = el('path', { class: `edge ${edge.kind}`, d: sectionPath(section), 'marker-end': `url(#${markerId})`, 'data-edge': edge.id, 'data-source': edge.source });
       path.appendChild(el('title', {}, title));
       layer.appendChild(path);
     }

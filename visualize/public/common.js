@@ -47,7 +47,21 @@
 
   /** `h('a', { href, onclick }, child…)`: an element with its attributes, listeners and children. */
   function h(tag, attributes, ...children) {
-    const element = document.createElement(tag);
+    return filled(document.createElement(tag), attributes, children);
+  }
+
+  /** `s('rect', { width }, child…)`: the same for an SVG element. */
+  function s(tag, attributes, ...children) {
+    return filled(document.createElementNS('http://www.w3.org/2000/svg', tag), attributes, children);
+  }
+
+  /** An edge section ELK laid out, as an SVG path: its start, its bends, its end. */
+  function sectionPath(section) {
+    const points = [section.startPoint, ...(section.bendPoints || []), section.endPoint];
+    return points.map((p, i) => `${i === 0 ? 'M' : 'L'}${p.x},${p.y}`).join(' ');
+  }
+
+  function filled(element, attributes, children) {
     for (const [key, value] of Object.entries(attributes || {})) {
       if (value === undefined || value === null || value === false) continue;
       if (key.startsWith('on')) element.addEventListener(key.slice(2), value);
@@ -59,5 +73,5 @@
     return element;
   }
 
-  window.SwitchyardCommon = { takeTokenFromUrl, tokenOf, setToken, call, get, h, UnauthorizedError, ApiError };
+  window.SwitchyardCommon = { takeTokenFromUrl, tokenOf, setToken, call, get, h, s, sectionPath, UnauthorizedError, ApiError };
 }

@@ -2,20 +2,13 @@
 // The run's needs graph: each job a box coloured by its status, an arrow from each job to the jobs
 // that need it, laid out left to right by ELK; a box links to its job's section below.
 {
-  const SVG = 'http://www.w3.org/2000/svg';
+  const { s: svg, sectionPath } = window.SwitchyardCommon;
   const FONT = '13px system-ui, sans-serif';
   const BOX_HEIGHT = 34;
   const elk = new ELK();
   const measureContext = document.createElement('canvas').getContext('2d');
   /** The shape last laid out (jobs and needs), so a status change recolours without a new layout. */
   const drawn = { shape: '', boxes: new Map() };
-
-  function svg(tag, attributes, ...children) {
-    const element = document.createElementNS(SVG, tag);
-    for (const [name, value] of Object.entries(attributes)) element.setAttribute(name, String(value));
-    element.append(...children);
-    return element;
-  }
 
   function boxWidth(text) {
     measureContext.font = FONT;
@@ -35,12 +28,7 @@
     });
   }
 
-  function edgePath(edge) {
-    return (edge.sections || []).map((section) => {
-      const points = [section.startPoint, ...(section.bendPoints || []), section.endPoint];
-      return points.map((p, i) => `${i === 0 ? 'M' : 'L'}${p.x},${p.y}`).join(' ');
-    }).join(' ');
-  }
+  const edgePath = (edge) => (edge.sections || []).map(sectionPath).join(' ');
 
   function jobBox(node, links) {
     const rect = svg('rect', { width: node.width, height: node.height, rx: 6 });
