@@ -16,7 +16,14 @@
  *   --against-secret <webhook secret>     GitHub HMAC secret it verifies
  *   --against-repo owner/name --against-sha <commit>   a repository it reads, with a lock file at
  *                                         that commit whose push workflow runs one job on label `bench`
+ *   --against-generic <org>/<source>      post to its generic route /webhook/<org>/generic/<source> with
+ *                                         x-event-type and x-delivery-id instead (KiCI 0.1.24's independent
+ *                                         mode, whose local sources have no GitHub route and check no signature)
  *   --against-self                        start a second Switchyard as the "other" (checks the bench itself)
+ *
+ * Printed besides: the bare durable commit and round trip on the same Postgres, measured in the
+ * same run (bench/support.ts durabilityFloor), each figure in those units, and this build's stage
+ * budget for the one-at-a-time phase (bench/stage-budget.ts).
  *
  * Run: node --no-node-snapshot --import tsx bench/side-by-side.bench.ts [--quick] [--against … | --against-self]
  */
@@ -25,7 +32,8 @@ import { sign } from '@octokit/webhooks-methods';
 import { FakeAgent } from '../test/support/fake-agent.ts';
 import { createLockRepo, lockFileWith, pushWorkflow, runJob } from '../test/support/lock-repo.ts';
 import { CoordinatorProcess } from './coordinator-process.ts';
-import { benchFlags, freshDatabase, httpPost, percentiles, writeResult, type Percentiles } from './support.ts';
+import { benchFlags, durabilityFloor, freshDatabase, httpPost, percentiles, ratio, writeResult, type DurabilityFloor, type Percentiles } from './support.ts';
+import { printBudget, sampleStages, stageBudget, type StageLine, type StageSample } from './stage-budget.ts';
 
 const flags = benchFlags();
 const argv = process.argv.slice(2);
@@ -44,6 +52,12 @@ interface Target {
   secret: string;
   repository: string;
   sha: string;
+  /** Where and how webhooks are posted: GitHub's route and signature, or a KiCI local source's generic route. */
+  webhook: { kind: 'github' } | { kind: 'generic'; path: string };
+  /** This build's /metrics (the stage budget); null for another orchestrator. */
+  metrics: (() => Promise<string>) | null;
+  /** Its database, where the durability floor is measured. */
+  databaseUrl: string | null;
   stop: () => Promise<void>;
 }
 
@@ -51,7 +65,13 @@ interface TargetFigures {
   acceptMs: Percentiles;
   webhookToDispatchMs: Percentiles;
   roundOf10ToDispatchMs: Percentiles;
+  /** This build only: the one-at-a-time phase's stage budget. */
+  budget?: StageLine[];
+  /** This build only: the bare commit and round trip on its database, right after its phases. */
+  floor?: DurabilityFloor;
 }
+
+const MEASURES = ['acceptMs', 'webhookToDispatchMs', 'roundOf10ToDispatchMs'] as const;
 
 /** A Switchyard of this build in its own process, with a repository it can read and a fresh database. */
 async function startSwitchyard(name: string): Promise<Target> {
@@ -64,6 +84,7 @@ async function startSwitchyard(name: string): Promise<Target> {
   const httpUrl = coordinator.client.url;
   return {
     ...{ name, httpUrl, wsUrl: `${httpUrl.replace('http', 'ws')}/ws/agent`, agentToken: null, secret, repository: 'acme/app', sha },
+    ...{ webhook: { kind: 'github' as const }, metrics: () => coordinator.client.metrics(), databaseUrl: database.url },
     stop: async () => {
       await coordinator.stop();
       await database.drop();
@@ -74,9 +95,13 @@ async function startSwitchyard(name: string): Promise<Target> {
 
 function externalTarget(httpUrl: string): Target {
   const need = (name: string) => arg(name) ?? (() => { throw new Error(`${name} is required with --against`); })();
+  const generic = arg('--against-generic');
+  const [org, source] = generic?.split('/') ?? [];
+  if (generic !== undefined && (!org || !source)) throw new Error(`--against-generic takes <org>/<source>, got ${generic}`);
   return {
     ...{ name: 'other', httpUrl, wsUrl: arg('--against-ws') ?? `${httpUrl.replace('http', 'ws')}/ws/agent`, agentToken: arg('--against-token') ?? null },
-    ...{ secret: need('--against-secret'), repository: need('--against-repo'), sha: need('--against-sha') },
+    ...{ secret: generic ? '' : need('--against-secret'), repository: need('--against-repo'), sha: need('--against-sha') },
+    ...{ webhook: org && source ? { kind: 'generic' as const, path: `/webhook/${org}/generic/${source}` } : { kind: 'github' as const }, metrics: null, databaseUrl: null },
     stop: () => Promise.resolve(),
   };
 }
@@ -93,9 +118,14 @@ async function connectAgents(target: Target, arrivals: number[]): Promise<FakeAg
 
 async function push(target: Target, n: number): Promise<number> {
   const body = JSON.stringify({ ref: 'refs/heads/main', before: '0'.repeat(40), after: target.sha, deleted: false, commits: [], repository: { full_name: target.repository, default_branch: 'main' }, sender: { id: 1, login: 'bench' } });
-  const headers = { 'content-type': 'application/json', 'x-github-event': 'push', 'x-github-delivery': `side-${Date.now()}-${n}`, 'x-hub-signature-256': await sign(target.secret, body) };
+  const deliveryId = `side-${Date.now()}-${n}`;
+  const { webhook } = target;
+  const [path, headers] =
+    webhook.kind === 'generic'
+      ? [webhook.path, { 'content-type': 'application/json', 'x-event-type': 'push', 'x-delivery-id': deliveryId }]
+      : ['/webhooks/github', { 'content-type': 'application/json', 'x-github-event': 'push', 'x-github-delivery': deliveryId, 'x-hub-signature-256': await sign(target.secret, body) }];
   const started = performance.now();
-  const res = await httpPost(`${target.httpUrl}/webhooks/github`, body, headers);
+  const res = await httpPost(`${target.httpUrl}${path}`, body, headers);
   if (res.status >= 300) throw new Error(`${target.name} answered the webhook ${res.status}`);
   return performance.now() - started;
 }
@@ -117,13 +147,16 @@ async function measure(target: Target): Promise<TargetFigures> {
   try {
     const accept: number[] = [];
     const toDispatch: number[] = [];
+    let stagesBefore: StageSample = new Map();
     for (let i = 0; i < SEQUENTIAL + 5; i++) {
+      if (i === 5 && target.metrics) stagesBefore = sampleStages(await target.metrics());
       const started = performance.now();
       const accepted = await push(target, i);
       const [arrived = NaN] = await arrivalsAfter(arrivals, started, 1);
       if (i >= 5) [accept[i - 5], toDispatch[i - 5]] = [accepted, arrived];
       await new Promise((resolve) => setTimeout(resolve, 20));
     }
+    const budget = target.metrics ? stageBudget(stagesBefore, sampleStages(await target.metrics())) : undefined;
     const rounds: number[] = [];
     for (let round = 0; round < ROUNDS; round++) {
       const started = performance.now();
@@ -131,25 +164,32 @@ async function measure(target: Target): Promise<TargetFigures> {
       rounds.push(...(await arrivalsAfter(arrivals, started, ROUND_SIZE)));
       await new Promise((resolve) => setTimeout(resolve, 100));
     }
-    return { acceptMs: percentiles(accept), webhookToDispatchMs: percentiles(toDispatch), roundOf10ToDispatchMs: percentiles(rounds) };
+    const floor = target.databaseUrl ? await durabilityFloor(target.databaseUrl) : undefined;
+    return { acceptMs: percentiles(accept), webhookToDispatchMs: percentiles(toDispatch), roundOf10ToDispatchMs: percentiles(rounds), ...(budget && { budget }), ...(floor && { floor }) };
   } finally {
     await Promise.all(agents.map((agent) => agent.close()));
   }
 }
 
-function report(results: Record<string, TargetFigures>): Record<string, number> {
+function report(results: Record<string, TargetFigures>): { ratios: Record<string, number>; inBareCommits: Record<string, Record<string, number>> } {
   const [ours, other] = [results.switchyard, results.other];
-  console.log(`\nside by side: ${SEQUENTIAL} deliveries one at a time, ${ROUNDS} rounds of ${ROUND_SIZE} (ms)\n`);
-  console.log(`${'target'.padEnd(11)} ${'measure'.padEnd(26)} ${'p50'.padStart(8)} ${'p95'.padStart(8)} ${'p99'.padStart(8)}`);
+  const unit = ours?.floor?.bareCommitMs.p50 ?? NaN;
+  console.log(`\nside by side: ${SEQUENTIAL} deliveries one at a time, ${ROUNDS} rounds of ${ROUND_SIZE} (ms; "commits": p50 in bare durable commits of ${unit} ms)\n`);
+  console.log(`${'target'.padEnd(11)} ${'measure'.padEnd(26)} ${'p50'.padStart(8)} ${'p95'.padStart(8)} ${'p99'.padStart(8)} ${'commits'.padStart(8)}`);
   const ratios: Record<string, number> = {};
+  const inBareCommits: Record<string, Record<string, number>> = {};
   for (const [name, figures] of Object.entries(results)) {
-    for (const [measure, v] of Object.entries(figures) as [keyof TargetFigures, Percentiles][]) {
-      console.log(`${name.padEnd(11)} ${measure.padEnd(26)} ${String(v.p50).padStart(8)} ${String(v.p95).padStart(8)} ${String(v.p99).padStart(8)}`);
-      if (name === 'other' && ours && other) ratios[measure] = Math.round((other[measure].p50 / ours[measure].p50) * 100) / 100;
+    for (const measure of MEASURES) {
+      const v = figures[measure];
+      (inBareCommits[name] ??= {})[measure] = ratio(v.p50, unit);
+      console.log(`${name.padEnd(11)} ${measure.padEnd(26)} ${String(v.p50).padStart(8)} ${String(v.p95).padStart(8)} ${String(v.p99).padStart(8)} ${String(ratio(v.p50, unit)).padStart(8)}`);
+      if (name === 'other' && ours && other) ratios[measure] = ratio(other[measure].p50, ours[measure].p50);
     }
   }
-  if (Object.keys(ratios).length > 0) console.log(`\nother / switchyard at p50 (above 1: Switchyard is faster): ${JSON.stringify(ratios)}`);
-  return ratios;
+  if (ours?.floor) console.log(`\nsame Postgres, same run: bare durable commit p50 ${ours.floor.bareCommitMs.p50} ms (p95 ${ours.floor.bareCommitMs.p95}), round trip p50 ${ours.floor.roundTripMs.p50} ms`);
+  if (Object.keys(ratios).length > 0) console.log(`other / switchyard at p50 (above 1: Switchyard is faster): ${JSON.stringify(ratios)}`);
+  if (ours?.budget) printBudget(ours.budget, unit);
+  return { ratios, inBareCommits };
 }
 
 async function main(): Promise<void> {
@@ -166,8 +206,9 @@ async function main(): Promise<void> {
       await target.stop();
     }
   }
-  const ratios = report(results);
-  console.log(`results: ${(await writeResult('side-by-side', flags, { against: against ?? (argv.includes('--against-self') ? 'self' : null), ...results, ratios })).pathname}`);
+  const { ratios, inBareCommits } = report(results);
+  const againstName = against ?? (argv.includes('--against-self') ? 'self' : null);
+  console.log(`results: ${(await writeResult('side-by-side', flags, { against: againstName, ...results, ratios, inBareCommits })).pathname}`);
 }
 
 await main();

@@ -141,3 +141,42 @@ export function httpPost(url: string, body: string, headers: Record<string, stri
   });
 }
 
+
+export interface DurabilityFloor {
+  /** One single-row INSERT committed on its own (fsync'd WAL), one at a time: the unit the path is counted in. */
+  bareCommitMs: Percentiles;
+  /** `SELECT 1`: one round trip to the database, nothing written. */
+  roundTripMs: Percentiles;
+}
+
+/**
+ * The floor a durable system stands on, measured on `url` (the database the figures beside it were
+ * taken on): a bare single-row commit and a bare round trip, `count` of each, one at a time.
+ */
+export async function durabilityFloor(url: string, count = 300): Promise<DurabilityFloor> {
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    await client.query('CREATE TABLE IF NOT EXISTS bench_bare_commit (id bigserial PRIMARY KEY, at timestamptz NOT NULL DEFAULT now(), note text NOT NULL)');
+    const timed = async (sql: string, values: unknown[]) => {
+      const samples: number[] = [];
+      for (let i = 0; i < count + 20; i++) {
+        const started = performance.now();
+        await client.query(sql, values);
+        if (i >= 20) samples.push(performance.now() - started);
+      }
+      return percentiles(samples);
+    };
+    const bareCommitMs = await timed('INSERT INTO bench_bare_commit (note) VALUES ($1)', ['bare']);
+    const roundTripMs = await timed('SELECT 1', []);
+    await client.query('DROP TABLE bench_bare_commit');
+    return { bareCommitMs, roundTripMs };
+  } finally {
+    await client.end();
+  }
+}
+
+/** `value` in units of `unit`, two decimals. */
+export function ratio(value: number, unit: number): number {
+  return Math.round((value / unit) * 100) / 100;
+}

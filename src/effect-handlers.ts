@@ -28,7 +28,7 @@ export interface EffectHandlerDeps {
   log: Logger;
 }
 
-export type EffectHandlerParts = Pick<AgentEffectsDeps, 'registry' | 'shared' | 'deliver'> & { withdrawal: WithdrawalAnswers; sources: RunSources; dispatcher: Dispatcher; secrets?: Secrets; repositories?: RepositoryCache; builds?: BuildCaches | null };
+export type EffectHandlerParts = Pick<AgentEffectsDeps, 'registry' | 'shared' | 'deliver' | 'traces'> & { withdrawal: WithdrawalAnswers; sources: RunSources; dispatcher: Dispatcher; secrets?: Secrets; repositories?: RepositoryCache; builds?: BuildCaches | null };
 
 /**
  * Every effect kind and who carries it out: a kind without a handler here does not compile. The agent
@@ -73,6 +73,7 @@ function createAgentEffects(deps: EffectHandlerDeps, parts: EffectHandlerParts):
   const { clock } = deps;
   return new AgentEffects({
     ...{ registry: parts.registry, shared: parts.shared, deliver: parts.deliver, aliveWindowMs: deps.config.dispatchAckTimeoutMs, now: () => clock.now() },
+    ...(parts.traces && { traces: parts.traces }),
     log: deps.log.child({ component: 'agent-effects' }),
     buildDispatch: {
       build: async (target) => {

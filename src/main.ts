@@ -19,6 +19,7 @@ import { LifecycleMetrics } from '../actors/runs/lifecycle-metrics.ts';
 import { heldJobsOf, liveRunsOf } from '../actors/runs/live-runs.ts';
 import { WithdrawalAnswers } from '../actors/agents/withdrawal-answers.ts';
 import { createRuntimeMetrics } from '../actors/runs/metrics.ts';
+import { DispatchPathTraces } from '../lib/stage-trace.ts';
 import type { RuntimeMetrics } from '../actors/runs/metrics.ts';
 import { Ownership } from '../actors/runs/ownership.ts';
 import type { OwnershipOptions, OwnershipStore } from '../actors/runs/ownership.ts';
@@ -131,7 +132,7 @@ export async function startCoordinator(configured: CompiledConfig, log: Logger, 
   const retention = createRetention({ config, db, now: () => clock.now(), log, registry, store: storage.store });
   const router = adminRoutes({ db, config, timeouts: jobTimeoutsOf(config), now: () => clock.now(), metrics: registry, runtime, kickToken: gateway.kickToken, retention });
   const buildFor = buildPlanner({ builds: storage.builds, builderConnected: () => runtime.registry.all().some((agent) => agent.labels.includes(BUILDER_ROLE) && agent.unusable === null) });
-  const intake = createIntake({ db, config, registry, createRun: (run) => runtime.createRun(run), repositories: runtime.repositories, now: () => clock.now(), log, buildFor });
+  const intake = createIntake({ db, config, registry, createRun: (run) => runtime.createRun(run), repositories: runtime.repositories, traces: runtime.traces, now: () => clock.now(), log, buildFor });
   registerStorageRoutes(router, { db, storage, issuer: () => httpBase });
   for (const register of [registerGithubWebhook, registerGenericWebhook]) register(router, intake.webhooks);
   registerSourceRoutes(router, { db, now: () => clock.now(), onRequeued: (key) => intake.queue.notify(key), onRepositoriesChanged: () => runtime.repositories.invalidate() });
@@ -223,11 +224,12 @@ export function createRuntime(deps: RuntimeDeps) {
   const me = config.coordinatorId;
   const pollMs = deps.listen ? POLL_WITH_SIGNALS_MS : POLL_WITHOUT_SIGNALS_MS;
   const metrics = createRuntimeMetrics(deps.registry);
+  const traces = new DispatchPathTraces((stage, seconds) => metrics.dispatchPathStageSeconds.observe({ stage }, seconds));
   // Read at every write: the epoch ownership holds right now (it changes only by re-claiming).
   const store = createRunStore(db, { coordinatorId: me, epoch: () => ownership.epoch }, clock);
   const inlinePlacement: InlinePlacement = { place: (runId, request) => dispatcher.placeNow(runId, request), undo: (grant) => dispatcher.undoPlacement(grant) };
   const supervisor = new Supervisor({
-    ...{ store, clock, log, metrics, maxBatch: config.commitMaxBatch, batching: config.commitBatching },
+    ...{ store, clock, log, metrics, maxBatch: config.commitMaxBatch, batching: config.commitBatching, traces },
     executeEffects: (effects) => executor.execute(effects),
     onSubmitted: (effects) => agents.prepareDispatches(effects),
     onNotCommitted: (effects) => agents.forgetDispatches(effects),
@@ -254,11 +256,11 @@ export function createRuntime(deps: RuntimeDeps) {
     if (isTerminalRunStatus(update.status)) dispatcher.forgetRun(update.runId);
   });
   const sources = new RunSources((runIds) => readRunInputSummaries(db, runIds));
-  const { handlers, agents } = effectHandlers(deps, { dispatcher, registry, shared: sharing.shared, deliver, sources, secrets, repositories, withdrawal: sharing.withdrawal, builds: deps.builds ?? null });
+  const { handlers, agents } = effectHandlers(deps, { dispatcher, registry, shared: sharing.shared, deliver, sources, secrets, repositories, withdrawal: sharing.withdrawal, builds: deps.builds ?? null, traces });
   const executor = new EffectExecutor({ handlers, markDone: (ids) => store.markEffectsDone(ids), clock, log, metrics });
   const ownership = createOwnership(deps, { store, metrics, supervisor, router, reattach: { supervisor, deliver, shared: sharing.shared, registry, log } });
   return {
-    ...{ supervisor, router, dispatcher, registry, deliver, executor, ownership, shared: sharing.shared, secrets, repositories, sources },
+    ...{ supervisor, router, dispatcher, registry, deliver, executor, ownership, shared: sharing.shared, secrets, repositories, sources, traces },
     /** Creates a run here; its source is kept for its dispatches. */
     createRun(run: NewRun): Promise<void> {
       sources.remember(run.input.runId, run.inputSummary);
@@ -358,6 +360,7 @@ interface IntakeWiring {
   registry: Registry;
   createRun: (run: NewRun) => Promise<void>;
   repositories: RepositoryCache;
+  traces: DispatchPathTraces;
   now: () => number;
   log: Logger;
   /** Whether a new run starts with a build job (src/caches/build-planner.ts). */
@@ -375,6 +378,7 @@ function createIntake(wiring: IntakeWiring) {
     log: log.child({ component: 'pipeline' }),
     onTriggersMatched: metrics.triggersMatched,
     unresolvedSecrets: (repository, workflow) => unresolvedReferences(db, repository, workflow),
+    traces: wiring.traces,
     ...(wiring.buildFor && { buildFor: wiring.buildFor }),
   });
   const process = createDeliveryProcessor({

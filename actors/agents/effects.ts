@@ -6,6 +6,7 @@ import type { CancelHolder } from '../../machines/job.withdrawal.ts';
 import type { SharedAgents, SharedSession } from './shared-agents.ts';
 import type { Effect } from '../runs/ports.ts';
 import type { IncomingRunEvent } from '../runs/supervisor.ts';
+import type { DispatchPathTraces } from '../../lib/stage-trace.ts';
 
 /** Frames built ahead and not yet taken, at most: a bound in case a send never comes for one. */
 const MAX_PREBUILT = 10_000;
@@ -44,6 +45,8 @@ export interface AgentEffectsDeps {
   log: Logger;
   /** A dispatch bound for a peer's agent crosses the database: its secret fields are sealed for the trip. */
   sealForPeer?: (frame: object) => object;
+  /** Where traced runs' time goes (lib/stage-trace.ts): a run's first dispatch sent closes its trace. */
+  traces?: DispatchPathTraces;
   /** A withdrawn attempt's cancel is reported to its job, which is fenced until the cancel has gone out (machines/job.withdrawal.ts). */
   reportCancel: (effect: Effect<'sendCancel'>, holder: CancelHolder) => Promise<void>;
 }
@@ -99,7 +102,8 @@ export class AgentEffects {
 
   async sendDispatch(effect: Effect<'sendDispatch'>): Promise<void> {
     const { jobKey, agentId, dispatchId } = effect.payload;
-    const { registry, deliver, log } = this.deps;
+    const { registry, deliver, log, traces } = this.deps;
+    traces?.mark(effect.runId, 'effect.started');
     const prebuilt = this.takePrebuilt(dispatchId);
     const session = registry.get(agentId);
     if (!session) {
@@ -125,8 +129,10 @@ export class AgentEffects {
       await deliver(effect.runId, { type: 'agent.job.status', jobKey, agentId, dispatchId, state: 'failed', error: built.reason });
       return;
     }
+    traces?.mark(effect.runId, 'dispatch.built');
     session.sent.add(dispatchId);
     session.link.send(built.dispatch);
+    traces?.finish(effect.runId, 'dispatch.sent');
   }
 
   /** The dispatch is built here, where the run lives, and sent by the coordinator holding the socket. */

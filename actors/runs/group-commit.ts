@@ -46,6 +46,8 @@ export interface GroupCommitOptions {
   observer?: CommitObserver;
   retry?: CommitRetryPolicy;
   onFenced: (error: FencedError) => void;
+  /** The runs of a batch whose transaction starts now (the stage budget: lib/stage-trace.ts). */
+  onFlush?: (runIds: readonly string[]) => void;
   /** A run's writes were given up; every write of it still pending is rejected with `error`. */
   onGiveUp: (runId: string, error: GiveUp) => void;
 }
@@ -140,6 +142,7 @@ export class GroupCommitter {
       return;
     }
     const started = performance.now();
+    this.options.onFlush?.(batch.map((pending) => pending.runId));
     const error = await this.attempt(batch);
     if (this.stopped) {
       this.flushing = false;

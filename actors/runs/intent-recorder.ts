@@ -35,6 +35,18 @@ export class IntentRecorder {
     this.open = null;
     return intents;
   }
+
+  /** The intents `runId`'s actor records while `step` runs (one event, or its start). */
+  record(runId: string, step: () => void): Intent[] {
+    this.begin(runId);
+    try {
+      step();
+    } catch (thrown) {
+      this.end();
+      throw thrown;
+    }
+    return this.end();
+  }
 }
 
 /** The run machine with every intent of both charts handed to `sink`. One instance serves all runs. */

@@ -87,6 +87,7 @@ export class Supervisor {
         onRetry: () => options.metrics.commitRetries.inc(),
       },
       onFenced: (error) => this.fence(error),
+      ...(options.traces && { onFlush: (runIds: readonly string[]) => runIds.forEach((runId) => options.traces?.mark(runId, 'commit.queued')) }),
       onGiveUp: (runId, error) => this.dropRun(runId, error),
     });
   }
@@ -161,7 +162,8 @@ export class Supervisor {
     const { runId } = newRun.input;
     const actor = this.actors.create(this.machine, newRun.input, runId);
     actor.subscribe(this.crashes);
-    const recorded = this.recording(runId, () => actor.start());
+    const recorded = this.recorder.record(runId, () => actor.start());
+    this.options.traces?.mark(runId, 'actor.started');
     const handle: RunHandle = { actor, seq: 0, storedSeq: 0, snapshotBytes: 0, tailBytes: 0, written: new Map(), closing: false };
     this.runs.set(runId, handle);
     // A crash inside start() reached the observer before the run was registered.
@@ -184,7 +186,7 @@ export class Supervisor {
     const event = { ...incoming, at: incoming.at ?? this.options.clock.now() };
     handle.seq += 1;
     const before = stateRefsOf(handle.actor);
-    const recorded = this.recording(runId, () => handle.actor.send(event));
+    const recorded = this.recorder.record(runId, () => handle.actor.send(event));
     this.options.metrics.actorEvents.inc();
     await this.commit(handle, runId, event, this.answerPlacements(handle, runId, recorded, event.at), { isNewRun: false, before });
   }
@@ -233,7 +235,7 @@ export class Supervisor {
     actor.subscribe(this.crashes);
     actor.start();
     // The tail's intents were answered when its events were live: its deadlines and effects are the stored rows.
-    for (const record of row.tail ?? []) this.recording(row.runId, () => actor.send(record.event as RunEvent));
+    for (const record of row.tail ?? []) this.recorder.record(row.runId, () => actor.send(record.event as RunEvent));
     const seq = journalHeadOf(row);
     this.runs.set(row.runId, { actor, seq, storedSeq: row.seq, snapshotBytes: 0, tailBytes: 0, written: new Map(), closing: false });
     const started = actor.getSnapshot();
@@ -298,23 +300,12 @@ export class Supervisor {
     }
   }
 
-  private recording(runId: string, step: () => void): Intent[] {
-    this.recorder.begin(runId);
-    try {
-      step();
-    } catch (thrown) {
-      this.recorder.end();
-      throw thrown;
-    }
-    return this.recorder.end();
-  }
-
   /** Placement requests the dispatcher can answer at once are answered in the same entry (docs/architecture.md#placement-in-the-same-entry). */
   private answerPlacements(handle: RunHandle, runId: string, intents: Intent[], at: number): InlineGrants {
     // The closures are made only for an entry that asks for placement: every other event skips them.
     const placing = () => ({
       ...{ runId, closing: handle.closing },
-      send: (answer: object) => this.recording(runId, () => handle.actor.send(answer as RunEvent)),
+      send: (answer: object) => this.recorder.record(runId, () => handle.actor.send(answer as RunEvent)),
       nextSeq: () => (handle.seq += 1),
       stateAfter: () => liveStateSummary(handle.actor),
     });
@@ -350,6 +341,7 @@ export class Supervisor {
       await this.committer.failRun(runFailureOf(entry, `its state could not be stored: ${serialized.message}`, this.options.clock.now())).catch(undoGrants);
       return;
     }
+    if (extra.isNewRun) this.options.traces?.mark(runId, 'entry.built');
     const submitted = this.committer.submit(serialized);
     const effects = entry.effects.map((effect) => ({ ...effect, runId }));
     if (effects.length > 0) this.options.onSubmitted?.(effects);
@@ -357,6 +349,7 @@ export class Supervisor {
       if (effects.length > 0) this.options.onNotCommitted?.(effects);
       return undoGrants(thrown);
     });
+    if (extra.isNewRun) this.options.traces?.mark(runId, 'run.committed');
     if (done) this.retire(runId, handle);
     this.afterCommit(runId, entry, effects);
   }

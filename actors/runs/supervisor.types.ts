@@ -9,6 +9,7 @@ import type { Effect, RunCommit, RunStore } from './ports.ts';
 import type { InlinePlacement } from './inline-placement.ts';
 import type { StoredSnapshotMark } from './snapshot-policy.ts';
 import type { WrittenJob } from './commit-plan.ts';
+import type { DispatchPathTraces } from '../../lib/stage-trace.ts';
 
 /** One run actor owned here, with what its commits need to remember. */
 export interface RunHandle extends StoredSnapshotMark {
@@ -42,6 +43,8 @@ export interface SupervisorOptions {
   onCommitted?: (entry: RunCommit) => void;
   /** Grants placement requests within the transition that made them; without it every request is an effect. */
   inlinePlacement?: InlinePlacement;
+  /** Where traced runs' time goes (lib/stage-trace.ts); their creating entry marks its stages. */
+  traces?: DispatchPathTraces;
   /** Bound of transient commit retries; the default suits production. */
   commitRetry?: CommitRetryPolicy;
 }

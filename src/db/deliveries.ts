@@ -7,6 +7,7 @@ import { retryingTransient } from './errors.ts';
 import { toJson } from './json.ts';
 import { recordset } from './recordset.ts';
 import type { Schema } from './schema.ts';
+import type { StageTrace } from '../../lib/stage-trace.ts';
 
 export type DeliveryStatus =
   | 'received'
@@ -36,6 +37,8 @@ export interface Delivery {
   recording?: Promise<boolean>;
   /** The body as the route parsed it, for a delivery handed over as it was received: not parsed again. */
   parsedBody?: unknown;
+  /** Where its time goes on the way to its first dispatch (lib/stage-trace.ts), for a delivery handed over as it was received. */
+  trace?: StageTrace;
 }
 
 /** A delivery handed to processing by the worker that claimed it as it was being recorded. */

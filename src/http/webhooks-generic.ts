@@ -1,5 +1,6 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import { findGenericSource } from '../db/generic-sources.ts';
+import { StageTrace } from '../../lib/stage-trace.ts';
 import { HttpError, readBody } from './respond.ts';
 import type { RouteContext, Router } from './router.ts';
 import { MAX_WEBHOOK_BYTES, acceptDelivery, keptHeaders, newDeliveryId, parseJsonBody, requestHeader } from './webhooks.ts';
@@ -23,14 +24,17 @@ function verified(source: NonNullable<SourceRow>, body: Buffer, value: string | 
 }
 
 async function genericRoute(deps: WebhookDeps, { req, res, params }: RouteContext): Promise<void> {
-  const started = performance.now();
+  const trace = new StageTrace();
   const name = params['source'] ?? '';
   const source = await findGenericSource(deps.db, name);
   if (!source) throw new HttpError(404, 'unknown source', `no generic webhook source named ${name}`);
+  trace.mark('source.read');
   const body = await readBody(req, MAX_WEBHOOK_BYTES);
+  trace.mark('request.read');
   const headerName = (source.header ?? (source.verification === 'api-key' ? 'x-api-key' : 'x-signature-256')).toLowerCase();
   if (!verified(source, body, requestHeader(req, headerName))) throw new HttpError(401, 'invalid signature', `${headerName} does not verify`);
   const parsedBody = parseJsonBody(body);
+  trace.mark('request.verified');
   const eventType = (source.event_type_header && requestHeader(req, source.event_type_header.toLowerCase())) || 'default';
   const idempotency = source.idempotency_header ? requestHeader(req, source.idempotency_header.toLowerCase()) : undefined;
   const extra = [source.event_type_header, source.idempotency_header].filter((h): h is string => Boolean(h));
@@ -38,7 +42,7 @@ async function genericRoute(deps: WebhookDeps, { req, res, params }: RouteContex
     deps,
     res,
     { source: `generic:${name}`, deliveryId: idempotency ?? newDeliveryId(), eventName: eventType, headers: keptHeaders(req, extra), body, parsedBody },
-    started,
+    trace,
   );
 }
 

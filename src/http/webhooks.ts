@@ -5,6 +5,7 @@ import type { Logger } from 'pino';
 import type { ClaimedDelivery, DeliveryKey, IntakeClaim } from '../db/deliveries.ts';
 import { parseDeliveryBody, type NewDelivery } from '../db/deliveries.ts';
 import type { Schema } from '../db/schema.ts';
+import { StageTrace } from '../../lib/stage-trace.ts';
 import { HttpError, readBody, sendJson } from './respond.ts';
 import type { RouteContext, Router } from './router.ts';
 
@@ -69,19 +70,20 @@ export async function acceptDelivery(
   deps: WebhookDeps,
   res: RouteContext['res'],
   received: { source: string; deliveryId: string; eventName: string; headers: Record<string, string>; body: Buffer; parsedBody: unknown },
-  started: number,
+  trace: StageTrace,
 ): Promise<void> {
   const { parsedBody, ...d } = received;
   const claim = deps.claimAtIntake?.(d.body.length) ?? null;
   const now = deps.now();
   const recording = deps.record({ ...d, now, claim });
+  trace.mark('intake.sent');
   if (claim) {
-    const delivery = { ...d, parsedBody, receivedAt: now, status: 'processing' as const, attempts: 0, recording: recording.catch(() => false) };
+    const delivery = { ...d, parsedBody, trace, receivedAt: now, status: 'processing' as const, attempts: 0, recording: recording.catch(() => false) };
     // On the next turn, once the INSERT has been handed to a connection: the pipeline's work overlaps its round trip.
     setImmediate(() => deps.processClaimed?.(delivery));
   }
   const fresh = await recording;
-  const seconds = (performance.now() - started) / 1000;
+  const seconds = (performance.now() - trace.startedAt) / 1000;
   deps.observe(d.source, fresh ? 'accepted' : 'duplicate', seconds);
   if (!fresh) {
     sendJson(res, 200, { accepted: true, duplicate: true, deliveryId: d.deliveryId });
@@ -93,8 +95,9 @@ export async function acceptDelivery(
 }
 
 async function githubRoute(deps: WebhookDeps, { req, res }: RouteContext): Promise<void> {
-  const started = performance.now();
+  const trace = new StageTrace();
   const body = await readBody(req, MAX_WEBHOOK_BYTES);
+  trace.mark('request.read');
   if (!verifySignature(body, header(req, 'x-hub-signature-256'), deps.githubSecrets)) {
     deps.observe('github', 'rejected', 0);
     const reason = deps.githubSecrets.length === 0 ? 'no GitHub webhook secret is configured' : 'signature does not match';
@@ -105,7 +108,8 @@ async function githubRoute(deps: WebhookDeps, { req, res }: RouteContext): Promi
   if (!eventName) throw new HttpError(400, 'missing header', 'X-GitHub-Event is required');
   if (!deliveryId) throw new HttpError(400, 'missing header', 'X-GitHub-Delivery is required');
   const parsedBody = parseJsonBody(body);
-  await acceptDelivery(deps, res, { source: 'github', deliveryId, eventName, headers: keptHeaders(req), body, parsedBody }, started);
+  trace.mark('request.verified');
+  await acceptDelivery(deps, res, { source: 'github', deliveryId, eventName, headers: keptHeaders(req), body, parsedBody }, trace);
 }
 
 export function registerGithubWebhook(router: Router, deps: WebhookDeps): void {

@@ -35,6 +35,7 @@ export function createDeliveryProcessor(deps: DeliveryProcessorDeps): DeliveryPr
   return async (key, worker, loaded) => {
     const delivery = loaded ?? (await loadDelivery(deps.db, key));
     if (!delivery) return 'done';
+    delivery.trace?.mark('intake.handed-over');
     const log = deps.log.child({ source: key.source, deliveryId: key.deliveryId, event: delivery.eventName });
     try {
       const result = await runPipeline(deps.pipeline, delivery);

@@ -107,6 +107,7 @@ export async function runPipeline(deps: PipelineDeps, delivery: Delivery): Promi
   if (isDropped(event)) return { status: 'ignored', outcome: { reason: event.dropped } };
   const repo = await deps.repository(event.repository);
   if (!repo) return { status: 'ignored', outcome: { reason: `repository ${event.repository} is not registered` } };
+  delivery.trace?.mark('pipeline.repository');
   assertCommitIds(event);
   if (event.envelope.type === 'push') deps.onPush?.(repo.name);
   const provider = providerFor(repo, deps.githubApiUrl);
@@ -116,7 +117,9 @@ export async function runPipeline(deps: PipelineDeps, delivery: Delivery): Promi
     defaultBranch: repo.defaultBranch ?? 'main',
     ...contributorsOf(deps, repo),
   });
+  delivery.trace?.mark('pipeline.trust');
   const lock = await resolveLockFile({ candidates: [{ provider, cloneUrl: repo.cloneUrl }], sha: trust.lockSha, cache: deps.cache });
+  delivery.trace?.mark('lockfile.read');
   deps.onLockFile?.(lock.kind);
   if (lock.kind === 'transient') throw new TransientDeliveryError(`lock file: ${lock.detail}`);
   if (lock.kind === 'absent') throw new TransientDeliveryError(`lock file: ${lock.detail}`, ABSENT_COMMIT_ATTEMPTS);
@@ -130,6 +133,7 @@ export async function runPipeline(deps: PipelineDeps, delivery: Delivery): Promi
   }
   const changes = { changes: changesFor(repo, deps.githubApiUrl), defaultBranchHead: () => provider.defaultBranchHead() };
   const envelope = await withChangedFiles(event, lock.lock.workflows, changes);
+  delivery.trace?.mark('pipeline.changes');
   return startMatched(deps, delivery, lock.lock, { ...source, event: envelope });
 }
 

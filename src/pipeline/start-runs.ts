@@ -21,6 +21,7 @@ import { matchWorkflows } from './triggers.ts';
 import { runExists } from '../db/run-queries.ts';
 import { DeliveryNotRecordedError, isRecorded } from '../queue/delivery-queue.ts';
 import { unsupportedParts } from '../lockfile/unsupported.ts';
+import type { DispatchPathTraces } from '../../lib/stage-trace.ts';
 
 export interface StartedRun {
   workflow: string;
@@ -47,6 +48,8 @@ export interface RunStarterDeps {
   unresolvedSecrets?: (repository: string, workflow: LockWorkflow) => Promise<string[]>;
   /** Whether the run starts with a build job (src/caches/build-planner.ts); absent: never. */
   buildFor?: (source: SourceBase, workflow: LockWorkflow) => Promise<{ contentHash: string } | null>;
+  /** A traced delivery's first run carries its trace on (lib/stage-trace.ts). */
+  traces?: DispatchPathTraces;
 }
 
 const UNRESOLVED = '(unresolved workflow)';
@@ -58,6 +61,10 @@ const UNRESOLVED = '(unresolved workflow)';
  */
 async function create(deps: RunStarterDeps, delivery: Delivery, run: NewRun): Promise<string | null> {
   if (!(await isRecorded(delivery))) throw new DeliveryNotRecordedError(delivery.deliveryId);
+  if (delivery.trace) {
+    delivery.trace.mark('intake.committed');
+    deps.traces?.bind(run.input.runId, delivery.trace);
+  }
   try {
     await deps.createRun(run);
     return null;
@@ -104,6 +111,26 @@ async function evaluateInline(sandbox: Sandbox, workflow: LockWorkflow, event: E
   return results;
 }
 
+/** The run of a matched workflow as it is created: inline values evaluated, environments resolved, planned. */
+async function plannedRun(deps: RunStarterDeps, delivery: Delivery, source: SourceBase, workflow: LockWorkflow, runId: string): Promise<NewRun> {
+  const inline = await evaluateInline(deps.sandbox, workflow, source.event);
+  delivery.trace?.mark('run.inline');
+  const environments = await resolveRunEnvironments(deps.db, workflow, source, inline.environments);
+  delivery.trace?.mark('run.environments');
+  const build = (await deps.buildFor?.(source, workflow)) ?? undefined;
+  delivery.trace?.mark('run.build');
+  const input = withForgeStatus(
+    planRun({
+      ...{ runId, createdAt: deps.now(), workflow, timeouts: deps.timeouts, maxAttempts: deps.maxAttempts, ...(build && { build }) },
+      ...{ repository: source.repository, resolvedConcurrencyGroups: inline.groups, jobErrors: inline.errors, environments: environments.planned },
+    }),
+    source,
+  );
+  const inputSummary = toSource(source, workflow, delivery, inline.env, environments.frozen);
+  delivery.trace?.mark('run.planned');
+  return { input, repository: source.repository, inputSummary };
+}
+
 /** Starts the runs of one delivery; each workflow on its own, so one failure never stops the others (INT-8, B15). */
 export function createRunStarter(deps: RunStarterDeps): RunStarter {
   // A delivery recorded a moment ago has no runs yet (and were one there, its creation is refused
@@ -124,22 +151,12 @@ export function createRunStarter(deps: RunStarterDeps): RunStarter {
     const runId = runIdFor(delivery.source, delivery.deliveryId, workflow.name);
     if (await exists(delivery, runId)) return { workflow: workflow.name, runId };
     const unresolved = (await deps.unresolvedSecrets?.(source.repository, workflow)) ?? [];
+    delivery.trace?.mark('run.secrets');
     if (unresolved.length > 0) {
       const message = `secrets the workflow references are not stored: ${unresolved.join(', ')}`;
       return { workflow: workflow.name, runId: await failedRun(delivery, source, workflow, { scope: 'run', category: 'secret_resolution', message }) };
     }
-    const inline = await evaluateInline(deps.sandbox, workflow, source.event);
-    const environments = await resolveRunEnvironments(deps.db, workflow, source, inline.environments);
-    const build = (await deps.buildFor?.(source, workflow)) ?? undefined;
-    const input = withForgeStatus(
-      planRun({
-        ...{ runId, createdAt: deps.now(), workflow, timeouts: deps.timeouts, maxAttempts: deps.maxAttempts, ...(build && { build }) },
-        ...{ repository: source.repository, resolvedConcurrencyGroups: inline.groups, jobErrors: inline.errors, environments: environments.planned },
-      }),
-      source,
-    );
-    const inputSummary = toSource(source, workflow, delivery, inline.env, environments.frozen);
-    const unstorable = await create(deps, delivery, { input, repository: source.repository, inputSummary });
+    const unstorable = await create(deps, delivery, await plannedRun(deps, delivery, source, workflow, runId));
     return { workflow: workflow.name, runId, ...(unstorable === null ? {} : { initFailure: unstorable }) };
   }
 
@@ -155,6 +172,7 @@ export function createRunStarter(deps: RunStarterDeps): RunStarter {
       const matchStarted = performance.now();
       const matches = matchWorkflows(lock.workflows, source.event);
       deps.onTriggersMatched?.((performance.now() - matchStarted) / 1000);
+      delivery.trace?.mark('triggers.matched');
       for (const match of matches) {
         if (match.outcome === 'no_match') continue;
         if (match.outcome === 'matched') {

@@ -50,7 +50,11 @@ const FAMILIES = [
   'switchyard_lease_takeovers_total',
   'switchyard_adoption_seconds',
   'switchyard_log_bytes_stored_total',
+  'switchyard_dispatch_path_stage_seconds',
 ];
+
+/** The stages a GitHub push with a cached-or-read lock file passes on its way to its first dispatch. */
+const PATH_STAGES = ['request.read', 'request.verified', 'intake.sent', 'lockfile.read', 'triggers.matched', 'run.planned', 'actor.started', 'run.committed', 'dispatch.sent'];
 
 /** The value of one sample line, `name{labels} value`; 0 when the series is not there. */
 function sample(text: string, series: string): number {
@@ -138,5 +142,16 @@ describe('GET /metrics after real deliveries, runs and an agent (real processes)
     assert.deepEqual(still, [], `every driven metric moved: ${JSON.stringify(moved)}`);
     assert.ok(moved['cacheHits'] !== undefined && moved['cacheHits'] >= 1);
     assert.equal(moved['runsActive'], 2, 'the two runs whose deploy job waits for an agent');
+  });
+
+  it("the dispatch path's stages: each delivery that reached an agent is traced once, and its stages add up to its whole way", async () => {
+    const text = await (await fetch(`${coordinator.url}/metrics`)).text();
+    const series = (stage: string, kind: 'sum' | 'count') => sample(text, `switchyard_dispatch_path_stage_seconds_${kind}{stage="${stage}"}`);
+    assert.equal(series('total', 'count'), 2, 'the two builds dispatched (the deploy jobs never are)');
+    const missing = PATH_STAGES.filter((stage) => series(stage, 'count') !== 2);
+    assert.deepEqual(missing, [], 'every stage of the path was marked once a delivery');
+    const stages = [...text.matchAll(/^switchyard_dispatch_path_stage_seconds_sum\{stage="([^"]+)"\} (\S+)$/gm)].filter((m) => m[1] !== 'total');
+    const sum = stages.reduce((total, m) => total + Number(m[2]), 0);
+    assert.ok(Math.abs(sum - series('total', 'sum')) < 1e-6, `the stages (${sum} s) add up to the whole way (${series('total', 'sum')} s)`);
   });
 });
