@@ -18,7 +18,9 @@
  *   agents, one socket got ~100 frames a second and past its 200-frame burst waited on the
  *   protocol's per-connection rate limit (100 messages/s), which is what the phases then measured;
  * - sustained runs/s and jobs/s with every run submitted at once.
- * - the coordinator loop's busy share in each throughput phase.
+ * - the coordinator loop's busy share in each throughput phase;
+ * - the bare durable commit and round trip on the same database after the phases, and the idle
+ *   latencies in bare commits.
  * `--one-thread` runs the coordinator on this thread too, as these figures were taken before: then
  * client, agents and coordinator share one event loop, and the figures are a floor.
  *
@@ -34,7 +36,7 @@ import { join } from 'node:path';
 import { isTerminalRunStatus } from '../machines/status.ts';
 import { startBenchCoordinator, wallNow, type BenchCoordinator, type CommittedMark } from './coordinator-thread.ts';
 import { CoordinatorClient, FakeAgent, runStepsWorkflow, type JobDispatchFrame } from '../test/support/fake-agent.ts';
-import { benchFlags, freshDatabase, percentiles, pool, writeResult, type Percentiles } from './support.ts';
+import { benchFlags, durabilityFloor, freshDatabase, percentiles, pool, ratio, writeResult, type Percentiles } from './support.ts';
 
 const argv = process.argv.slice(2);
 const flags = benchFlags(argv);
@@ -226,8 +228,15 @@ async function main(): Promise<void> {
       throughputFourJobRuns: stripIds(fanout),
       warmupFailed: warm.failed,
       groupCommit: await commitFigures(client),
+      floor: await durabilityFloor(database.url),
     };
     report(results, coordinator);
+    const idleFigures = results.idle;
+    const unit = results.floor.bareCommitMs.p50;
+    console.log(
+      `idle, in bare durable commits of ${unit} ms (same Postgres, same run; round trip ${results.floor.roundTripMs.p50} ms): ` +
+        `dispatch → ack committed ${ratio(idleFigures.dispatchToAckRoundTripMs.p50, unit)}, ack sent → committed ${ratio(idleFigures.ackSentToCommittedMs.p50, unit)}, create-run → dispatch ${ratio(idleFigures.createRunToDispatchMs.p50, unit)}`,
+    );
     console.log(`group commit: ${JSON.stringify(results.groupCommit)}`);
     const setup = { agents: AGENTS, agentsCompress: AGENTS_COMPRESS, coordinatorCompression: COORDINATOR_COMPRESSION, secrets: SECRETS, coordinator: coordinator.placement, idleRuns: IDLE_RUNS, latencyRuns: LATENCY_RUNS, latencyClients: LATENCY_CLIENTS, database: 'external Postgres' };
     const name = `dispatch${flags.oneThread ? '.one-thread' : ''}${SECRETS ? '.secrets' : ''}`;

@@ -24,6 +24,7 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { PerformanceObserver } from 'node:perf_hooks';
 import { pino } from 'pino';
 import { loadConfig } from '../src/config/index.ts';
 import { startCoordinator, type Coordinator } from '../src/main.ts';
@@ -52,6 +53,8 @@ interface Level {
   createToDispatchMs: Percentiles;
   dispatchToAckCommittedMs: Percentiles;
   oneJobRunsPerSecond: number;
+  /** Share of the throughput burst's wall time spent in garbage collection (the whole process: coordinator, agents, client). */
+  gcShareOfBurst: number;
   /** GET /metrics, median of 5: the coordinator's thread is held that long by each Prometheus scrape. */
   metricsScrapeMs: number;
   /** The first of those 5, after the runs that reached this level were created: each changed since the scrape before. */
@@ -59,6 +62,12 @@ interface Level {
 }
 
 const gc = (globalThis as { gc?: () => void }).gc ?? (() => undefined);
+
+/** Milliseconds spent in garbage collection since the process started (every kind of collection). */
+let gcMs = 0;
+new PerformanceObserver((list) => {
+  for (const entry of list.getEntries()) gcMs += entry.duration;
+}).observe({ entryTypes: ['gc'] });
 
 /** Live runs whose job waits for a label nobody has, created in-process 1000 at a time. */
 async function addLiveRuns(coordinator: Coordinator, count: number): Promise<void> {
@@ -94,15 +103,17 @@ async function measureLevel(coordinator: Coordinator, client: CoordinatorClient,
     await client.metrics();
     scrapes.push(performance.now() - scrapeStarted);
   }
-  const burstStarted = performance.now();
+  const [burstStarted, gcBefore] = [performance.now(), gcMs];
   await pool(THROUGHPUT_RUNS, 64, async (i) => void (await watch.finished(await client.createRun(workflow(i)))));
   const seconds = (performance.now() - burstStarted) / 1000;
+  const gcShareOfBurst = Math.round(((gcMs - gcBefore) / (seconds * 1000)) * 1000) / 1000;
   return {
     liveRuns,
     ...heap,
     createToDispatchMs: percentiles(createToDispatch),
     dispatchToAckCommittedMs: percentiles(dispatchToAck),
     oneJobRunsPerSecond: Math.round((THROUGHPUT_RUNS / seconds) * 10) / 10,
+    gcShareOfBurst,
     metricsScrapeMs: percentiles(scrapes).p50,
     metricsFirstScrapeMs: Math.round((scrapes[0] ?? NaN) * 100) / 100,
   };
@@ -184,10 +195,13 @@ async function main(): Promise<void> {
       const level = await measureLevel(coordinator, client, watch, live, heap);
       levels.push(level);
       const memory = `${level.heapBytesPerLiveRun} B heap per added run (${level.heapBytesPerLiveRunSinceStart} B per run since start)`;
-      console.log(`${String(live).padStart(6)} live runs: ${memory}; create → dispatch p50 ${level.createToDispatchMs.p50} ms (p99 ${level.createToDispatchMs.p99}); dispatch → ack committed p50 ${level.dispatchToAckCommittedMs.p50} ms; ${level.oneJobRunsPerSecond} one-job runs/s; /metrics ${level.metricsScrapeMs} ms (the first ${level.metricsFirstScrapeMs} ms)`);
+      console.log(`${String(live).padStart(6)} live runs: ${memory}; create → dispatch p50 ${level.createToDispatchMs.p50} ms (p99 ${level.createToDispatchMs.p99}); dispatch → ack committed p50 ${level.dispatchToAckCommittedMs.p50} ms; ${level.oneJobRunsPerSecond} one-job runs/s (GC ${Math.round(level.gcShareOfBurst * 100)}% of the burst); /metrics ${level.metricsScrapeMs} ms (the first ${level.metricsFirstScrapeMs} ms)`);
     }
     const setup = { agents: 10, samples: SAMPLES, throughputRuns: THROUGHPUT_RUNS, warmUpRuns: WARM_UP_RUNS };
-    console.log(`results: ${(await writeResult('growth', flags, { setup, levels })).pathname}`);
+    const [first, last] = [levels[0], levels.at(-1)];
+    const throughputKept = first && last ? Math.round((last.oneJobRunsPerSecond / first.oneJobRunsPerSecond) * 100) / 100 : null;
+    if (first && last) console.log(`throughput at ${last.liveRuns} live runs ÷ at ${first.liveRuns}: ${throughputKept}`);
+    console.log(`results: ${(await writeResult('growth', flags, { setup, levels, throughputKept })).pathname}`);
   } finally {
     await Promise.all(agents.map((agent) => agent.close()));
     await coordinator.close();
