@@ -31,6 +31,19 @@ export class SupervisorStoppedError extends Error {
   }
 }
 
+/** A run made ready while what it comes from (its delivery) was being recorded, which was not stored: nothing of the run was written. */
+export class RunCauseNotRecordedError extends Error {
+  override readonly name = 'RunCauseNotRecordedError';
+  constructor(readonly runId: string) {
+    super(`run ${runId} was not created: what it comes from was not recorded`);
+  }
+}
+
+/** A new run whose cause is being recorded writes nothing before it is, and is not created when it was not (`NewRun.recordedCause`). */
+export async function causeRecorded(runId: string, newRun: { recordedCause?: Promise<boolean> } | undefined): Promise<void> {
+  if (newRun?.recordedCause && !(await newRun.recordedCause)) throw new RunCauseNotRecordedError(runId);
+}
+
 /** The run is not owned by this coordinator (never created here, finished, or adopted elsewhere). */
 export class RunNotOwnedError extends Error {
   override readonly name = 'RunNotOwnedError';

@@ -145,6 +145,12 @@ export interface NewRun {
   repository: string | null;
   /** Frozen data the effect executor needs later (event, lock job configs); never secrets. */
   inputSummary?: unknown;
+  /**
+   * What the run comes from, still being recorded (its delivery's row): the run is made ready at
+   * once, but its first entry is written only once this resolves true; false, nothing of it is
+   * written and `createRun` rejects with RunCauseNotRecordedError.
+   */
+  recordedCause?: Promise<boolean>;
 }
 
 /** An outbox row: a committed intent with its idempotency key `runId:seq:n`. */

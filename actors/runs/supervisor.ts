@@ -4,7 +4,7 @@ import { RUN_MACHINE_ID, RUN_MACHINE_VERSION } from '../../machines/run.machine.
 import type { RunContext, RunEvent } from '../../machines/run.machine.ts';
 import type { JobContext, JobTag } from '../../machines/job.setup.ts';
 import type { PersistedMachineSnapshot } from '../../machines/projection.ts';
-import { RunNotOwnedError, RunNotStorableError, SupervisorStoppedError, UnknownMachineVersionError, UnstorableEntryError } from './errors.ts';
+import { RunNotOwnedError, RunNotStorableError, causeRecorded, SupervisorStoppedError, UnknownMachineVersionError, UnstorableEntryError } from './errors.ts';
 import { coerceError } from '../../lib/errors.ts';
 import { GroupCommitter } from './group-commit.ts';
 import type { GiveUp } from './group-commit.ts';
@@ -181,6 +181,9 @@ export class Supervisor {
   /** Delivers one event to the owning run actor; resolves when the event is durable. */
   async send(runId: string, incoming: IncomingRunEvent): Promise<void> {
     this.assertRunning();
+    // A run whose first entry waits for its cause to be recorded takes nothing before that entry is queued.
+    const creating = this.creating.get(runId);
+    if (creating) await creating.catch(() => undefined);
     const handle = this.runs.get(runId);
     if (!handle || handle.closing) throw new RunNotOwnedError(runId);
     const event = { ...incoming, at: incoming.at ?? this.options.clock.now() };
@@ -328,6 +331,7 @@ export class Supervisor {
     if (current.status === 'error') {
       this.close(runId, handle);
       const crash = { runId, seq: handle.seq, machineVersion: SNAPSHOT_VERSION, error: current.error, context: current.context as RunContext | undefined, newRun: extra.newRun };
+      await causeRecorded(runId, extra.newRun).catch(undoGrants);
       // Rejects with RunNotStorableError once the run is failed in the database.
       await this.committer.failRun(crashFailureOf(crash, this.options.clock.now())).catch(undoGrants);
       return;
@@ -337,11 +341,14 @@ export class Supervisor {
     const serialized = this.serialize(handle, entry);
     if (serialized instanceof UnstorableEntryError) {
       this.close(runId, handle);
+      await causeRecorded(runId, extra.newRun).catch(undoGrants);
       // Rejects with RunNotStorableError once the run is failed in the database.
       await this.committer.failRun(runFailureOf(entry, `its state could not be stored: ${serialized.message}`, this.options.clock.now())).catch(undoGrants);
       return;
     }
     if (extra.isNewRun) this.options.traces?.mark(runId, 'entry.built');
+    await causeRecorded(runId, extra.newRun).catch(undoGrants);
+    if (extra.isNewRun) this.options.traces?.mark(runId, 'cause.recorded');
     const submitted = this.committer.submit(serialized);
     const effects = entry.effects.map((effect) => ({ ...effect, runId }));
     if (effects.length > 0) this.options.onSubmitted?.(effects);

@@ -1,6 +1,6 @@
 import type { Kysely } from 'kysely';
 import type { Logger } from 'pino';
-import { RunNotStorableError } from '../../actors/runs/errors.ts';
+import { RunCauseNotRecordedError, RunNotStorableError } from '../../actors/runs/errors.ts';
 import { coerceError } from '../../lib/errors.ts';
 import type { NewRun } from '../../actors/runs/ports.ts';
 import type { LockFile, LockStaticJob, LockWorkflow } from '../../machines/lock.types.ts';
@@ -60,16 +60,15 @@ const UNRESOLVED = '(unresolved workflow)';
  * delivery whose recording came to nothing creates nothing (DeliveryNotRecordedError).
  */
 async function create(deps: RunStarterDeps, delivery: Delivery, run: NewRun): Promise<string | null> {
-  if (!(await isRecorded(delivery))) throw new DeliveryNotRecordedError(delivery.deliveryId);
-  if (delivery.trace) {
-    delivery.trace.mark('intake.committed');
-    deps.traces?.bind(run.input.runId, delivery.trace);
-  }
+  if (delivery.trace) deps.traces?.bind(run.input.runId, delivery.trace);
+  // Made ready while the delivery is being recorded; written only once its row is stored.
+  const recordedCause = delivery.recording && isRecorded(delivery);
   try {
-    await deps.createRun(run);
+    await deps.createRun(recordedCause ? { ...run, recordedCause } : run);
     return null;
   } catch (thrown) {
     if (thrown instanceof RunNotStorableError) return thrown.reason;
+    if (thrown instanceof RunCauseNotRecordedError) throw new DeliveryNotRecordedError(delivery.deliveryId);
     throw thrown;
   }
 }

@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { it } from 'node:test';
+import { pino } from 'pino';
 import type { LockFile, LockWorkflow } from '../../../machines/lock.types.ts';
 import type { NewRun } from '../../../actors/runs/ports.ts';
 import { DEFAULT_JOB_TIMEOUTS } from '../../../machines/types.ts';
@@ -74,30 +75,45 @@ await describeEachKind('starting the runs of a delivery', (kind) => {
       }
     }));
 
-  it('a delivery handed over while it is recorded creates its runs once its row is stored, and none when it is not', () =>
+  it('a delivery handed over while it is recorded makes its run ready at once, writes it once its row is stored, and nothing when it is not', () =>
     withTestDatabase(kind, async ({ db }) => {
-      const runtime = await startTestRuntime(db, 'coord-s');
+      // Warnings and errors the runtime logs: a write sent ahead of its run's first entry would fail and be retried.
+      const complaints: string[] = [];
+      const log = pino({ level: 'warn' }, { write: (line: string) => void complaints.push(line) });
+      const runtime = await startTestRuntime(db, 'coord-s', {}, log);
       const sandbox = new IsolatedVmSandbox();
       const created: string[] = [];
       const createRun = async (run: NewRun) => {
         created.push(run.input.runId);
         await runtime.supervisor.createRun(run);
       };
+      const stored = async () => (await db.selectFrom('run_events').select(['run_id', 'seq', 'event']).orderBy('run_id').orderBy('seq').execute()).map((r) => [r.run_id, r.seq, (r.event as { type: string }).type]);
       try {
         const starter = createRunStarter({ db, createRun, sandbox, timeouts: DEFAULT_JOB_TIMEOUTS, maxAttempts: 5, now: Date.now, log: testLog });
         const duplicate = deferred<boolean>();
         const refused = starter.matched({ ...delivery, deliveryId: 'd-dup', recording: duplicate.promise }, lock, source);
-        const stored = deferred<boolean>();
-        const started = starter.matched({ ...delivery, deliveryId: 'd-new', recording: stored.promise }, lock, source);
+        const recorded = deferred<boolean>();
+        const started = starter.matched({ ...delivery, deliveryId: 'd-new', recording: recorded.promise }, lock, source);
         await new Promise((resolve) => setTimeout(resolve, 50));
-        assert.deepEqual(created, [], 'nothing is created while the rows are being written');
+        const [dupFirst, newFirst] = [runIdFor('github', 'd-dup', 'first'), runIdFor('github', 'd-new', 'first')];
+        assert.deepEqual(created, [dupFirst, newFirst], "each delivery's first run is made ready while its row is written");
+        assert.deepEqual(await stored(), [], 'and nothing of it is written');
+        // An event for a run not yet written waits for the run's first entry and is journaled after it.
+        const cancelled = runtime.supervisor.send(newFirst, { type: 'run.cancel', reason: 'test', force: false, by: 'test' });
+        await new Promise((resolve) => setTimeout(resolve, 20));
         duplicate.resolve(false);
         await assert.rejects(refused, DeliveryNotRecordedError);
-        stored.resolve(true);
-        assert.deepEqual((await started).map((r) => r.runId), [runIdFor('github', 'd-new', 'first'), runIdFor('github', 'd-new', 'second')]);
-        assert.deepEqual(created, [runIdFor('github', 'd-new', 'first'), runIdFor('github', 'd-new', 'second')]);
+        assert.equal(runtime.supervisor.owns(dupFirst), false, 'the run of a delivery not recorded leaves memory');
+        recorded.resolve(true);
+        assert.deepEqual((await started).map((r) => r.runId), [newFirst, runIdFor('github', 'd-new', 'second')]);
+        await cancelled.catch((e: unknown) => console.log('CANCEL FAILED', e));
+        const events = await stored();
+        console.log('EVENTS', JSON.stringify(events));
+        assert.deepEqual(events.filter(([runId]) => runId === newFirst).map(([, seq, type]) => [seq, type]).slice(0, 1), [[0, 'run.created']]);
+        assert.ok(events.some(([runId, , type]) => runId === newFirst && type === 'run.cancel'), 'the cancel was journaled after the creation');
+        assert.deepEqual(complaints, [], 'no write went ahead of its run and failed');
         const runs = await db.selectFrom('runs').select('run_id').orderBy('run_id').execute();
-        assert.deepEqual(runs.map((r) => r.run_id), [...created].sort(), 'the duplicate made no run');
+        assert.deepEqual(runs.map((r) => r.run_id), [newFirst, runIdFor('github', 'd-new', 'second')].sort(), 'the duplicate made no run');
       } finally {
         sandbox.dispose();
         await runtime.stop();
