@@ -40,8 +40,8 @@ export class RunCauseNotRecordedError extends Error {
 }
 
 /** A new run whose cause is being recorded writes nothing before it is, and is not created when it was not (`NewRun.recordedCause`). */
-export async function causeRecorded(runId: string, newRun: { recordedCause?: Promise<boolean> } | undefined): Promise<void> {
-  if (newRun?.recordedCause && !(await newRun.recordedCause)) throw new RunCauseNotRecordedError(runId);
+export async function causeRecorded(runId: string, recordedCause: Promise<boolean>): Promise<void> {
+  if (!(await recordedCause)) throw new RunCauseNotRecordedError(runId);
 }
 
 /** The run is not owned by this coordinator (never created here, finished, or adopted elsewhere). */

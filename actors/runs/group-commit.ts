@@ -100,9 +100,14 @@ export class GroupCommitter {
     });
   }
 
+  /**
+   * At once (`delayMs` 0): once the code that submitted has run, so what it submits in the same turn
+   * goes in one transaction; an entry that finds nothing in flight does not wait a turn of the event
+   * loop. Entries submitted while a transaction is in flight go in the next one (`continueFlushing`).
+   */
   private scheduleFlush(delayMs: number): void {
     this.flushing = true;
-    if (delayMs === 0) setImmediate(() => void this.flush());
+    if (delayMs === 0) queueMicrotask(() => void this.flush());
     else this.options.clock.setTimeout(() => void this.flush(), delayMs);
   }
 
@@ -152,8 +157,9 @@ export class GroupCommitter {
       this.failures = 0;
       this.queue.splice(0, batch.length);
       this.options.observer?.onBatch(batch.length, (performance.now() - started) / 1000);
-      if (batch.every((pending) => 'entry' in pending.work)) {
-        // Failure records settle first: their runs' later writes still queued are given up with them.
+      // With more to send, that goes first and the committed entries settle on the next turn; with nothing, at once.
+      // (Failure records settle first: their runs' later writes still queued are given up with them.)
+      if (this.queue.length > 0 && batch.every((pending) => 'entry' in pending.work)) {
         this.continueFlushing();
         setImmediate(() => this.settleCommitted(batch));
         return;

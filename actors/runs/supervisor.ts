@@ -331,7 +331,7 @@ export class Supervisor {
     if (current.status === 'error') {
       this.close(runId, handle);
       const crash = { runId, seq: handle.seq, machineVersion: SNAPSHOT_VERSION, error: current.error, context: current.context as RunContext | undefined, newRun: extra.newRun };
-      await causeRecorded(runId, extra.newRun).catch(undoGrants);
+      if (extra.newRun?.recordedCause) await causeRecorded(runId, extra.newRun.recordedCause).catch(undoGrants);
       // Rejects with RunNotStorableError once the run is failed in the database.
       await this.committer.failRun(crashFailureOf(crash, this.options.clock.now())).catch(undoGrants);
       return;
@@ -341,13 +341,13 @@ export class Supervisor {
     const serialized = this.serialize(handle, entry);
     if (serialized instanceof UnstorableEntryError) {
       this.close(runId, handle);
-      await causeRecorded(runId, extra.newRun).catch(undoGrants);
+      if (extra.newRun?.recordedCause) await causeRecorded(runId, extra.newRun.recordedCause).catch(undoGrants);
       // Rejects with RunNotStorableError once the run is failed in the database.
       await this.committer.failRun(runFailureOf(entry, `its state could not be stored: ${serialized.message}`, this.options.clock.now())).catch(undoGrants);
       return;
     }
     if (extra.isNewRun) this.options.traces?.mark(runId, 'entry.built');
-    await causeRecorded(runId, extra.newRun).catch(undoGrants);
+    if (extra.newRun?.recordedCause) await causeRecorded(runId, extra.newRun.recordedCause).catch(undoGrants);
     if (extra.isNewRun) this.options.traces?.mark(runId, 'cause.recorded');
     const submitted = this.committer.submit(serialized);
     const effects = entry.effects.map((effect) => ({ ...effect, runId }));
