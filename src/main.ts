@@ -18,7 +18,7 @@ import { EventRouter } from '../actors/runs/event-router.ts';
 import { LifecycleMetrics } from '../actors/runs/lifecycle-metrics.ts';
 import { heldJobsOf, liveRunsOf } from '../actors/runs/live-runs.ts';
 import { WithdrawalAnswers } from '../actors/agents/withdrawal-answers.ts';
-import { createRuntimeMetrics } from '../actors/runs/metrics.ts';
+import { createRuntimeMetrics, dispatchStageObserver } from '../actors/runs/metrics.ts';
 import { DispatchPathTraces } from '../lib/stage-trace.ts';
 import type { RuntimeMetrics } from '../actors/runs/metrics.ts';
 import { Ownership } from '../actors/runs/ownership.ts';
@@ -224,7 +224,7 @@ export function createRuntime(deps: RuntimeDeps) {
   const me = config.coordinatorId;
   const pollMs = deps.listen ? POLL_WITH_SIGNALS_MS : POLL_WITHOUT_SIGNALS_MS;
   const metrics = createRuntimeMetrics(deps.registry);
-  const traces = new DispatchPathTraces((stage, seconds) => metrics.dispatchPathStageSeconds.observe({ stage }, seconds));
+  const traces = new DispatchPathTraces(dispatchStageObserver(metrics));
   // Read at every write: the epoch ownership holds right now (it changes only by re-claiming).
   const store = createRunStore(db, { coordinatorId: me, epoch: () => ownership.epoch }, clock);
   const inlinePlacement: InlinePlacement = { place: (runId, request) => dispatcher.placeNow(runId, request), undo: (grant) => dispatcher.undoPlacement(grant) };

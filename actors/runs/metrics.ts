@@ -57,3 +57,13 @@ export function createRuntimeMetrics(registry: Registry) {
 }
 
 export type RuntimeMetrics = ReturnType<typeof createRuntimeMetrics>;
+
+/** Observes one stage of the dispatch path; each stage's child is made once (a delivery observes ~20 stages). */
+export function dispatchStageObserver(metrics: RuntimeMetrics): (stage: string, seconds: number) => void {
+  const children = new Map<string, { observe: (seconds: number) => void }>();
+  return (stage, seconds) => {
+    let child = children.get(stage);
+    if (!child) children.set(stage, (child = metrics.dispatchPathStageSeconds.labels({ stage })));
+    child.observe(seconds);
+  };
+}
