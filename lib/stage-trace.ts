@@ -46,9 +46,12 @@ export class DispatchPathTraces {
   /** `observe` receives each stage of a finished trace, then `total` for its whole way. */
   constructor(private readonly observe: (stage: string, seconds: number) => void) {}
 
-  /** Marks of `runId` go to `trace` from now on; a trace already bound (a delivery's second run) is left as it is. */
+  /**
+   * Marks of `runId` go to `trace` from now on. A trace already bound (a delivery's second run) is
+   * left as it is, and so is a run already traced (a duplicate delivery of the run being created).
+   */
   bind(runId: string, trace: StageTrace): void {
-    if (trace.boundTo !== null) return;
+    if (trace.boundTo !== null || this.open.has(runId)) return;
     trace.boundTo = runId;
     if (this.open.size >= MAX_OPEN_TRACES) this.open.delete(this.open.keys().next().value as string);
     this.open.set(runId, trace);

@@ -61,6 +61,17 @@ describe('StageTrace and DispatchPathTraces', () => {
     assert.deepEqual(seen.map(([stage]) => stage), ['dispatch.sent', 'total']);
   });
 
+  it("a run's first trace stays: a duplicate delivery of the run being created does not take its place", () => {
+    const clock = handClock();
+    const { seen, traces } = observed();
+    const first = new StageTrace(clock.now);
+    first.mark('request.read');
+    traces.bind('run-1', first);
+    traces.bind('run-1', new StageTrace(clock.now));
+    traces.finish('run-1', 'dispatch.sent');
+    assert.deepEqual(seen.map(([stage]) => stage), ['request.read', 'dispatch.sent', 'total']);
+  });
+
   it('holds at most 1,000 open traces: a run whose job never goes out gives its place to newer ones', () => {
     const clock = handClock();
     const { seen, traces } = observed();
