@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { AgentRequirements, LabelMatcher, WaitingReason } from '../../machines/types.ts';
 import { agentCanTake, labelsFit } from './match.ts';
-import type { PlacementExchange } from './placement-exchange.ts';
+import type { PlacementExchange, ReclaimOutcome } from './placement-exchange.ts';
 import { WaitingQueue, type WaitingKind } from './waiting-queue.ts';
 import type { AgentRegistry } from './registry.ts';
 import { coerceError } from '../../lib/errors.ts';
@@ -36,6 +36,11 @@ type NoAgent = Extract<ReturnType<AgentRegistry['find']>, { none: unknown }>;
 const PEER_CLAIM_WAIT_MS = 10_000;
 /** How long a job whose published request could not be taken back (a database error) waits before it is tried again. */
 const RETRY_AFTER_ERROR_MS = 1_000;
+/**
+ * How long a job whose request is gone waits before it is granted here: a peer that granted it removed
+ * the request once its grant was in the run's inbox, which the owner drains on a signal or within 2 s.
+ */
+const GRANT_IN_FLIGHT_MS = 3_000;
 
 /** A scaler consulted when no connected agent can take a job (docs/architecture.md#the-scaler); optional. */
 export interface ScalerPort {
@@ -241,12 +246,17 @@ export class Dispatcher {
       this.log.warn({ err: coerceError(thrown), runId: request.runId, jobKey: request.jobKey }, 'taking back a published placement request failed; trying it again shortly');
       return 'failed' as const;
     });
-    if (claimed !== true) {
-      // Lost: a peer holds the request and is granting it; the job stays listed in case that grant
+    if (claimed !== 'taken') {
+      // Held: a peer holds the request and is granting it; the job stays listed in case that grant
       // never comes, but is not tried again here before the peer's claim could have run out.
+      // Absent: a peer's grant may be on its way to the run; if the job still waits once it would
+      // have arrived, it is no longer published and is granted here (a request removed without a
+      // grant held a job back for ever beside idle agents: chaos seed 279182347). Two grants of one
+      // attempt cost nothing: the second finds the job placed and gives its slot back (DSP-2).
       // Failed (the database): the job and its slot go back, and it is tried again a moment later
       // (a database error here once dropped both, leaving the run waiting beside an idle agent).
-      this.holdBack(request, claimed === false ? PEER_CLAIM_WAIT_MS : RETRY_AFTER_ERROR_MS);
+      if (claimed === 'absent') request.published = undefined;
+      this.holdBack(request, claimed === 'held' ? PEER_CLAIM_WAIT_MS : claimed === 'absent' ? GRANT_IN_FLIGHT_MS : RETRY_AFTER_ERROR_MS);
       this.registry.release(session.agentId, dispatchId);
       if (!this.waiting.has(key)) this.waiting.set(key, request);
       return;
@@ -301,8 +311,8 @@ export class Dispatcher {
   }
 
   /** A published job is granted here only if this coordinator takes its request back (one write). */
-  private async claimPublished(request: WaitingRequest): Promise<boolean> {
-    if (!this.exchange || request.published !== request.attempt) return true;
+  private async claimPublished(request: WaitingRequest): Promise<ReclaimOutcome> {
+    if (!this.exchange || request.published !== request.attempt) return 'taken';
     return this.exchange.exchange.reclaim(request);
   }
 

@@ -24,8 +24,8 @@ export interface PlacementExchangeStore {
   open(limit: number): Promise<OfferedJob[]>;
   /** Takes one attempt's request for a while; false when another coordinator has it. */
   claim(job: OfferedJob): Promise<boolean>;
-  /** The owner takes back its own request for good (claim and withdrawal in one); false when a peer holds it. */
-  reclaim(job: OfferedJob): Promise<boolean>;
+  /** The owner takes back its own request for good (claim and withdrawal in one), or says why not. */
+  reclaim(job: OfferedJob): Promise<ReclaimOutcome>;
   /** Whether any other coordinator holds a live lease on the database. */
   peersAlive(): Promise<boolean>;
   /** Tells every coordinator that this one started, so they offer it their waiting jobs at once. */
@@ -33,6 +33,14 @@ export interface PlacementExchangeStore {
   /** The request is answered or moot; with `attempt`, only that attempt's (a newer one stays). */
   withdraw(runId: string, jobKey?: string, attempt?: number): Promise<void>;
 }
+
+/**
+ * What the owner's taking back of its request found: `taken` (removed: the job is the owner's to
+ * grant), `held` (a request of the job is there but not the owner's to take: a peer's live claim,
+ * or another owner's or attempt's request), `absent` (no request of the job is stored: a peer that
+ * granted it removed it, or it was removed without a grant, by an adoption's clean-up say).
+ */
+export type ReclaimOutcome = 'taken' | 'held' | 'absent';
 
 /** A request to be written: `writing` while its batch's statement runs, null while it waits for one. */
 interface PendingRequest {
@@ -152,17 +160,17 @@ export class PlacementExchange {
    * it is never written, and no peer can hold it. One being written is taken back once its write is
    * done: the delete would find no row before, and the job would be held back as if a peer held it.
    */
-  async reclaim(job: OfferedJob): Promise<boolean> {
+  async reclaim(job: OfferedJob): Promise<ReclaimOutcome> {
     const key = publishKey(job);
     const pending = this.publishing.get(key);
     const written = pending?.writing ? await pending.writing.then(() => true, () => false) : pending === undefined;
     if (!written) {
       this.publishing.delete(key);
-      return true;
+      return 'taken';
     }
-    if (!(await this.store.reclaim(job))) return false;
-    this.publishing.delete(key);
-    return true;
+    const outcome = await this.store.reclaim(job);
+    if (outcome !== 'held') this.publishing.delete(key);
+    return outcome;
   }
 
   withdraw(runId: string, jobKey?: string, attempt?: number): void {

@@ -1,5 +1,5 @@
 import { sql, type Kysely, type RawBuilder } from 'kysely';
-import type { OfferedJob, PlacementExchangeStore } from '../../actors/agents/placement-exchange.ts';
+import type { OfferedJob, PlacementExchangeStore, ReclaimOutcome } from '../../actors/agents/placement-exchange.ts';
 import type { AgentCommand, DeadSession, QueuedAgentCommand, SharedAgentStore, SharedSession } from '../../actors/agents/shared-agents.ts';
 import { Batcher } from '../../lib/batcher.ts';
 import { jobKeyOf } from '../../lib/job-key.ts';
@@ -173,9 +173,14 @@ export async function claimPlacementRequest(db: Kysely<Schema>, args: { runId: s
  * request its run's new owner had published, granted nothing (fenced), and left the new owner
  * holding back a job whose request was gone, for ever (chaos seeds 590879079, 826703318).
  */
-export async function reclaimPlacementRequest(db: Kysely<Schema>, args: { runId: string; jobKey: string; attempt: number; me: string; now: number }): Promise<boolean> {
-  const result = await sql`DELETE FROM placement_requests WHERE ${claimable(args)} AND owner_id = ${args.me}`.execute(db);
-  return (result.numAffectedRows ?? 0n) > 0n;
+export async function reclaimPlacementRequest(db: Kysely<Schema>, args: { runId: string; jobKey: string; attempt: number; me: string; now: number }): Promise<ReclaimOutcome> {
+  // The EXISTS reads the table as it was before the DELETE: `present` says whether any request of the job was there.
+  const { rows } = await sql<{ taken: boolean; present: boolean }>`
+    WITH taken AS (DELETE FROM placement_requests WHERE ${claimable(args)} AND owner_id = ${args.me} RETURNING 1)
+    SELECT EXISTS (SELECT 1 FROM taken) AS taken,
+           EXISTS (SELECT 1 FROM placement_requests WHERE run_id = ${args.runId} AND job_key = ${args.jobKey}) AS present`.execute(db);
+  const [row] = rows;
+  return row?.taken ? 'taken' : row?.present ? 'held' : 'absent';
 }
 
 /** Whether a coordinator other than `me` holds a live lease. */

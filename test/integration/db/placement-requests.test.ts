@@ -13,19 +13,19 @@ await describeEachKind('placement requests shared by coordinators', (kind) => {
       await publishPlacementRequests(db, { ownerId: 'owner', now: 0, requests: [job] });
       assert.equal(await claimPlacementRequest(db, { ...job, me: 'peer', now: 10, ttlMs: 100 }), true, 'the peer claims it');
       assert.equal(await claimPlacementRequest(db, { ...job, me: 'third', now: 20, ttlMs: 100 }), false, 'a third coordinator does not');
-      assert.equal(await reclaimPlacementRequest(db, { ...job, me: 'owner', now: 50 }), false, 'nor does the owner while the claim lives');
-      assert.equal(await reclaimPlacementRequest(db, { ...job, me: 'owner', now: 200 }), true, 'the claim ran out');
+      assert.equal(await reclaimPlacementRequest(db, { ...job, me: 'owner', now: 50 }), 'held', 'nor does the owner while the claim lives');
+      assert.equal(await reclaimPlacementRequest(db, { ...job, me: 'owner', now: 200 }), 'taken', 'the claim ran out');
       assert.equal((await db.selectFrom('placement_requests').selectAll().execute()).length, 0, 'and the request is gone');
-      assert.equal(await reclaimPlacementRequest(db, { ...job, me: 'owner', now: 300 }), false, 'a request that is not there is not won');
+      assert.equal(await reclaimPlacementRequest(db, { ...job, me: 'owner', now: 300 }), 'absent', 'a request that is not there is not won, and says so');
     }));
 
   it("a coordinator takes back only a request it owns: a fenced one whose run moved leaves the new owner's request be", () =>
     withTestDatabase(kind, async ({ db }) => {
       await publishPlacementRequests(db, { ownerId: 'coord-a', now: 0, requests: [job] });
       await publishPlacementRequests(db, { ownerId: 'coord-b', now: 10, requests: [job] }); // coord-b adopted the run and asks again
-      assert.equal(await reclaimPlacementRequest(db, { ...job, me: 'coord-a', now: 20 }), false, 'the fenced coord-a does not take it');
+      assert.equal(await reclaimPlacementRequest(db, { ...job, me: 'coord-a', now: 20 }), 'held', 'the fenced coord-a does not take it');
       assert.deepEqual(await db.selectFrom('placement_requests').select('owner_id').execute(), [{ owner_id: 'coord-b' }], 'the request stays');
-      assert.equal(await reclaimPlacementRequest(db, { ...job, me: 'coord-b', now: 30 }), true, 'its owner takes it back');
+      assert.equal(await reclaimPlacementRequest(db, { ...job, me: 'coord-b', now: 30 }), 'taken', 'its owner takes it back');
     }));
 
   it('withdrawals made together are written together: a whole run, one job, one attempt go; a later attempt and other runs stay', () =>

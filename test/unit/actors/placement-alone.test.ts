@@ -35,7 +35,11 @@ function recordingStore(peers: { alive: boolean }) {
     },
     open: () => Promise.resolve([]),
     claim: (job) => Promise.resolve((calls.push(`claim ${job.runId}`), table.has(key(job)))),
-    reclaim: (job) => Promise.resolve((calls.push(`reclaim ${job.runId}`), table.delete(key(job)))),
+    reclaim: (job) => {
+      calls.push(`reclaim ${job.runId}`);
+      if (table.delete(key(job))) return Promise.resolve('taken' as const);
+      return Promise.resolve([...table.values()].some((j) => j.runId === job.runId && j.jobKey === job.jobKey) ? ('held' as const) : ('absent' as const));
+    },
     withdraw: (runId) => Promise.resolve(void calls.push(`withdraw ${runId}`)),
     peersAlive: () => Promise.resolve(peers.alive),
     announce: () => Promise.resolve(void calls.push('announce')),
@@ -43,13 +47,13 @@ function recordingStore(peers: { alive: boolean }) {
   return { store, calls, table };
 }
 
-async function setup(peers: { alive: boolean }) {
+async function setup(peers: { alive: boolean }, stillWaiting: (runId: string) => boolean = () => true) {
   const registry = new AgentRegistry(() => 0);
   const told: { runId: string; event: IncomingRunEvent }[] = [];
   const dispatcher = new Dispatcher(registry, (runId, event) => Promise.resolve(void told.push({ runId, event })), log);
   const recorded = recordingStore(peers);
   const exchange = new PlacementExchange(recorded.store, registry, (job) => dispatcher.findFor(job), () => Promise.resolve(), log);
-  dispatcher.attachExchange(exchange, () => true);
+  dispatcher.attachExchange(exchange, (runId) => stillWaiting(runId));
   await exchange.join();
   const request = (runId: string) => dispatcher.requestPlacement({ runId, kind: 'requestPlacement', effectId: `${runId}:0:0`, payload: { jobKey: 'build', requirements: linux, attempt: 1 } });
   const granted = () => told.filter((t) => t.event.type === 'placement.granted').map((t) => t.runId);
@@ -110,7 +114,34 @@ describe('placement requests are shared only while another coordinator is alive'
     assert.equal(dispatcher.waitingCount, 1);
     assert.equal(agent.slots.size, 0, 'the slot reserved for the lost claim was given back');
     await dispatcher.offer();
-    assert.equal(calls.filter((c) => c.startsWith('reclaim')).length, 1, 'not tried again before the peer’s claim could run out');
+    assert.equal(calls.filter((c) => c.startsWith('reclaim')).length, 1, 'not tried again before the peer’s grant could have reached the run');
+  });
+
+  it('a request gone with no grant behind it (chaos seed 279182347): once a grant would have arrived, the job still waits and is granted here', async () => {
+    const { busyWithRun1, granted, table, calls, registry } = await setup({ alive: true });
+    const { freeSlot } = await busyWithRun1();
+    table.clear(); // removed by an adoption's clean-up, say: no peer claimed it and no grant is coming
+    freeSlot();
+    await settle();
+    assert.deepEqual(granted(), ['run-1']);
+    await new Promise((resolve) => setTimeout(resolve, 3_300));
+    assert.deepEqual(granted(), ['run-1', 'run-2'], 'granted here, not held back for ever beside a free agent');
+    assert.deepEqual(calls.filter((c) => c.startsWith('reclaim')), ['reclaim run-2'], 'its request is no longer taken back: it is not published');
+    assert.equal(registry.get('a')?.slots.size, 1);
+  });
+
+  it("a request gone because a peer granted it: the peer's grant reaches the run meanwhile, and the job is not granted here again", async () => {
+    const placedByPeer = new Set<string>();
+    const { busyWithRun1, granted, table, dispatcher, registry } = await setup({ alive: true }, (runId) => !placedByPeer.has(runId));
+    const { freeSlot } = await busyWithRun1();
+    table.clear(); // a peer claimed it, sent its grant and withdrew the request
+    freeSlot();
+    await settle();
+    placedByPeer.add('run-2'); // the peer's grant reached the run: its job no longer waits for an agent
+    await new Promise((resolve) => setTimeout(resolve, 3_300));
+    assert.deepEqual(granted(), ['run-1']);
+    assert.equal(dispatcher.waitingCount, 0, 'the job left the queue');
+    assert.equal(registry.get('a')?.slots.size, 0, 'and the free slot stays free');
   });
 
   it('a database error while taking a published job back leaves the job waiting and its slot free, and the job is offered again', async () => {

@@ -19,7 +19,7 @@ function flakyStore(failures: number) {
     },
     open: () => Promise.resolve([]),
     claim: () => Promise.resolve(true),
-    reclaim: () => Promise.resolve(true),
+    reclaim: () => Promise.resolve('taken' as const),
     withdraw: () => Promise.resolve(),
     peersAlive: () => Promise.resolve(true),
     announce: () => Promise.resolve(),
@@ -91,7 +91,7 @@ describe('the owner takes its own request back before it grants the job on a slo
       },
       reclaim: (j) => {
         log.push(`delete ${j.runId}`);
-        return Promise.resolve(rows.delete(j.runId));
+        return Promise.resolve(rows.delete(j.runId) ? ('taken' as const) : ('absent' as const));
       },
     };
     return { store, log, release: () => release() };
@@ -104,12 +104,12 @@ describe('the owner takes its own request back before it grants the job on a slo
     const second = { ...job, runId: 'waiting' };
     exchange.publish(first);
     exchange.publish(second);
-    assert.equal(await exchange.reclaim(second), true, 'queued behind the first write: taken back without a delete');
+    assert.equal(await exchange.reclaim(second), 'taken', 'queued behind the first write: taken back without a delete');
     const reclaimFirst = exchange.reclaim(first);
     await new Promise((resolve) => setImmediate(resolve));
     assert.deepEqual(gated.log, ['write being-written'], 'the delete waits for the write');
     gated.release();
-    assert.equal(await reclaimFirst, true);
+    assert.equal(await reclaimFirst, 'taken');
     await new Promise((resolve) => setImmediate(resolve));
     assert.deepEqual(gated.log, ['write being-written', 'delete being-written'], 'the queued request was never written');
   });
