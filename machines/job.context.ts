@@ -16,8 +16,8 @@ import type {
 import { DEFAULT_REPLAY_MS } from './types.ts';
 import type { Withdrawal } from './job.withdrawal.ts';
 
-/** What a job actor keeps (machines/job.machine.ts), and the times it arms its deadlines for. */
-export interface JobContext {
+/** What a job is, fixed when it is created. */
+export interface JobSpec {
   runId: string;
   jobKey: string;
   baseName: string;
@@ -26,10 +26,20 @@ export interface JobContext {
   requirements: AgentRequirements;
   timeouts: JobTimeouts;
   maxAttempts: number;
-  concurrency: JobConcurrency | null;
-  holdsConcurrency: boolean;
   /** Set for an init job: the job it evaluates dynamic fields for. */
   initFor: InitTarget | null;
+}
+
+/**
+ * What a job actor keeps (machines/job.machine.ts), and the times it arms its deadlines for. What is
+ * fixed at creation is grouped in `spec`: every `assign` copies the context's top-level keys, and V8
+ * keeps an object of more than 19 keys copied so as a dictionary, which made each copy ~100 times
+ * slower (test/unit/machines/context-memory.test.ts checks the layout).
+ */
+export interface JobContext {
+  spec: JobSpec;
+  concurrency: JobConcurrency | null;
+  holdsConcurrency: boolean;
   /** What the run handed over on release: upstream results and init-resolved values (DAG-4). */
   upstream: UpstreamResults | null;
   resolved: ResolvedValues | null;
@@ -71,7 +81,7 @@ const STALE_BACKSTOP_MS = 60_000;
 const CANCEL_MARGIN_MS = 30_000;
 
 export function deadlineAt(context: JobContext, kind: TimerKind, now: number): number {
-  const t = context.timeouts;
+  const t = context.spec.timeouts;
   switch (kind) {
     case 'ack':
       return now + t.ackMs;
@@ -104,5 +114,5 @@ export function stamped(enteredAt: Record<string, number>, status: string, at: n
 
 /** The host stamps every event with `at`; only xstate.init has none, and it happens at creation. */
 export function timeOf(context: JobContext, event: { at?: number }): number {
-  return typeof event.at === 'number' ? event.at : context.createdAt;
+  return typeof event.at === 'number' ? event.at : context.spec.createdAt;
 }

@@ -6,7 +6,7 @@ import { ackOverdue, unlisted, withdrawing } from './job.states.ts';
 
 export const JOB_MACHINE_ID = 'job';
 /** Bump when a change makes stored job snapshots unreadable (docs/architecture.md#ownership-leases-epochs-fencing-and-adoption). */
-export const JOB_MACHINE_VERSION = 4;
+export const JOB_MACHINE_VERSION = 5;
 
 /**
  * The dispatch lifecycle of one job (docs/architecture.md#one-delivery-from-webhook-to-finished-run). Deadlines are armed and disarmed
@@ -15,17 +15,19 @@ export const JOB_MACHINE_VERSION = 4;
 export const jobMachine = jobSetup.createMachine({
   id: JOB_MACHINE_ID,
   context: ({ input }) => ({
-    runId: input.runId,
-    jobKey: input.jobKey,
-    baseName: input.baseName,
-    createdAt: input.createdAt,
-    matrix: input.matrix ?? null,
-    requirements: input.requirements,
-    timeouts: input.timeouts,
-    maxAttempts: input.maxAttempts,
+    spec: {
+      runId: input.runId,
+      jobKey: input.jobKey,
+      baseName: input.baseName,
+      matrix: input.matrix ?? null,
+      createdAt: input.createdAt,
+      requirements: input.requirements,
+      timeouts: input.timeouts,
+      maxAttempts: input.maxAttempts,
+      initFor: input.initFor ?? null,
+    },
     concurrency: input.concurrency,
     holdsConcurrency: false,
-    initFor: input.initFor ?? null,
     upstream: null,
     resolved: null,
     hold: input.hold ?? null,

@@ -33,7 +33,7 @@ export function lostOutcome(context: JobContext, started: boolean): string {
   const agent = context.assignment?.agentId ?? 'unknown';
   const after = RECONNECTED_AFTER[context.assignment?.recovery ?? 'reconnect'];
   const next = started ? '' : ' before starting it; it is tried again';
-  return `agent ${agent} reconnected${after} and did not report job ${context.jobKey}${next}`;
+  return `agent ${agent} reconnected${after} and did not report job ${context.spec.jobKey}${next}`;
 }
 
 function attemptsExhausted(context: JobContext): string {
@@ -134,10 +134,10 @@ const jobBase = setup({
       event.type === 'agent.job.status' && !isTerminalJobStatus(event.state) && isFromAssigned(context, event),
     lostScalerAgent: ({ context, event }) => isLostScalerAgent(context, event),
     isForced: ({ event }) => event.type === 'job.cancel.requested' && event.force,
-    attemptsLeft: ({ context }) => context.attempt < context.maxAttempts,
-    attemptsLeftAfterThis: ({ context }) => context.attempt + 1 < context.maxAttempts,
+    attemptsLeft: ({ context }) => context.attempt < context.spec.maxAttempts,
+    attemptsLeftAfterThis: ({ context }) => context.attempt + 1 < context.spec.maxAttempts,
     everDispatched: ({ context }) => context.attempt > 0,
-    queueExpires: ({ context }) => context.timeouts.queueMs > 0,
+    queueExpires: ({ context }) => context.spec.timeouts.queueMs > 0,
     awaitsApproval: ({ context }) => context.hold !== null && context.approval === null,
     /** The verdict on an overdue ack (machines/job.withdrawal.ts) is `is`: deliver, lost, or a wait in that phase. */
     ackVerdictIs: ({ context, event }, params: { phase: AckHoldPhase; is: 'deliver' | 'lost' | AckHoldPhase }) => {
@@ -162,18 +162,18 @@ export const jobSetup = jobBase.extend({
       if (!armed) return;
       const { [params.kind]: _dropped, ...rest } = context.deadlines;
       enqueue.assign({ deadlines: rest });
-      enqueue({ type: 'disarmDeadline', params: { id: armed.id, jobKey: context.jobKey } });
+      enqueue({ type: 'disarmDeadline', params: { id: armed.id, jobKey: context.spec.jobKey } });
     }),
     disarmAll: compose(({ context, enqueue }) => {
       for (const armed of Object.values(context.deadlines)) {
-        enqueue({ type: 'disarmDeadline', params: { id: armed.id, jobKey: context.jobKey } });
+        enqueue({ type: 'disarmDeadline', params: { id: armed.id, jobKey: context.spec.jobKey } });
       }
       enqueue.assign({ deadlines: {} });
     }),
     cancelOnAgent: compose<{ force: boolean; reason: string; report?: boolean }>(({ context, enqueue }, params) => {
       if (!context.assignment) return;
       const { agentId, dispatchId } = context.assignment;
-      enqueue({ type: 'sendCancel', params: { jobKey: context.jobKey, agentId, dispatchId, ...params } });
+      enqueue({ type: 'sendCancel', params: { jobKey: context.spec.jobKey, agentId, dispatchId, ...params } });
     }),
     /**
      * Leaving `assigned` frees the agent's slot, except when an overdue ack's answer withdraws the
@@ -187,14 +187,15 @@ export const jobSetup = jobBase.extend({
       enqueue({ type: 'releaseSlot', params: { agentId, dispatchId } });
     }),
     askForPlacement: compose<{ again?: boolean } | undefined>(({ context, enqueue }, params) => {
-      const { jobKey, requirements, attempt } = context;
+      const { jobKey, requirements } = context.spec;
+      const { attempt } = context;
       const heldReason = params?.again === true ? context.waiting?.message : undefined;
       enqueue({ type: 'requestPlacement', params: heldReason === undefined ? { jobKey, requirements, attempt } : { jobKey, requirements, attempt, heldReason } });
     }),
     askForConcurrency: compose(({ context, enqueue }) => {
       if (!context.concurrency) return;
       const { key, policy } = context.concurrency;
-      enqueue({ type: 'requestConcurrency', params: { jobKey: context.jobKey, key, policy } });
+      enqueue({ type: 'requestConcurrency', params: { jobKey: context.spec.jobKey, key, policy } });
     }),
     startAttempt: assign(({ context, event }) => {
       assertEvent(event, 'placement.granted');
@@ -204,9 +205,10 @@ export const jobSetup = jobBase.extend({
     dispatch: compose(({ context, enqueue }) => {
       if (!context.assignment) return;
       const { agentId, dispatchId } = context.assignment;
-      const { baseName, matrix, initFor, upstream, resolved } = context;
+      const { baseName, matrix, initFor } = context.spec;
+      const { upstream, resolved } = context;
       const job = { baseName, matrix, initFor, upstream, resolved };
-      enqueue({ type: 'sendDispatch', params: { jobKey: context.jobKey, agentId, dispatchId, attempt: context.attempt, job } });
+      enqueue({ type: 'sendDispatch', params: { jobKey: context.spec.jobKey, agentId, dispatchId, attempt: context.attempt, job } });
     }),
     wait: assign(({ context, event }) => {
       assertEvent(event, ['placement.none', 'job.gate', 'concurrency.queued']);
@@ -232,7 +234,7 @@ export const jobSetup = jobBase.extend({
     }),
     failNoAgent: update<{ message: string }>(({ context }, params) => ({
       outcome: params.message,
-      initFailure: { scope: 'job' as const, category: 'no_agent' as const, message: params.message, jobName: context.jobKey },
+      initFailure: { scope: 'job' as const, category: 'no_agent' as const, message: params.message, jobName: context.spec.jobKey },
     })),
     clearAssignment: assign({ assignment: null }),
     /** Entering `recovering`: the attempt remembers why, for the words of a loss. */
@@ -288,7 +290,7 @@ export const jobSetup = jobBase.extend({
       const message = `no agent became available within the queue timeout (${context.waiting?.message ?? 'queued'})`;
       return {
         outcome: message,
-        initFailure: { scope: 'job' as const, category: 'no_agent' as const, message, jobName: context.jobKey },
+        initFailure: { scope: 'job' as const, category: 'no_agent' as const, message, jobName: context.spec.jobKey },
       };
     }),
     closeForAckTimeout: compose(({ context, enqueue }) => {
@@ -299,10 +301,10 @@ export const jobSetup = jobBase.extend({
       assertEvent(event, 'job.cancel.requested');
       if (!context.assignment) return;
       const { agentId, dispatchId } = context.assignment;
-      enqueue({ type: 'sendCancel', params: { jobKey: context.jobKey, agentId, dispatchId, force: false, reason: event.reason } });
+      enqueue({ type: 'sendCancel', params: { jobKey: context.spec.jobKey, agentId, dispatchId, force: false, reason: event.reason } });
     }),
     askWhereAgentIs: compose(({ context, enqueue }) => {
-      if (context.assignment) enqueue({ type: 'askAckHolder', params: { jobKey: context.jobKey, agentId: context.assignment.agentId } });
+      if (context.assignment) enqueue({ type: 'askAckHolder', params: { jobKey: context.spec.jobKey, agentId: context.assignment.agentId } });
     }),
     /** Ask again after the verdict's wait. */
     armAckRecheck: compose<{ phase: AckHoldPhase }>(({ context, event, enqueue }, params) => {
@@ -322,7 +324,7 @@ export const jobSetup = jobBase.extend({
       enqueue.assign({ withdrawal, waiting: { kind: 'previous_attempt', message: fenceMessage(withdrawal) } });
       // The hold ends here whatever the answers (a database that never answers must not hold the job for
       // ever): the longest a withdrawn attempt's agent may take to come back, as for an agent lost before its deadline.
-      armIn(context, enqueue, 'fence', at + context.timeouts.recoveryMs);
+      armIn(context, enqueue, 'fence', at + context.spec.timeouts.recoveryMs);
     }),
     raiseFence: compose(({ context, event, enqueue }) => {
       assertEvent(event, 'cancel.reported');
@@ -338,11 +340,11 @@ export const jobSetup = jobBase.extend({
     }),
     askWhetherCancelWentOut: compose(({ context, enqueue }) => {
       const withdrawal = context.withdrawal;
-      if (withdrawal) enqueue({ type: 'checkCancelFence', params: { jobKey: context.jobKey, agentId: withdrawal.agentId, commandId: withdrawal.fence?.commandId ?? null } });
+      if (withdrawal) enqueue({ type: 'checkCancelFence', params: { jobKey: context.spec.jobKey, agentId: withdrawal.agentId, commandId: withdrawal.fence?.commandId ?? null } });
     }),
     closeWithdrawal: assign({ withdrawal: null, waiting: null }),
     armJobTimeoutBackstop: compose(({ context, event, enqueue }) => {
-      if (context.timeouts.jobTimeoutMs === null || context.deadlines.jobTimeout !== undefined) return;
+      if (context.spec.timeouts.jobTimeoutMs === null || context.deadlines.jobTimeout !== undefined) return;
       armIn(context, enqueue, 'jobTimeout', deadlineAt(context, 'jobTimeout', timeOf(context, event)));
     }),
     holdConcurrency: assign({ holdsConcurrency: true, waiting: null }),
@@ -354,30 +356,31 @@ export const jobSetup = jobBase.extend({
     openApprovalGate: compose(({ context, event, enqueue }) => {
       if (!context.hold) return;
       const at = timeOf(context, event);
-      const { gate, waiting } = openGate(context.jobKey, context.hold, at);
-      const id = `${context.jobKey}#approval`;
+      const { gate, waiting } = openGate(context.spec.jobKey, context.hold, at);
+      const id = `${context.spec.jobKey}#approval`;
       enqueue.assign({ approval: gate, waiting, deadlines: { ...context.deadlines, approval: { id, at: gate.expiresAt } } });
-      enqueue({ type: 'armDeadline', params: { id, kind: 'approval', at: gate.expiresAt, jobKey: context.jobKey } });
-      enqueue({ type: 'recordApprovalGate', params: { jobKey: context.jobKey, gate } });
+      enqueue({ type: 'armDeadline', params: { id, kind: 'approval', at: gate.expiresAt, jobKey: context.spec.jobKey } });
+      enqueue({ type: 'recordApprovalGate', params: { jobKey: context.spec.jobKey, gate } });
     }),
     /** Leaving it, however: the gate is decided once and its record written; its deadline goes. */
     closeApprovalGate: compose(({ context, event, enqueue }) => {
       if (context.approval?.status !== 'pending') return;
       const gate = closeGate(context.approval, event, timeOf(context, event));
       enqueue.assign({ approval: gate, waiting: null });
-      enqueue({ type: 'recordApprovalGate', params: { jobKey: context.jobKey, gate } });
+      enqueue({ type: 'recordApprovalGate', params: { jobKey: context.spec.jobKey, gate } });
     }),
     outcomeOfClosedGate: assign(({ context }) => ({ outcome: context.approval ? closedOutcome(context.approval) : null })),
     finish: compose<{ status: TerminalJobStatus }>(({ context, event, enqueue }, params) => {
       for (const armed of Object.values(context.deadlines)) {
-        enqueue({ type: 'disarmDeadline', params: { id: armed.id, jobKey: context.jobKey } });
+        enqueue({ type: 'disarmDeadline', params: { id: armed.id, jobKey: context.spec.jobKey } });
       }
       const steps = params.status === 'success' ? context.steps : interruptSteps(context.steps);
       enqueue.assign({ deadlines: {}, waiting: null, steps, enteredAt: stamped(context.enteredAt, params.status, timeOf(context, event)) });
       if (context.concurrency && (context.holdsConcurrency || context.enteredAt['concurrency'] !== undefined)) {
-        enqueue({ type: 'releaseConcurrency', params: { jobKey: context.jobKey, key: context.concurrency.key } });
+        enqueue({ type: 'releaseConcurrency', params: { jobKey: context.spec.jobKey, key: context.concurrency.key } });
       }
-      const { jobKey, outcome, result } = context;
+      const { jobKey } = context.spec;
+      const { outcome, result } = context;
       const reported = {
         ...(result?.outputs ? { outputs: result.outputs } : {}),
         ...(result?.initResult ? { initResult: result.initResult } : {}),
@@ -385,7 +388,7 @@ export const jobSetup = jobBase.extend({
       enqueue({ type: 'tellRun', params: { report: { type: 'job.finished', jobKey, status: params.status, reason: outcome, at: timeOf(context, event), ...reported } } });
     }),
     reportStarted: compose(({ context, event, enqueue }) => {
-      enqueue({ type: 'tellRun', params: { report: { type: 'job.started', jobKey: context.jobKey, at: timeOf(context, event) } } });
+      enqueue({ type: 'tellRun', params: { report: { type: 'job.started', jobKey: context.spec.jobKey, at: timeOf(context, event) } } });
     }),
   },
 });
@@ -400,9 +403,9 @@ type Enqueue = Parameters<Parameters<typeof compose>[0]>[0]['enqueue'];
 
 /** Arms the job's deadline of `kind` for `at`: its entry in the context, and the intent that stores and fires it. */
 function armIn(context: JobContext, enqueue: Enqueue, kind: Exclude<JobDeadlineKind, 'approval'>, at: number): void {
-  const id = `${context.jobKey}#${kind}`;
+  const id = `${context.spec.jobKey}#${kind}`;
   enqueue.assign({ deadlines: { ...context.deadlines, [kind]: { id, at } } });
-  enqueue({ type: 'armDeadline', params: { id, kind, at, jobKey: context.jobKey } });
+  enqueue({ type: 'armDeadline', params: { id, kind, at, jobKey: context.spec.jobKey } });
 }
 
 /**

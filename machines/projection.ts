@@ -45,8 +45,8 @@ export function projectRun(snapshot: { value: unknown; context: RunContext; tags
   const { context } = snapshot;
   return {
     status: snapshot.tags instanceof Set ? (runStatusOfTags(snapshot.tags) ?? 'pending') : runStatusOf(snapshot),
-    workflowName: context.workflowName,
-    createdAt: context.createdAt,
+    workflowName: context.spec.workflowName,
+    createdAt: context.spec.createdAt,
     finishedAt: context.finishedAt,
     failureReason: context.failureReason,
     initFailure: context.initFailure,

@@ -20,14 +20,26 @@ import type { ReportEvent, WorkflowGroups } from './run.concurrency.ts';
 
 export const RUN_MACHINE_ID = 'run';
 /** Bump when a change makes stored run snapshots unreadable (docs/architecture.md#ownership-leases-epochs-fencing-and-adoption). */
-export const RUN_MACHINE_VERSION = 4;
+export const RUN_MACHINE_VERSION = 5;
 
 const DEFAULT_APPROVAL_TIMEOUT_MS = 24 * 60 * 60_000;
 
-export interface RunContext {
+/** What a run is, fixed when it is created. */
+export interface RunSpec {
   runId: string;
   workflowName: string;
   createdAt: number;
+  maxAttempts: number;
+  concurrencyScope: ConcurrencyScope | null;
+  workflowTimeoutMs: number | null;
+  approvalTimeoutMs: number | null;
+  /** The forge status context the run reports under (docs/http-api.md#commit-status-on-github); null: it reports none. */
+  forgeStatus: { context: string } | null;
+}
+
+/** What the run actor keeps. What is fixed at creation is grouped in `spec`, for the reason given at `JobContext`. */
+export interface RunContext {
+  spec: RunSpec;
   jobs: Record<string, RunJobNode>;
   groups: Record<string, FanoutGroup>;
   /** Job inputs waiting to be spawned by the first transition; empty afterwards. */
@@ -38,21 +50,15 @@ export interface RunContext {
   templates: Record<string, JobPlan>;
   /** Templates already fanned out: their keys name no job any more. */
   fannedOut: string[];
-  concurrencyScope: ConcurrencyScope | null;
   /** Frozen verdicts on environments init jobs may name (ENV-4); null: not checked. */
   environments: Record<string, EnvironmentVerdict> | null;
-  maxAttempts: number;
   deadlines: { workflow?: ArmedDeadline; approval?: ArmedDeadline };
-  workflowTimeoutMs: number | null;
-  approvalTimeoutMs: number | null;
   cancel: { reason: string; force: boolean; by: string } | null;
   workflowTimedOut: boolean;
   initFailure: InitFailure | null;
   failureReason: string | null;
   startedAt: number | null;
   finishedAt: number | null;
-  /** The forge status context the run reports under (docs/http-api.md#commit-status-on-github); null: it reports none. */
-  forgeStatus: { context: string } | null;
   /** The workflow's own concurrency groups, by key (CONC-7); absent in runs created before they were enforced. */
   workflowGroups?: WorkflowGroups;
 }
@@ -85,7 +91,7 @@ function compose<P extends Params = undefined>(
 }
 
 function timeOf(context: RunContext, event: { at?: number }): number {
-  return typeof event.at === 'number' ? event.at : context.createdAt;
+  return typeof event.at === 'number' ? event.at : context.spec.createdAt;
 }
 
 function openJobs(context: RunContext): string[] {
@@ -129,7 +135,7 @@ const runSetup = setup({
       'jobKey' in event && typeof event.jobKey === 'string' && context.jobs[event.jobKey]?.status === null,
     allJobsTerminal: ({ context }) => openJobs(context).length === 0,
     runInitFailed: ({ context }) => context.initFailure !== null,
-    needsApproval: ({ context }) => context.approvalTimeoutMs !== null,
+    needsApproval: ({ context }) => context.spec.approvalTimeoutMs !== null,
     isApproved: ({ event }) => event.type === 'run.approval' && event.decision === 'approved',
     isForced: ({ event }) => event.type === 'run.cancel' && event.force,
     isCurrentDeadline: ({ context, event }, params: { kind: 'workflow' | 'approval' }) => {
@@ -155,7 +161,7 @@ function sendDecisions(
     const { jobKey } = decision;
     switch (decision.kind) {
       case 'release': {
-        const release = checkReleasedEnvironment(jobKey, releaseOf(decision.upstream, decision.init, context.concurrencyScope), context.environments);
+        const release = checkReleasedEnvironment(jobKey, releaseOf(decision.upstream, decision.init, context.spec.concurrencyScope), context.environments);
         if ('category' in release) enqueue.sendTo(jobKey, { type: 'job.init.failed', failure: release, at });
         else enqueue.sendTo(jobKey, { type: 'job.release', ...release, at });
         break;
@@ -197,14 +203,14 @@ export const runMachine = runSetup.extend({
       enqueue.assign({ initialDecisions: [] });
     }),
     armWorkflowDeadline: compose(({ context, enqueue }) => {
-      if (context.workflowTimeoutMs === null || context.initFailure) return;
-      const at = context.createdAt + context.workflowTimeoutMs;
+      if (context.spec.workflowTimeoutMs === null || context.initFailure) return;
+      const at = context.spec.createdAt + context.spec.workflowTimeoutMs;
       const id = 'run#workflow';
       enqueue.assign({ deadlines: { ...context.deadlines, workflow: { id, at } } });
       enqueue({ type: 'armDeadline', params: { id, kind: 'workflow', at } });
     }),
     armRunDeadline: compose<{ kind: 'approval' }>(({ context, event, enqueue }, params) => {
-      const at = timeOf(context, event) + (context.approvalTimeoutMs ?? DEFAULT_APPROVAL_TIMEOUT_MS);
+      const at = timeOf(context, event) + (context.spec.approvalTimeoutMs ?? DEFAULT_APPROVAL_TIMEOUT_MS);
       const id = `run#${params.kind}`;
       enqueue.assign({ deadlines: { ...context.deadlines, [params.kind]: { id, at } } });
       enqueue({ type: 'armDeadline', params: { id, kind: params.kind, at } });
@@ -221,7 +227,7 @@ export const runMachine = runSetup.extend({
       const groups = copiesOf(context.groups);
       const at = timeOf(context, event);
       const settled = settle(jobs, groups, context.templates, haltSiblings(haltedGroup(event.type === 'job.finished' ? event : null, groups), jobs, groups));
-      for (const plan of settled.spawned) enqueue.spawnChild('job', { id: plan.key, input: jobInputOf(plan, { ...context, initFailure: null }, at, NEEDS_GATE) });
+      for (const plan of settled.spawned) enqueue.spawnChild('job', { id: plan.key, input: jobInputOf(plan, { ...context.spec, initFailure: null }, at, NEEDS_GATE) });
       const templates = Object.fromEntries(Object.entries(context.templates).filter(([key]) => !settled.expanded.includes(key)));
       const fannedOut = settled.expanded.length > 0 ? [...context.fannedOut, ...settled.expanded] : context.fannedOut;
       enqueue.assign({ jobs, groups, templates, fannedOut });
@@ -240,7 +246,7 @@ export const runMachine = runSetup.extend({
     /** The workflow's own concurrency groups (machines/run.concurrency.ts): a job's report, the arbiter's grant or queue place. */
     stepGroups: compose(({ context, event, enqueue }) => {
       assertEvent(event, ['agent.concurrency.report', 'run.concurrency.granted', 'run.concurrency.queued']);
-      const step = stepWorkflowGroups(context.workflowGroups ?? {}, event, context.concurrencyScope);
+      const step = stepWorkflowGroups(context.workflowGroups ?? {}, event, context.spec.concurrencyScope);
       enqueue.assign({ workflowGroups: step.groups });
       for (const intent of step.intents) enqueue(intent);
     }),
@@ -294,15 +300,15 @@ export const runMachine = runSetup.extend({
       enqueue.sendTo(event.jobKey, event);
     }),
     reportRunStarted: compose(({ context, enqueue }) => {
-      if (!context.forgeStatus || context.initFailure) return;
-      const description = context.approvalTimeoutMs !== null ? 'Waiting for approval' : 'Running';
-      enqueue({ type: 'reportForgeStatus', params: { context: context.forgeStatus.context, state: 'pending', description } });
+      if (!context.spec.forgeStatus || context.initFailure) return;
+      const description = context.spec.approvalTimeoutMs !== null ? 'Waiting for approval' : 'Running';
+      enqueue({ type: 'reportForgeStatus', params: { context: context.spec.forgeStatus.context, state: 'pending', description } });
     }),
     /** After `finish`, whose failure reason it reports. */
     reportRunEnded: compose<{ status: TerminalRunStatus }>(({ context, enqueue }, { status }) => {
-      if (!context.forgeStatus) return;
+      if (!context.spec.forgeStatus) return;
       const report = forgeReportOf(context, status);
-      enqueue({ type: 'reportForgeStatus', params: { context: context.forgeStatus.context, ...report } });
+      enqueue({ type: 'reportForgeStatus', params: { context: context.spec.forgeStatus.context, ...report } });
     }),
     finish: compose(({ context, event, enqueue }) => {
       for (const armed of Object.values(context.deadlines)) {
@@ -317,28 +323,30 @@ export const runMachine = runSetup.extend({
   context: ({ input }) => {
     const graph = buildGraph(input.jobs, input.approval !== null && input.initFailure === null, input.carried);
     return {
-      runId: input.runId,
-      workflowName: input.workflowName,
-      createdAt: input.createdAt,
+      spec: {
+        runId: input.runId,
+        workflowName: input.workflowName,
+        createdAt: input.createdAt,
+        maxAttempts: input.maxAttempts,
+        concurrencyScope: input.concurrencyScope ?? null,
+        workflowTimeoutMs: input.workflowTimeoutMs,
+        approvalTimeoutMs: input.approval ? input.approval.timeoutMs || DEFAULT_APPROVAL_TIMEOUT_MS : null,
+        forgeStatus: input.forgeStatus ?? null,
+      },
       jobs: graph.jobs,
       groups: graph.groups,
       toSpawn: input.initFailure ? [] : jobInputs(input, graph.initialGates),
       initialDecisions: graph.initial,
       templates: Object.fromEntries(input.jobs.filter((plan) => plan.template).map((plan) => [plan.key, plan])),
       fannedOut: [],
-      concurrencyScope: input.concurrencyScope ?? null,
       environments: input.environments ?? null,
-      maxAttempts: input.maxAttempts,
       deadlines: {},
-      workflowTimeoutMs: input.workflowTimeoutMs,
-      approvalTimeoutMs: input.approval ? input.approval.timeoutMs || DEFAULT_APPROVAL_TIMEOUT_MS : null,
       cancel: null,
       workflowTimedOut: false,
       initFailure: input.initFailure,
       failureReason: null,
       startedAt: null,
       finishedAt: null,
-      forgeStatus: input.forgeStatus ?? null,
       workflowGroups: {},
     };
   },

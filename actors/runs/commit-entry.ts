@@ -8,6 +8,7 @@ import { isDeadlineKind } from '../../machines/types.ts';
 import type { DeadlineKind } from '../../machines/types.ts';
 import type { EffectRow, NewRun, RunCommit, RunFailureRecord, StoredRun, TimerChange } from './ports.ts';
 import type { ArmedTimer } from './timer-service.ts';
+import { migrateSnapshot } from './snapshot-migration.ts';
 import type { FollowUpEvent } from './inline-placement.ts';
 
 /** The run's state after an event, as its entry writes it. */
@@ -155,9 +156,9 @@ export function lostRunFailureOf(lost: LostRun, reason: string, failedAt: number
   const source: FailureSource = {
     ...{ runId, isNewRun: newRun !== undefined, snapshot: { seq: lost.seq, machineId: RUN_MACHINE_ID, machineVersion: lost.machineVersion } },
     run: {
-      workflowName: newRun?.input.workflowName ?? context?.workflowName ?? '',
+      workflowName: newRun?.input.workflowName ?? context?.spec?.workflowName ?? '',
       repository: newRun?.repository ?? null,
-      createdAt: newRun?.input.createdAt ?? context?.createdAt ?? failedAt,
+      createdAt: newRun?.input.createdAt ?? context?.spec?.createdAt ?? failedAt,
     },
   };
   return runFailureOf(source, reason, failedAt);
@@ -171,7 +172,9 @@ export function crashFailureOf(crash: LostRun & { error: unknown }, failedAt: nu
 
 /** The failure of a stored run of this build's version that its chart cannot restore. */
 export function unrestorableFailureOf(row: StoredRun, error: Error, failedAt: number): RunFailureRecord {
-  const context = (row.snapshot as { context?: Partial<RunContext> } | null)?.context;
+  // Read in this release's format when it migrates (an earlier release's snapshot that still failed to restore).
+  const snapshot = migrateSnapshot(row.machineVersion, row.snapshot) ?? row.snapshot;
+  const context = (snapshot as { context?: Partial<RunContext> } | null)?.context;
   const lost = { runId: row.runId, seq: journalHeadOf(row), machineVersion: row.machineVersion, context, newRun: undefined };
   return lostRunFailureOf(lost, `its stored state could not be restored: ${error.message}`, failedAt);
 }

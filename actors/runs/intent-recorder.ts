@@ -52,10 +52,10 @@ export class IntentRecorder {
 /** The run machine with every intent of both charts handed to `sink`. One instance serves all runs. */
 export function runtimeRunMachine(sink: IntentSink) {
   const job = jobMachineOfRun.provide({
-    actions: recordingSlots(JOB_INTENTS, (context: JobContext) => ({ runId: context.runId, jobKey: context.jobKey }), sink),
+    actions: recordingSlots(JOB_INTENTS, (context: JobContext) => ({ runId: context.spec.runId, jobKey: context.spec.jobKey }), sink),
   });
   return runMachine.provide({
-    actions: recordingSlots(RUN_INTENTS, (context: RunContext) => ({ runId: context.runId, jobKey: null }), sink),
+    actions: recordingSlots(RUN_INTENTS, (context: RunContext) => ({ runId: context.spec.runId, jobKey: null }), sink),
     actors: { job },
   });
 }

@@ -1,6 +1,5 @@
 import type { Logger } from 'pino';
-import { JOB_MACHINE_VERSION } from '../../machines/job.machine.ts';
-import { RUN_MACHINE_ID, RUN_MACHINE_VERSION } from '../../machines/run.machine.ts';
+import { RUN_MACHINE_ID } from '../../machines/run.machine.ts';
 import type { RunContext, RunEvent } from '../../machines/run.machine.ts';
 import type { JobContext, JobTag } from '../../machines/job.setup.ts';
 import type { PersistedMachineSnapshot } from '../../machines/projection.ts';
@@ -12,6 +11,7 @@ import { IntentRecorder, runtimeRunMachine } from './intent-recorder.ts';
 import type { Intent, RuntimeRunMachine } from './intent-recorder.ts';
 import type { FencedError } from './errors.ts';
 import type { CommitEntry, Effect, NewRun, RunCommit, SerializedEntry, StoredRun } from './ports.ts';
+import { SNAPSHOT_VERSION, migrateSnapshot } from './snapshot-migration.ts';
 import { buildCommitEntry, crashFailureOf, journalHeadOf, restoredWorkOf, runFailureOf, storedState, unchangedEntry, unrestorableFailureOf } from './commit-entry.ts';
 import type { ArmedTimer } from './timer-service.ts';
 import { answerPlacements } from './inline-placement.ts';
@@ -36,8 +36,7 @@ interface EntryExtra {
   before?: unknown[];
 }
 
-/** One number for the pair of charts a snapshot holds: the run and its job children. */
-export const SNAPSHOT_VERSION = RUN_MACHINE_VERSION * 1000 + JOB_MACHINE_VERSION;
+export { SNAPSHOT_VERSION } from './snapshot-migration.ts';
 
 /** An event as callers hand it in; the supervisor stamps the receive time when it is absent. */
 export type IncomingRunEvent = RunEvent extends infer E ? (E extends { at: number } ? Omit<E, 'at'> & { at?: number } : never) : never;
@@ -229,12 +228,12 @@ export class Supervisor {
   }
 
   private restoreOne(row: StoredRun): boolean {
-    if (row.machineId !== RUN_MACHINE_ID || row.machineVersion !== SNAPSHOT_VERSION) {
-      throw new UnknownMachineVersionError(row.runId, row.machineId, row.machineVersion, SNAPSHOT_VERSION);
-    }
-    const persisted = row.snapshot as PersistedMachineSnapshot<RunContext>;
+    // A snapshot of an earlier release is read in this one's format (snapshot-migration.ts); one no step reaches is refused.
+    const migrated = row.machineId === RUN_MACHINE_ID ? migrateSnapshot(row.machineVersion, row.snapshot) : null;
+    if (migrated === null) throw new UnknownMachineVersionError(row.runId, row.machineId, row.machineVersion, SNAPSHOT_VERSION);
+    const persisted = migrated as PersistedMachineSnapshot<RunContext>;
     if (persisted.status !== 'active') return false;
-    const actor = this.actors.restore(this.machine, row.snapshot, row.runId);
+    const actor = this.actors.restore(this.machine, persisted, row.runId);
     actor.subscribe(this.crashes);
     actor.start();
     // The tail's intents were answered when its events were live: its deadlines and effects are the stored rows.

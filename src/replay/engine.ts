@@ -4,7 +4,7 @@ import { IntentRecorder, runtimeRunMachine } from '../../actors/runs/intent-reco
 import type { Intent, RuntimeRunMachine } from '../../actors/runs/intent-recorder.ts';
 import type { IntentSink } from '../../machines/intents.ts';
 import { persistedOf } from '../../actors/runs/run-actors.ts';
-import { SNAPSHOT_VERSION } from '../../actors/runs/supervisor.ts';
+import { SNAPSHOT_VERSION, migrateSnapshot } from '../../actors/runs/snapshot-migration.ts';
 import { RUN_MACHINE_ID } from '../../machines/run.machine.ts';
 import type { RunContext, RunEvent } from '../../machines/run.machine.ts';
 import type { RunInput } from '../../machines/run.types.ts';
@@ -58,10 +58,17 @@ function summaryOf(actor: Actor<RuntimeRunMachine>): { summary: StateSummary; wa
   return { summary: asJson({ run: snapshot.value, jobs }) as StateSummary, waiting };
 }
 
+/** The stored snapshot in this build's format: one of an earlier release is migrated (actors/runs/snapshot-migration.ts); null when none reads. */
+function storedInThisFormat(recorded: RecordedRun): unknown {
+  const stored = recorded.snapshot;
+  return stored && stored.machineId === RUN_MACHINE_ID ? migrateSnapshot(stored.machineVersion, stored.snapshot) : null;
+}
+
 function checkVersion(recorded: RecordedRun, force: boolean): ReplayReport['machine'] {
   const stored = recorded.snapshot ? { machineId: recorded.snapshot.machineId, machineVersion: recorded.snapshot.machineVersion } : null;
   const supported = { machineId: RUN_MACHINE_ID, machineVersion: SNAPSHOT_VERSION };
-  const same = stored !== null && stored.machineId === supported.machineId && stored.machineVersion === supported.machineVersion;
+  // A snapshot this build migrates compares like its own: the charts did not change what they do.
+  const same = stored !== null && storedInThisFormat(recorded) !== null;
   if (!same && !force) throw new ReplayVersionError(recorded.runId, stored, supported);
   return { id: RUN_MACHINE_ID, version: SNAPSHOT_VERSION, recorded: stored, forced: !same };
 }
@@ -123,7 +130,8 @@ function snapshotCheck(recorded: RecordedRun, to: number, atStoredSeq: Persisted
     return { compared: false, reason: `the stored snapshot is at seq ${recorded.snapshot.seq}, after the end of the journal (seq ${lastSeq})` };
   }
   if (atStoredSeq === null) return { compared: false, reason: `stopped at seq ${to}, before the stored snapshot (seq ${recorded.snapshot.seq})` };
-  const differences = diffJson(comparableSnapshot(recorded.snapshot.snapshot), comparableSnapshot(atStoredSeq));
+  const stored = (storedInThisFormat(recorded) ?? recorded.snapshot.snapshot) as PersistedMachineSnapshot<RunContext>;
+  const differences = diffJson(comparableSnapshot(stored), comparableSnapshot(atStoredSeq));
   return { compared: true, seq: recorded.snapshot.seq, equal: differences.length === 0, differences };
 }
 

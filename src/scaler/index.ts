@@ -67,7 +67,7 @@ export function scalerStore(wiring: Pick<ScalerWiring, 'db' | 'config' | 'clock'
 export function scalerJobs(supervisor: Supervisor): ScalerJobs {
   return {
     isWaitingForAgent: (runId, jobKey) => supervisor.jobHasTag(runId, jobKey, 'waits-for-agent'),
-    jobTimeoutMs: (runId, jobKey) => supervisor.jobsOf(runId).find((job) => job.jobKey === jobKey)?.context.timeouts.jobTimeoutMs ?? null,
+    jobTimeoutMs: (runId, jobKey) => supervisor.jobsOf(runId).find((job) => job.jobKey === jobKey)?.context.spec.timeouts.jobTimeoutMs ?? null,
   };
 }
 

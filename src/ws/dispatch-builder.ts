@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { LockStaticJob, LockWorkflow } from '../../machines/lock.types.ts';
 import type { JobContext } from '../../machines/job.setup.ts';
+import type { JobSpec } from '../../machines/job.context.ts';
 import { INIT_JOB_TIMEOUT_MS, buildJobKey, isBuildJobKey } from '../../machines/run.plan.ts';
 import type { InitTarget } from '../../machines/types.ts';
 import type { RunSource } from '../pipeline/run-source.ts';
@@ -13,7 +14,7 @@ export interface DispatchTarget {
   runId: string;
   jobKey: string;
   dispatchId: string;
-  job: Pick<JobContext, 'baseName' | 'matrix' | 'initFor' | 'upstream' | 'resolved'>;
+  job: Pick<JobSpec, 'baseName' | 'matrix' | 'initFor'> & Pick<JobContext, 'upstream' | 'resolved'>;
   agentLabels: readonly string[];
 }
 

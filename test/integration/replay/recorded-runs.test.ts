@@ -11,6 +11,7 @@ import { loadRecordedRun } from '../../../src/replay/load.ts';
 import { DATABASE_KINDS, skipReason, withTestDatabase } from '../../support/database.ts';
 import { eventually, startTestRuntime, waitingWorkflow } from '../../support/runtime.ts';
 import { RunDriver, attempt } from './drive.ts';
+import { asRelease4004 } from '../../support/snapshots.ts';
 
 /** Runs the script on the run, then stops the runtime it ends on, whether or not the script passed (a failure never hangs the file). */
 async function stoppedAfter(run: RunDriver, script: () => Promise<void>): Promise<RunDriver> {
@@ -138,6 +139,18 @@ for (const kind of DATABASE_KINDS) {
       });
     });
 
+    it("replays a run stored by the release before (snapshot 4004, fixed fields not yet grouped) without force, and finds its snapshot equal", async () => {
+      await withTestDatabase(kind, async ({ db }) => {
+        const run = await recordTakeover(db);
+        const row = await db.selectFrom('run_snapshots').select('snapshot').where('run_id', '=', run.runId).executeTakeFirstOrThrow();
+        await db.updateTable('run_snapshots').set({ machine_version: 4004, snapshot: JSON.stringify(asRelease4004(row.snapshot)) }).where('run_id', '=', run.runId).execute();
+        const report = await replayRecordedRun(await loadRecordedRun(db, run.runId));
+        assert.equal(report.machine.forced, false);
+        assert.deepEqual(report.machine.recorded, { machineId: 'run', machineVersion: 4004 });
+        assert.equal(report.snapshotCheck.compared && report.snapshotCheck.equal, true, JSON.stringify(report.snapshotCheck));
+      });
+    });
+
     it('refuses a run whose stored snapshot has another chart version unless forced', async () => {
       await withTestDatabase(kind, async ({ db }) => {
         const run = await recordTakeover(db);
@@ -149,3 +162,4 @@ for (const kind of DATABASE_KINDS) {
     });
   });
 }
+

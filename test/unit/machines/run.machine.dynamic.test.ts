@@ -124,7 +124,7 @@ describe('run machine: a dynamic matrix fans out from its init job (no hang on n
       'test (mac)': 'waiting.gated',
     });
     assert.deepEqual(h.child('test (mac)').context.waiting?.kind, 'wave');
-    assert.deepEqual(h.child('test (linux)').context.matrix, { values: { os: 'linux' }, index: 0, total: 2 });
+    assert.deepEqual(h.child('test (linux)').context.spec.matrix, { values: { os: 'linux' }, index: 0, total: 2 });
     assert.deepEqual(h.snapshot.context.templates, {});
     h.runToEnd('test (linux)', 'success', 20);
     assert.equal(h.jobState('test (mac)'), 'queued');
