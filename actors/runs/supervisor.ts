@@ -180,7 +180,7 @@ export class Supervisor {
   /** Delivers one event to the owning run actor; resolves when the event is durable. */
   async send(runId: string, incoming: IncomingRunEvent): Promise<void> {
     this.assertRunning();
-    // A run whose first entry waits for its cause to be recorded takes nothing before that entry is queued.
+    // An event for a run still being created waits for its creation: a first entry that waits for its cause is not queued yet.
     const creating = this.creating.get(runId);
     if (creating) await creating.catch(() => undefined);
     const handle = this.runs.get(runId);
