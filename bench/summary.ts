@@ -169,6 +169,23 @@ function growthRows(growth: Source): Row[] {
   }).flat();
 }
 
+/** Issue 50's ratios: the way in bare durable commits measured in the same run, side by side with another orchestrator, growth kept. */
+function ratioRows(side: Source, dispatch: Source, growth: Source): Row[] {
+  const against = dig(side?.data, 'results.against');
+  const other = typeof against === 'string' ? (against === 'self' ? 'a second Switchyard (the bench against itself: its noise)' : against) : 'another orchestrator';
+  const bare = num(dispatch, 'results.floor.bareCommitMs.p50');
+  const ackP50 = num(dispatch, 'results.idle.dispatchToAckRoundTripMs.p50');
+  const ackInCommits = bare === undefined || ackP50 === undefined ? undefined : Math.round((ackP50 / bare) * 100) / 100;
+  return [
+    value('webhook → job.dispatch one at a time, in bare commits', 'commits', side, 'results.inBareCommits.switchyard.webhookToDispatchMs', { op: '≤', value: 5, judged: 'value' },
+      'p50 ÷ a one-row durable commit measured on the same database in the same run (bench/side-by-side.bench.ts)'),
+    judge({ figure: 'dispatch → ack committed (one client, idle), in bare commits', unit: 'commits', value: ackInCommits, target: { op: '≤', value: 3, judged: 'value' }, source: `${dispatch?.name ?? 'missing'}: results.idle ÷ results.floor` }),
+    value('other ÷ Switchyard, webhook → job.dispatch one at a time', '×', side, 'results.ratios.webhookToDispatchMs', { op: '≥', value: 3, judged: 'value' }, `p50; the other: ${other}`),
+    value('other ÷ Switchyard, webhook → job.dispatch in rounds of 10', '×', side, 'results.ratios.roundOf10ToDispatchMs', { op: '≥', value: 2, judged: 'value' }, `p50; the other: ${other}`),
+    value('one-job runs/s at the last growth level ÷ the first', '×', growth, 'results.throughputKept', { op: '≥', value: 0.8, judged: 'value' }, '50,000 live runs against 1,000 by default'),
+  ];
+}
+
 export interface SummaryOptions {
   /** Result files written before this instant (ms) are stale and left out. */
   since: number;
@@ -186,7 +203,9 @@ export async function buildSummary(options: SummaryOptions): Promise<{ rows: Row
     return source;
   };
   const on = { dispatch: await get('dispatch'), webhook: await get('webhook') };
-  const rows = [...webhookRows(on.webhook), ...dispatchRows(on.dispatch), ...runtimeRows(await get('runtime'), await get('takeover')), ...growthRows(await get('growth')), ...burstRows(await get('burst')), ...crossCoordinatorRows(await get('cross-coordinator'))];
+  const growth = await get('growth');
+  const rows = [...webhookRows(on.webhook), ...dispatchRows(on.dispatch), ...runtimeRows(await get('runtime'), await get('takeover')), ...growthRows(growth), ...burstRows(await get('burst')), ...crossCoordinatorRows(await get('cross-coordinator'))];
+  rows.push(...ratioRows(await get('side-by-side'), on.dispatch, growth));
   if (options.compare) rows.push(...compareRows(on, { dispatch: await get('dispatch', 'off'), webhook: await get('webhook', 'off') }));
   const file = new URL('summary.json', RESULTS_DIR);
   const body = { at: new Date().toISOString(), quick: options.quick, compare: options.compare, failedBenches: options.failed, environment: { atStart: options.environmentAtStart, atEnd: environment() }, figures: rows, sources };
