@@ -47,9 +47,13 @@ export const BLOCK_PLANS: readonly { firstLine: string; plan: BlockPlan }[] = [
     firstLine: 'AGENT_TOKEN=$(npm run -s switchyard -- token create --labels linux)',
     plan: {
       kind: 'run',
-      // The agent runs until stopped: here until `switchyard agents` lists it, then it is stopped.
+      // The agent runs until stopped: here until `switchyard agents` lists it, then it is stopped, npm,
+      // its shell and the agent alike (killing the background job alone left the agent running).
       rewrite: (text) =>
-        text.replace(/^(npm run -s switchyard -- agent .*)$/m, '{ $1; } >agent.log 2>&1 & AGENT_PID=$!\nfor i in $(seq 100); do npm run -s switchyard -- agents | grep -q linux && break; sleep 0.3; done\nnpm run -s switchyard -- agents; kill $AGENT_PID'),
+        text.replace(
+          /^(npm run -s switchyard -- agent .*)$/m,
+          '{ $1; } >agent.log 2>&1 & AGENT_PID=$!\nfor i in $(seq 100); do npm run -s switchyard -- agents | grep -q linux && break; sleep 0.3; done\nnpm run -s switchyard -- agents; kill $AGENT_PID; pkill -f -- "$AGENT_TOKEN" || true',
+        ),
       expect: [/^\S+ +\S*linux\S* +\d+\/\d+ /m],
     },
   },
