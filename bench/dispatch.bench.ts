@@ -230,23 +230,28 @@ async function main(): Promise<void> {
       groupCommit: await commitFigures(client),
       floor: await durabilityFloor(database.url),
     };
+    const idleInBareCommits = idleInCommits(results.idle, results.floor.bareCommitMs.p50);
     report(results, coordinator);
-    const idleFigures = results.idle;
-    const unit = results.floor.bareCommitMs.p50;
-    console.log(
-      `idle, in bare durable commits of ${unit} ms (same Postgres, same run; round trip ${results.floor.roundTripMs.p50} ms): ` +
-        `dispatch → ack committed ${ratio(idleFigures.dispatchToAckRoundTripMs.p50, unit)}, ack sent → committed ${ratio(idleFigures.ackSentToCommittedMs.p50, unit)}, create-run → dispatch ${ratio(idleFigures.createRunToDispatchMs.p50, unit)}`,
-    );
+    console.log(`idle p50, in bare durable commits of ${results.floor.bareCommitMs.p50} ms (same Postgres, same run; round trip ${results.floor.roundTripMs.p50} ms): ${JSON.stringify(idleInBareCommits)}`);
     console.log(`group commit: ${JSON.stringify(results.groupCommit)}`);
     const setup = { agents: AGENTS, agentsCompress: AGENTS_COMPRESS, coordinatorCompression: COORDINATOR_COMPRESSION, secrets: SECRETS, coordinator: coordinator.placement, idleRuns: IDLE_RUNS, latencyRuns: LATENCY_RUNS, latencyClients: LATENCY_CLIENTS, database: 'external Postgres' };
     const name = `dispatch${flags.oneThread ? '.one-thread' : ''}${SECRETS ? '.secrets' : ''}`;
-    console.log(`results: ${(await writeResult(name, flags, { setup, ...results })).pathname}`);
+    console.log(`results: ${(await writeResult(name, flags, { setup, ...results, idleInBareCommits })).pathname}`);
   } finally {
     await Promise.all(agents.map((agent) => agent.close()));
     await coordinator.close();
     await database.drop();
     await rm(dataDir, { recursive: true, force: true });
   }
+}
+
+/** Each idle latency's p50 in bare durable commits. */
+function idleInCommits(idle: ReturnType<typeof latencyFigures>, bareCommitMs: number): Record<string, number> {
+  return {
+    dispatchToAckRoundTripMs: ratio(idle.dispatchToAckRoundTripMs.p50, bareCommitMs),
+    ackSentToCommittedMs: ratio(idle.ackSentToCommittedMs.p50, bareCommitMs),
+    createRunToDispatchMs: ratio(idle.createRunToDispatchMs.p50, bareCommitMs),
+  };
 }
 
 function latencyFigures(timeline: Timeline, measured: { createToDispatch: number[]; runIds: string[] }, clients: number) {

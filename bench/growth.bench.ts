@@ -30,7 +30,7 @@ import { loadConfig } from '../src/config/index.ts';
 import { startCoordinator, type Coordinator } from '../src/main.ts';
 import { CoordinatorClient, FakeAgent, runStepsWorkflow } from '../test/support/fake-agent.ts';
 import { planFor, waitingWorkflow } from '../test/support/runtime.ts';
-import { benchFlags, freshDatabase, percentiles, pool, writeResult, type Percentiles } from './support.ts';
+import { benchFlags, freshDatabase, percentiles, pool, ratio, writeResult, type Percentiles } from './support.ts';
 
 const flags = benchFlags();
 const argv = process.argv.slice(2);
@@ -199,7 +199,7 @@ async function main(): Promise<void> {
     }
     const setup = { agents: 10, samples: SAMPLES, throughputRuns: THROUGHPUT_RUNS, warmUpRuns: WARM_UP_RUNS };
     const [first, last] = [levels[0], levels.at(-1)];
-    const throughputKept = first && last ? Math.round((last.oneJobRunsPerSecond / first.oneJobRunsPerSecond) * 100) / 100 : null;
+    const throughputKept = first && last ? ratio(last.oneJobRunsPerSecond, first.oneJobRunsPerSecond) : null;
     if (first && last) console.log(`throughput at ${last.liveRuns} live runs ÷ at ${first.liveRuns}: ${throughputKept}`);
     console.log(`results: ${(await writeResult('growth', flags, { setup, levels, throughputKept })).pathname}`);
   } finally {

@@ -4,6 +4,7 @@
  * `sample` before and after a phase, `budget` of the two is each stage's mean in that phase.
  */
 const SERIES = 'switchyard_dispatch_path_stage_seconds';
+const STAGE_LINE = new RegExp(`^${SERIES}_(sum|count)\\{stage="([^"]+)"\\} (\\S+)$`);
 
 export type StageSample = Map<string, { sum: number; count: number }>;
 
@@ -19,7 +20,7 @@ export interface StageLine {
 export function sampleStages(metrics: string): StageSample {
   const stages: StageSample = new Map();
   for (const line of metrics.split('\n')) {
-    const match = new RegExp(`^${SERIES}_(sum|count)\\{stage="([^"]+)"\\} (\\S+)$`).exec(line);
+    const match = STAGE_LINE.exec(line);
     if (!match) continue;
     const [, kind, stage, value] = match as unknown as [string, 'sum' | 'count', string, string];
     const entry = stages.get(stage) ?? { sum: 0, count: 0 };
@@ -36,14 +37,13 @@ export function stageBudget(before: StageSample, after: StageSample): StageLine[
     return a ? { sum: a.sum - b.sum, count: a.count - b.count } : { sum: 0, count: 0 };
   };
   const total = delta('total');
-  const meanOf = (d: { sum: number; count: number }) => (d.count === 0 ? 0 : (d.sum / d.count) * 1000);
   const lines = [...after.keys()].map((stage) => {
     const d = delta(stage);
-    // A stage some deliveries skip counts as zero for them: its share of the whole way is its sum over all.
+    // Per traced delivery: a stage some deliveries skip counts as zero for them (and `total`'s own mean is its mean).
     const meanMs = total.count === 0 ? 0 : (d.sum / total.count) * 1000;
     return { stage, meanMs: Math.round(meanMs * 1000) / 1000, share: Math.round((d.sum / (total.sum || 1)) * 1000) / 10, count: d.count };
   });
-  return [...lines.filter((l) => l.stage !== 'total' && l.count > 0), ...lines.filter((l) => l.stage === 'total').map((l) => ({ ...l, meanMs: Math.round(meanOf(total) * 1000) / 1000 }))];
+  return [...lines.filter((l) => l.stage !== 'total' && l.count > 0), ...lines.filter((l) => l.stage === 'total')];
 }
 
 export function printBudget(lines: StageLine[], unitMs: number): void {

@@ -43,7 +43,7 @@ export function createRuntimeMetrics(registry: Registry) {
     }),
     dispatchPathStageSeconds: new Histogram({
       name: 'switchyard_dispatch_path_stage_seconds',
-      help: "A webhook's way to its run's first job.dispatch, by stage (docs/architecture.md#where-a-delivery-s-time-goes); stage total is the whole way",
+      help: "A webhook's way to its run's first job.dispatch, by stage (docs/architecture.md#where-a-deliverys-time-goes); stage total is the whole way",
       labelNames: ['stage'] as const,
       buckets: [0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1],
       registers,
