@@ -68,6 +68,9 @@ describe('Ctrl-C in the terminal that runs npm start on the embedded default', (
       return stored.length >= LINES ? stored : undefined;
     }, 10_000, 'every line');
     assert.deepEqual(lines, Array.from({ length: LINES }, (_, i) => `line ${i + 1}`));
+    // Stopped as an operator would, so it stops its Postgres: the cleanups' SIGKILL left that Postgres running.
+    await stopProcess(again);
+    assert.equal(await postmasterAlive(dataDir), false, 'the restarted coordinator stopped its Postgres too');
   });
 
   it('a second Ctrl-C stops at once, still stopping Postgres: none is left behind', async (t) => {
